@@ -1,0 +1,165 @@
+// Scalar semantics of the ALU ops; see evaluate.h.
+#include "ir/evaluate.h"
+
+#include <cmath>
+
+#include "support/error.h"
+#include "support/float_rounding.h"
+
+namespace kiln {
+
+int128 wrap_integer(int128 value, DType dtype) {
+  if (dtype.is_index()) return value;
+  if (dtype.is_bool()) return value != 0 ? 1 : 0;
+  int bits = dtype.scalar_bytes() * 8;
+  uint128 mask = (static_cast<uint128>(1) << bits) - 1;
+  uint128 low = static_cast<uint128>(value) & mask;
+  if (dtype.is_signed() && (low >> (bits - 1)) != 0) return static_cast<int128>(low) - (int128{1} << bits);
+  return static_cast<int128>(low);
+}
+
+namespace {
+
+double round_float(double value, DType dtype) {
+  switch (dtype.scalar()) {
+    case ScalarType::Float16: return round_to_f16(value);
+    case ScalarType::BFloat16: return round_to_bf16(value);
+    case ScalarType::Float32: return round_to_f32(value);
+    default: return value;
+  }
+}
+
+ScalarValue integer_value(DType dtype, int128 value) { return {dtype, wrap_integer(value, dtype), 0.0}; }
+ScalarValue real_value(DType dtype, double value) { return {dtype, 0, round_float(value, dtype)}; }
+
+double as_real(const ScalarValue& value) {
+  return value.dtype.is_float() ? value.real : static_cast<double>(value.integer);
+}
+
+std::optional<ScalarValue> cast_value(const ScalarValue& source, DType target) {
+  if (target.is_float()) return real_value(target, as_real(source));
+  if (target.is_bool())
+    return integer_value(target, source.dtype.is_float() ? source.real != 0.0 : source.integer != 0);
+  if (!source.dtype.is_float()) return integer_value(target, source.integer);
+  // Float to integer truncates; out of range (and NaN) is undefined in C, so it is not folded.
+  double truncated = std::trunc(source.real);
+  if (std::isnan(truncated) || truncated < static_cast<double>(min_value(target.is_index() ? dtypes::i64 : target)) ||
+      truncated > static_cast<double>(max_value(target.is_index() ? dtypes::i64 : target)))
+    return std::nullopt;
+  return integer_value(target, static_cast<int128>(truncated));
+}
+
+std::optional<ScalarValue> fold_integer(Ops op, DType dtype, int128 a, int128 b) {
+  switch (op) {
+    case Ops::ADD: return integer_value(dtype, a + b);
+    case Ops::SUB: return integer_value(dtype, a - b);
+    case Ops::MUL: {
+      // Index values are int64-sized, so the product fits in int128.
+      uint128 product = static_cast<uint128>(a) * static_cast<uint128>(b);
+      return integer_value(dtype, static_cast<int128>(product));
+    }
+    case Ops::IDIV:
+      if (b == 0) return std::nullopt;
+      return integer_value(dtype, a / b);  // int128 division truncates, like C
+    case Ops::MOD:
+      if (b == 0) return std::nullopt;
+      return integer_value(dtype, a % b);
+    case Ops::MAX: return integer_value(dtype, a > b ? a : b);
+    case Ops::AND: return integer_value(dtype, a & b);
+    case Ops::OR: return integer_value(dtype, a | b);
+    case Ops::XOR: return integer_value(dtype, a ^ b);
+    case Ops::SHL:
+      if (b < 0 || b >= dtype.scalar_bytes() * 8) return std::nullopt;
+      return integer_value(dtype, a << static_cast<int>(b));
+    case Ops::SHR:
+      if (b < 0 || b >= dtype.scalar_bytes() * 8) return std::nullopt;
+      return integer_value(dtype, a >> static_cast<int>(b));  // arithmetic on signed values
+    default: return std::nullopt;
+  }
+}
+
+std::optional<ScalarValue> fold_real(Ops op, DType dtype, double a, double b) {
+  switch (op) {
+    case Ops::ADD: return real_value(dtype, a + b);
+    case Ops::SUB: return real_value(dtype, a - b);
+    case Ops::MUL: return real_value(dtype, a * b);
+    case Ops::FDIV: return real_value(dtype, a / b);
+    // MAX is not folded for floats: its NaN behaviour belongs to the backend (ops.def).
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+ScalarValue constant_value(const UOp& node) {
+  KILN_ASSERT(node.op() == Ops::CONST && node.dtype().count() == 1, "not a scalar constant: ", op_name(node.op()));
+  if (node.dtype().is_float()) return {node.dtype(), 0, node.arg_float()};
+  return {node.dtype(), node.const_int(), 0.0};
+}
+
+UOpPtr make_constant(const ScalarValue& value) {
+  DType dtype = value.dtype;
+  if (dtype.is_float()) return UOp::make(Ops::CONST, dtype, {}, value.real);
+  if (dtype.is_bool()) return UOp::make(Ops::CONST, dtype, {}, value.integer != 0);
+  // u64 constants are stored as their bit pattern in an int64.
+  return UOp::make(Ops::CONST, dtype, {}, static_cast<int64_t>(static_cast<uint64_t>(value.integer)));
+}
+
+std::optional<ScalarValue> fold_alu(Ops op, DType result, std::span<const ScalarValue> sources) {
+  if (op == Ops::CAST) return cast_value(sources[0], result);
+  if (op == Ops::WHERE) {
+    const ScalarValue& chosen = sources[0].integer != 0 ? sources[1] : sources[2];
+    return chosen;
+  }
+  const ScalarValue& a = sources[0];
+  bool is_float = a.dtype.is_float();
+  if (sources.size() == 1) {
+    switch (op) {
+      case Ops::NEG:
+        return is_float ? real_value(result, -a.real) : integer_value(result, -a.integer);
+      case Ops::NOT:
+        return result.is_bool() ? integer_value(result, a.integer == 0) : integer_value(result, ~a.integer);
+      case Ops::TRUNC: return is_float ? real_value(result, std::trunc(a.real)) : a;
+      case Ops::SQRT: return is_float ? std::optional(real_value(result, std::sqrt(a.real))) : std::nullopt;
+      case Ops::RECIPROCAL: return is_float ? std::optional(real_value(result, 1.0 / a.real)) : std::nullopt;
+      default: return std::nullopt;
+    }
+  }
+  const ScalarValue& b = sources[1];
+  if (sources.size() != 2) return std::nullopt;
+  switch (op) {
+    case Ops::CMPLT: return integer_value(result, is_float ? a.real < b.real : a.integer < b.integer);
+    case Ops::CMPNE: return integer_value(result, is_float ? a.real != b.real : a.integer != b.integer);
+    case Ops::CMPEQ: return integer_value(result, is_float ? a.real == b.real : a.integer == b.integer);
+    default: break;
+  }
+  return is_float ? fold_real(op, result, a.real, b.real) : fold_integer(op, result, a.integer, b.integer);
+}
+
+std::optional<ScalarValue> evaluate(const UOpPtr& root,
+                                    const std::unordered_map<std::string, int128>& variables) {
+  std::unordered_map<const UOp*, ScalarValue> values;
+  for (const UOp* node : toposort(root)) {
+    if (node->dtype().count() != 1) return std::nullopt;
+    if (node->op() == Ops::CONST) {
+      values[node] = constant_value(*node);
+    } else if (node->op() == Ops::DEFINE_VAR) {
+      auto found = variables.find(node->arg_variable().name);
+      if (found == variables.end()) return std::nullopt;
+      values[node] = integer_value(node->dtype(), found->second);
+    } else if (node->op() == Ops::RANGE || node->op() == Ops::SPECIAL) {
+      return std::nullopt;
+    } else if (op_is_alu(node->op()) || node->op() == Ops::CAST) {
+      std::vector<ScalarValue> inputs;
+      for (const UOpPtr& source : node->srcs()) inputs.push_back(values.at(source.get()));
+      std::optional<ScalarValue> result = fold_alu(node->op(), node->dtype(), inputs);
+      if (!result) return std::nullopt;
+      values[node] = *result;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return values.at(root.get());
+}
+
+}  // namespace kiln

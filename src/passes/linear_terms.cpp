@@ -1,0 +1,95 @@
+// Splitting, canonicalising and rebuilding integer sums; see linear_terms.h.
+#include "passes/linear_terms.h"
+
+#include <algorithm>
+
+#include "ir/build.h"
+#include "ir/evaluate.h"
+#include "support/error.h"
+
+namespace kiln {
+
+UOpPtr integer_constant(DType dtype, int128 value) {
+  return make_constant(ScalarValue{dtype, wrap_integer(value, dtype), 0.0});
+}
+
+LinearSum split_sum(const UOpPtr& node) {
+  LinearSum sum;
+  std::vector<const UOp*> pending{node.get()};
+  while (!pending.empty()) {
+    const UOp* term = pending.back();
+    pending.pop_back();
+    if (term->op() == Ops::ADD) {
+      // Push right first so that terms come out left to right.
+      pending.push_back(term->src(1).get());
+      pending.push_back(term->src(0).get());
+    } else if (term->op() == Ops::CONST) {
+      sum.constant += term->const_int();
+    } else if (term->op() == Ops::MUL && term->src(1)->op() == Ops::CONST) {
+      sum.terms.push_back({term->src(0), term->src(1)->const_int()});
+    } else {
+      sum.terms.push_back({term->self(), 1});
+    }
+  }
+  return sum;
+}
+
+namespace {
+
+// Finds `x % c` (coefficient k) and `x / c` (coefficient k*c) among the terms and merges each
+// such pair into (x, k): (x/c)*c + x%c = x holds for truncating division of any sign.
+bool fold_division_remainder_pairs(std::vector<LinearTerm>& terms) {
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const UOp* remainder = terms[i].base.get();
+    if (remainder->op() != Ops::MOD || remainder->src(1)->op() != Ops::CONST) continue;
+    int128 divisor = remainder->src(1)->const_int();
+    for (size_t j = 0; j < terms.size(); ++j) {
+      const UOp* quotient = terms[j].base.get();
+      if (j == i || quotient->op() != Ops::IDIV || quotient->src(0) != remainder->src(0) ||
+          quotient->src(1) != remainder->src(1) || terms[j].coefficient != terms[i].coefficient * divisor)
+        continue;
+      terms[i] = {remainder->src(0), terms[i].coefficient};
+      terms.erase(terms.begin() + static_cast<std::ptrdiff_t>(j));
+      return true;
+    }
+  }
+  return false;
+}
+
+// Sorts by base and adds up the coefficients of equal bases, dropping terms that cancel.
+void combine_like_terms(std::vector<LinearTerm>& terms, DType dtype) {
+  std::stable_sort(terms.begin(), terms.end(), [](const LinearTerm& a, const LinearTerm& b) {
+    return structural_compare(a.base.get(), b.base.get()) < 0;
+  });
+  std::vector<LinearTerm> combined;
+  for (LinearTerm& term : terms) {
+    if (!combined.empty() && combined.back().base == term.base) combined.back().coefficient += term.coefficient;
+    else combined.push_back(std::move(term));
+  }
+  std::erase_if(combined, [&](const LinearTerm& t) { return wrap_integer(t.coefficient, dtype) == 0; });
+  terms = std::move(combined);
+}
+
+}  // namespace
+
+LinearSum canonical_sum(const UOpPtr& node) {
+  LinearSum sum = split_sum(node);
+  // A folded pair yields a new base that may combine with another term, so repeat until stable.
+  do combine_like_terms(sum.terms, node->dtype());
+  while (fold_division_remainder_pairs(sum.terms));
+  return sum;
+}
+
+UOpPtr build_sum(const LinearSum& sum, DType dtype) {
+  UOpPtr result;
+  for (const LinearTerm& term : sum.terms) {
+    int128 coefficient = wrap_integer(term.coefficient, dtype);
+    UOpPtr value = coefficient == 1 ? term.base : term.base * integer_constant(dtype, coefficient);
+    result = result ? result + value : value;
+  }
+  int128 constant = wrap_integer(sum.constant, dtype);
+  if (!result) return integer_constant(dtype, constant);
+  return constant == 0 ? result : result + integer_constant(dtype, constant);
+}
+
+}  // namespace kiln

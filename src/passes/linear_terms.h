@@ -1,0 +1,36 @@
+// Integer sums as data: an expression viewed as Σ coefficient·base + constant. Used by the rules
+// that reorder sums and by the division/modulo folding that splits a numerator into parts.
+#pragma once
+
+#include <vector>
+
+#include "ir/uop.h"
+#include "support/int128.h"
+
+namespace kiln {
+
+struct LinearTerm {
+  UOpPtr base;
+  int128 coefficient;
+};
+
+struct LinearSum {
+  std::vector<LinearTerm> terms;
+  int128 constant = 0;
+};
+
+// Flattens nested ADDs; `base * c` contributes (base, c); constants add up. No terms are combined.
+LinearSum split_sum(const UOpPtr& node);
+
+// The canonical form: like terms combined, zero terms dropped, `(x/c)*c + x%c` folded to x,
+// terms sorted by structural_compare of their base.
+LinearSum canonical_sum(const UOpPtr& node);
+
+// Builds ((t0 + t1) + t2) + constant with `base * coefficient` terms (no MUL for coefficient 1).
+// Coefficients and the constant must fit the dtype (wrapped for fixed-width integers).
+UOpPtr build_sum(const LinearSum& sum, DType dtype);
+
+// The constant of a dtype with an int128 value (wrapped for fixed-width types).
+UOpPtr integer_constant(DType dtype, int128 value);
+
+}  // namespace kiln

@@ -1,0 +1,164 @@
+// The rule tables of the symbolic simplifier; see symbolic.h. One rule per line, with its algebra.
+// Names: x, y, z match any node; c, c1, c2 match constants; `.ints()` etc. restrict the dtype.
+#include "passes/symbolic.h"
+
+#include "ir/build.h"
+#include "ir/evaluate.h"
+#include "passes/linear_terms.h"
+#include "rewrite/graph_rewrite.h"
+
+namespace kiln {
+namespace {
+
+const UPat x = UPat::var("x"), y = UPat::var("y");
+const UPat xi = x.ints(), yi = y.ints();              // integers (fixed width or index)
+const UPat xb = x.bools();                            // bool
+const UPat xn = x.index(), yn = y.index();            // index only: no overflow
+const UPat c = UPat::cvar("c"), c1 = UPat::cvar("c1"), c2 = UPat::cvar("c2");
+
+OpSet alu_and_cast() { return OpSet::group(OpGroup::Unary) | OpSet::group(OpGroup::Binary) |
+                              OpSet::group(OpGroup::Ternary) | OpSet{Ops::CAST}; }
+
+// Folds an ALU op whose sources are all scalar constants (fold_alu declines undefined results).
+UOpPtr fold_constants(const Match& m) {
+  const UOp& node = *m.get("alu");
+  if (node.dtype().count() != 1) return nullptr;
+  std::vector<ScalarValue> values;
+  for (const UOpPtr& source : node.srcs()) {
+    if (source->dtype().count() != 1) return nullptr;
+    values.push_back(constant_value(*source));
+  }
+  std::optional<ScalarValue> result = fold_alu(node.op(), node.dtype(), values);
+  return result ? make_constant(*result) : nullptr;
+}
+
+// A node whose range is a single value is that value.
+UOpPtr fold_singleton_range(const Match& m) {
+  const UOp& node = *m.get("x");
+  return integer_constant(node.dtype(), node.vmin());
+}
+
+UOpPtr same_type_cast(const Match& m) {
+  const UOp& node = *m.get("cast");
+  return node.dtype() == node.src(0)->dtype() ? node.src(0) : nullptr;
+}
+
+// Rebuilds an integer sum in canonical form (nullptr when it already is).
+UOpPtr canonicalize_sum(const Match& m) {
+  UOpPtr node = m["sum"];
+  UOpPtr result = build_sum(canonical_sum(node), node->dtype());
+  return result == node ? nullptr : result;
+}
+
+}  // namespace
+
+const PatternMatcher& constant_folding_rules() {
+  static const PatternMatcher table("constant_folding", {
+      Rule(UPat::ops(alu_and_cast()).all_sources(UPat(Ops::CONST)).named("alu"), fold_constants,
+           "op(c1, c2, …) → c").opaque("evaluates the op with fold_alu; tested per op against Z3 semantics"),
+      {where(c, x, y), when(val("c") != 0), [](auto& m) { return m["x"]; }, "where(true, x, y) → x"},
+      {where(c, x, y), when(val("c") == 0), [](auto& m) { return m["y"]; }, "where(false, x, y) → y"},
+  });
+  return table;
+}
+
+const PatternMatcher& identity_rules() {
+  static const PatternMatcher table("identities", {
+      {xi + 0, [](auto& m) { return m["x"]; }, "x+0 → x (integers; for floats -0+0 is +0)"},
+      {x + UPat::constant_float(-0.0), [](auto& m) { return m["x"]; }, "x+(-0.0) → x"},
+      {UPat(Ops::SUB, {x, UPat::constant(0)}), [](auto& m) { return m["x"]; }, "x-0 → x"},
+      {x * 1, [](auto& m) { return m["x"]; }, "x*1 → x"},
+      {xi * 0, [](auto& m) { return const_like(m["x"], 0); }, "x*0 → 0 (integers)"},
+      {UPat(Ops::IDIV, {x, UPat::constant(1)}), [](auto& m) { return m["x"]; }, "x/1 → x"},
+      {UPat(Ops::FDIV, {x, UPat::constant_float(1.0)}), [](auto& m) { return m["x"]; }, "x/1.0 → x"},
+      {UPat(Ops::MOD, {xi, UPat::constant(1)}), [](auto& m) { return const_like(m["x"], 0); }, "x%1 → 0"},
+      {UPat(Ops::SUB, {xi, xi}), [](auto& m) { return const_like(m["x"], 0); }, "x-x → 0 (integers)"},
+      {UPat(Ops::IDIV, {xi, xi}), when(vmin("x") > 0 || vmax("x") < 0),
+       [](auto& m) { return const_like(m["x"], 1); }, "x/x → 1 when x is never 0"},
+      {-(-x), [](auto& m) { return m["x"]; }, "-(-x) → x"},
+      {logical_not(logical_not(x)), [](auto& m) { return m["x"]; }, "!!x → x"},
+      {maximum(x, x), [](auto& m) { return m["x"]; }, "max(x, x) → x"},
+      {lt(x, x), [](auto&) { return const_bool(false); }, "x<x → false"},
+      {ne(xi, xi), [](auto&) { return const_bool(false); }, "x!=x → false (integers)"},
+      {eq(xi, xi), [](auto&) { return const_bool(true); }, "x==x → true (integers)"},
+      {where(UPat::var("c"), y, y), [](auto& m) { return m["y"]; }, "where(c, y, y) → y"},
+      {x & x, [](auto& m) { return m["x"]; }, "x&x → x"},
+      {x | x, [](auto& m) { return m["x"]; }, "x|x → x"},
+      {xi ^ xi, [](auto& m) { return const_like(m["x"], 0); }, "x^x → 0"},
+      {xb ^ xb, [](auto& m) { return const_like(m["x"], 0); }, "x^x → false"},
+      {xi | 0, [](auto& m) { return m["x"]; }, "x|0 → x"},
+      {xi ^ 0, [](auto& m) { return m["x"]; }, "x^0 → x"},
+      {xi & 0, [](auto& m) { return const_like(m["x"], 0); }, "x&0 → 0"},
+      {xb & 1, [](auto& m) { return m["x"]; }, "x&true → x"},
+      {xb & 0, [](auto& m) { return const_like(m["x"], 0); }, "x&false → false"},
+      {xb | 1, [](auto& m) { return const_like(m["x"], 1); }, "x|true → true"},
+      {xb | 0, [](auto& m) { return m["x"]; }, "x|false → x"},
+      {xb ^ 0, [](auto& m) { return m["x"]; }, "x^false → x"},
+      {xb ^ 1, [](auto& m) { return logical_not(m["x"]); }, "x^true → !x"},
+      {UPat(Ops::CAST, {x}).named("cast"), same_type_cast, "cast(x) to x's own dtype → x"},
+  });
+  return table;
+}
+
+const PatternMatcher& range_rules() {
+  static const UPat folded = UPat::ops(alu_and_cast() | OpSet{Ops::DEFINE_VAR, Ops::RANGE, Ops::SPECIAL});
+  static const PatternMatcher table("range", {
+      Rule(folded.ints().named("x"), when(vmin("x") == vmax("x")), fold_singleton_range,
+           "x → c when vmin(x) == vmax(x) == c").opaque("builds the constant from the range of x"),
+      Rule(folded.bools().named("x"), when(vmin("x") == vmax("x")), fold_singleton_range,
+           "b → true/false when its range is one value").opaque("builds the constant from the range of x"),
+      {xi % c, when(val("c") > 0 && vmin("x") >= 0 && vmax("x") < val("c")), [](auto& m) { return m["x"]; },
+       "x%c → x when 0 <= x < c"},
+      {xi % c, when(val("c") < 0 && vmin("x") >= 0 && vmax("x") < -val("c")), [](auto& m) { return m["x"]; },
+       "x%c → x when 0 <= x < -c"},
+      {maximum(xi, yi), when(vmin("x") >= vmax("y")), [](auto& m) { return m["x"]; }, "max(x, y) → x when x >= y"},
+  });
+  return table;
+}
+
+const PatternMatcher& canonical_rules() {
+  static const PatternMatcher table("canonical", {
+      {UPat(Ops::SUB, {xi, yi}), [](auto& m) { return m["x"] + m["y"] * -1; }, "x-y → x+y*-1 (integers)"},
+      {-xi, [](auto& m) { return m["x"] * -1; }, "-x → x*-1 (integers)"},
+      {UPat(Ops::MUL, {c, xi}), [](auto& m) { return m["x"] * m["c"]; }, "c*x → x*c"},
+      {(xi * c1) * c2, [](auto& m) { return m["x"] * (m["c1"] * m["c2"]); }, "(x*c1)*c2 → x*(c1*c2)"},
+      {(xi + yi) * c, [](auto& m) { return m["x"] * m["c"] + m["y"] * m["c"]; }, "(x+y)*c → x*c+y*c"},
+      {(xi + c1) + c2, [](auto& m) { return m["x"] + (m["c1"] + m["c2"]); }, "(x+c1)+c2 → x+(c1+c2)"},
+      Rule(UPat(Ops::ADD).ints().named("sum"), canonicalize_sum,
+           "Σ terms → sorted Σ with like terms combined, constant last")
+          .opaque("reorders a whole sum; checked by the randomized oracle test"),
+  });
+  return table;
+}
+
+const PatternMatcher& comparison_rules() {
+  static const PatternMatcher table("comparison", {
+      {lt(xn + c1, c2), [](auto& m) { return lt(m["x"], m["c2"] - m["c1"]); }, "x+c1 < c2 → x < c2-c1"},
+      {lt(xn * c1, c2), when(val("c1") > 0 && val("c2") > 0),
+       [](auto& m) { return lt(m["x"], (m["c2"] + m["c1"] - 1) / m["c1"]); }, "x*c1 < c2 → x < ceil(c2/c1)"},
+      {lt(c1, xn * c2), when(val("c2") > 0 && val("c1") >= 0),
+       [](auto& m) { return lt(m["c1"] / m["c2"], m["x"]); }, "c1 < x*c2 → c1/c2 < x"},
+      {lt(xn / c1, c2), when(val("c1") > 0 && vmin("x") >= 0),
+       [](auto& m) { return lt(m["x"], m["c2"] * m["c1"]); }, "x/c1 < c2 → x < c2*c1 when x >= 0"},
+      {lt(xi, c1) & lt(xi, c2), when(val("c1") <= val("c2")), [](auto& m) { return lt(m["x"], m["c1"]); },
+       "(x<c1) & (x<c2) → x<c1 when c1 <= c2"},
+      {lt(c1, xi) & lt(c2, xi), when(val("c1") >= val("c2")), [](auto& m) { return lt(m["c1"], m["x"]); },
+       "(c1<x) & (c2<x) → c1<x when c1 >= c2"},
+      {lt(xi, c1) & lt(c2, xi), when(val("c2") >= val("c1") - 1), [](auto&) { return const_bool(false); },
+       "(x<c1) & (c2<x) → false when c2 >= c1-1"},
+      {logical_not(lt(xn, yn)), [](auto& m) { return lt(m["y"] + -1, m["x"]); }, "!(x<y) → y-1 < x (index)"},
+  });
+  return table;
+}
+
+const PatternMatcher& symbolic() {
+  static const PatternMatcher table = constant_folding_rules() + identity_rules() + range_rules() +
+                                      canonical_rules() + divmod_rules() + comparison_rules() + valid_rules();
+  return table;
+}
+
+UOpPtr simplify(const UOpPtr& node) {
+  return graph_rewrite(node, symbolic(), {.pass_name = "simplify"});
+}
+
+}  // namespace kiln

@@ -1,0 +1,29 @@
+// The symbolic simplifier for index arithmetic (and the integer and float identities that are
+// exact). Each table below is a named rule table; `symbolic()` is their union in the order the
+// simplifier applies them, and `simplify()` runs it over a graph to a fixed point.
+//
+// Semantics (ops.def): `index` is the mathematical integers, so every identity of the integers
+// holds for it. Fixed-width integers wrap, so only ring identities (reordering, combining terms,
+// distributing constants) and range facts apply to them. Float rules are exact under IEEE 754,
+// including signed zeros and NaN: `x*1 → x` is a rule, `x+0 → x` is not (it changes -0).
+#pragma once
+
+#include "rewrite/pattern_matcher.h"
+
+namespace kiln {
+
+const PatternMatcher& constant_folding_rules();    // ALU ops on constants → the constant
+const PatternMatcher& identity_rules();            // x*1 → x, x-x → 0, where(c, x, x) → x, …
+const PatternMatcher& range_rules();               // facts from vmin/vmax: x%c → x when 0 <= x < c, …
+const PatternMatcher& canonical_rules();           // constants last, sums sorted with like terms combined
+const PatternMatcher& divmod_rules();              // (x/c1)/c2 → x/(c1*c2), (x*c+y)%c → y%c, …
+const PatternMatcher& comparison_rules();          // x+c1 < c2 → x < c2-c1, (x<c1)&(x<c2) → x<min, …
+const PatternMatcher& valid_rules();               // simplify a value under the condition that guards it
+
+// All of the above, in that order.
+const PatternMatcher& symbolic();
+
+// graph_rewrite(node, symbolic()).
+UOpPtr simplify(const UOpPtr& node);
+
+}  // namespace kiln

@@ -1,0 +1,113 @@
+// Division and modulo folding for index arithmetic (truncating division, C remainder).
+// The data rules cover the usual shapes; `fold_sum_by_divisor` handles a whole numerator at once:
+// it factors out a common divisor and splits off the terms that the divisor divides exactly.
+#include <numeric>
+
+#include "ir/build.h"
+#include "passes/linear_terms.h"
+#include "passes/symbolic.h"
+
+namespace kiln {
+namespace {
+
+const UPat xn = UPat::var("x").index(), yn = UPat::var("y").index();
+const UPat c = UPat::cvar("c"), c1 = UPat::cvar("c1"), c2 = UPat::cvar("c2");
+
+int128 absolute(int128 value) { return value < 0 ? -value : value; }
+
+int128 gcd128(int128 a, int128 b) {
+  a = absolute(a);
+  b = absolute(b);
+  while (b != 0) {
+    int128 next = a % b;
+    a = b;
+    b = next;
+  }
+  return a;
+}
+
+// Floor division for a positive divisor.
+int128 floor_divide(int128 a, int128 d) { return a >= 0 ? a / d : -((-a + d - 1) / d); }
+
+// (Σ a_i·t_i + k) / d and % d for a constant d > 0:
+//  1. g = gcd(a_i…, k, d) > 1:  N/d → (N/g)/(d/g),  N%d → ((N/g)%(d/g))*g  (exact for any sign).
+//  2. N >= 0: write N = d·Q + R with Q the terms whose coefficient d divides (and the multiple of d
+//     in k), R the rest. If R >= 0:  N/d → Q + R/d,  N%d → R%d  (floor and truncation agree).
+//  3. N >= 0 and R's range lies in one bucket [q·d, (q+1)·d):  N/d → Q + q,  N%d → R - q·d.
+UOpPtr fold_sum_by_divisor(const Match& m) {
+  const UOp& node = *m.get("op");
+  UOpPtr numerator = m["x"];
+  int128 divisor = m.get("c")->const_int();
+  if (divisor <= 0) return nullptr;
+  DType dtype = node.dtype();
+  bool is_division = node.op() == Ops::IDIV;
+  LinearSum sum = canonical_sum(numerator);
+
+  int128 common = divisor;
+  for (const LinearTerm& term : sum.terms) common = gcd128(common, term.coefficient);
+  common = gcd128(common, sum.constant);
+  if (common > 1) {
+    LinearSum reduced = sum;
+    for (LinearTerm& term : reduced.terms) term.coefficient /= common;
+    reduced.constant /= common;
+    UOpPtr reduced_numerator = build_sum(reduced, dtype);
+    UOpPtr reduced_divisor = integer_constant(dtype, divisor / common);
+    if (is_division) return reduced_numerator / reduced_divisor;
+    return (reduced_numerator % reduced_divisor) * integer_constant(dtype, common);
+  }
+
+  if (numerator->vmin() < 0) return nullptr;
+  LinearSum quotient, remainder;
+  for (const LinearTerm& term : sum.terms) {
+    if (term.coefficient % divisor == 0) quotient.terms.push_back({term.base, term.coefficient / divisor});
+    else remainder.terms.push_back(term);
+  }
+  quotient.constant = floor_divide(sum.constant, divisor);
+  remainder.constant = sum.constant - quotient.constant * divisor;
+  UOpPtr rest = build_sum(remainder, dtype);
+  if (rest->vmin() < 0) return nullptr;
+  int128 bucket = floor_divide(rest->vmin(), divisor);
+  if (floor_divide(rest->vmax(), divisor) == bucket) {
+    if (is_division) {
+      quotient.constant += bucket;
+      return build_sum(quotient, dtype);
+    }
+    remainder.constant -= bucket * divisor;
+    UOpPtr folded = build_sum(remainder, dtype);
+    return folded == numerator ? nullptr : folded;
+  }
+  if (quotient.terms.empty() && quotient.constant == 0) return nullptr;
+  UOpPtr divisor_node = integer_constant(dtype, divisor);
+  if (is_division) return build_sum(quotient, dtype) + rest / divisor_node;
+  return rest % divisor_node;
+}
+
+}  // namespace
+
+const PatternMatcher& divmod_rules() {
+  static const PatternMatcher table("divmod", {
+      {(xn / c1) / c2, when(val("c1") > 0 && val("c2") > 0), [](auto& m) { return m["x"] / (m["c1"] * m["c2"]); },
+       "(x/c1)/c2 → x/(c1*c2)"},
+      {(xn * c) / c, when(val("c") != 0), [](auto& m) { return m["x"]; }, "(x*c)/c → x"},
+      {(xn * c1) / c2, when(val("c2") != 0 && val("c1") % val("c2") == 0),
+       [](auto& m) { return m["x"] * (m["c1"] / m["c2"]); }, "(x*c1)/c2 → x*(c1/c2) when c2 divides c1"},
+      {(xn * c1) / c2, when(val("c1") > 0 && val("c2") > 0 && val("c2") % val("c1") == 0),
+       [](auto& m) { return m["x"] / (m["c2"] / m["c1"]); }, "(x*c1)/c2 → x/(c2/c1) when c1 divides c2"},
+      {(xn * c1) % c2, when(val("c2") != 0 && val("c1") % val("c2") == 0), [](auto& m) { return const_like(m["x"], 0); },
+       "(x*c1)%c2 → 0 when c2 divides c1"},
+      {(xn % c1) % c2, when(val("c2") != 0 && val("c1") % val("c2") == 0), [](auto& m) { return m["x"] % m["c2"]; },
+       "(x%c1)%c2 → x%c2 when c2 divides c1"},
+      {(xn + yn * c) % c, when(val("c") > 0 && vmin("x") >= 0 && vmin("y") >= 0), [](auto& m) { return m["x"] % m["c"]; },
+       "(x+y*c)%c → x%c when x, y >= 0"},
+      {(xn + yn * c) / c, when(val("c") > 0 && vmin("x") >= 0 && vmin("y") >= 0),
+       [](auto& m) { return m["x"] / m["c"] + m["y"]; }, "(x+y*c)/c → x/c+y when x, y >= 0"},
+      {xn % c, when(val("c") < 0), [](auto& m) { return m["x"] % (-m["c"]); }, "x%c → x%(-c) when c < 0"},
+      {xn / c, when(val("c") < 0), [](auto& m) { return -(m["x"] / (-m["c"])); }, "x/c → -(x/(-c)) when c < 0"},
+      Rule(UPat(OpSet{Ops::IDIV, Ops::MOD}, {xn, c}).named("op"), fold_sum_by_divisor,
+           "(Σ a_i·t_i + k) / d and % d: common factors out, multiples of d split off")
+          .opaque("inspects every term of the numerator; checked by the randomized oracle test"),
+  });
+  return table;
+}
+
+}  // namespace kiln

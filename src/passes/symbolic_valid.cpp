@@ -1,0 +1,97 @@
+// Simplification under a guarding condition: in `where(valid, a, b)` the value `a` is only used
+// when `valid` holds, so `a` may be simplified assuming it. Clauses of the form `v < c` and `c < v`
+// (joined by &) narrow the range of a variable-like node v (DEFINE_VAR, RANGE, SPECIAL); `a` is
+// simplified with v replaced by a variable of the narrower range, then v is put back.
+// INDEX nodes with a valid mask (src[2]) get the same treatment for their offset.
+#include <unordered_map>
+
+#include "ir/build.h"
+#include "ir/substitute.h"
+#include "passes/symbolic.h"
+#include "support/error.h"
+
+namespace kiln {
+namespace {
+
+bool is_variable_like(const UOp& node) {
+  return node.op() == Ops::DEFINE_VAR || node.op() == Ops::RANGE || node.op() == Ops::SPECIAL;
+}
+
+struct Narrowed {
+  int128 min, max;
+};
+
+// Walks an & tree of clauses and records the bounds each clause puts on a variable-like node.
+void collect_bounds(const UOp& clause, std::unordered_map<const UOp*, Narrowed>& bounds) {
+  if (clause.op() == Ops::AND && clause.dtype() == dtypes::bool_) {
+    collect_bounds(*clause.src(0), bounds);
+    collect_bounds(*clause.src(1), bounds);
+    return;
+  }
+  if (clause.op() != Ops::CMPLT) return;
+  const UOp& left = *clause.src(0);
+  const UOp& right = *clause.src(1);
+  auto narrow = [&](const UOp& variable, int128 min, int128 max) {
+    auto [entry, inserted] = bounds.try_emplace(&variable, Narrowed{variable.vmin(), variable.vmax()});
+    entry->second.min = std::max(entry->second.min, min);
+    entry->second.max = std::min(entry->second.max, max);
+  };
+  if (is_variable_like(left) && right.op() == Ops::CONST) narrow(left, int128_min, right.const_int() - 1);
+  if (is_variable_like(right) && left.op() == Ops::CONST) narrow(right, left.const_int() + 1, int128_max);
+}
+
+// `value` simplified under `condition`; null when nothing changes. Sets `impossible` when the
+// condition can never hold.
+UOpPtr simplify_given(const UOp& condition, const UOpPtr& value, bool& impossible) {
+  std::unordered_map<const UOp*, Narrowed> bounds;
+  collect_bounds(condition, bounds);
+  std::unordered_map<const UOp*, UOpPtr> to_narrow, to_restore;
+  impossible = false;
+  int fresh = 0;
+  for (const auto& [node, range] : bounds) {
+    if (range.min > range.max) {
+      impossible = true;
+      return nullptr;
+    }
+    if (range.min == node->vmin() && range.max == node->vmax()) continue;
+    // The name cannot clash with user variables: it contains a character names never have.
+    UOpPtr narrowed = variable(str_cat("\x01valid", fresh++), static_cast<int64_t>(range.min),
+                               static_cast<int64_t>(range.max), node->dtype());
+    to_narrow[node] = narrowed;
+    to_restore[narrowed.get()] = node->self();
+  }
+  if (to_narrow.empty()) return nullptr;
+  UOpPtr simplified = substitute(simplify(substitute(value, to_narrow)), to_restore);
+  return simplified == value ? nullptr : simplified;
+}
+
+UOpPtr simplify_where_branch(const Match& m) {
+  bool impossible = false;
+  UOpPtr simplified = simplify_given(*m.get("valid"), m["x"], impossible);
+  if (impossible) return m["y"];
+  return simplified ? where(m["valid"], simplified, m["y"]) : nullptr;
+}
+
+UOpPtr simplify_index_offset(const Match& m) {
+  const UOp& index = *m.get("index");
+  bool impossible = false;
+  UOpPtr simplified = simplify_given(*m.get("valid"), m["offset"], impossible);
+  if (!simplified) return nullptr;
+  return UOp::make(Ops::INDEX, index.dtype(), {index.src(0), simplified, m["valid"]}, index.arg());
+}
+
+}  // namespace
+
+const PatternMatcher& valid_rules() {
+  static const PatternMatcher table("valid", {
+      Rule(where(UPat::var("valid").bools(), UPat::var("x"), UPat::var("y")), simplify_where_branch,
+           "where(valid, x, y) → where(valid, x simplified assuming valid, y)")
+          .opaque("simplifies a subgraph under assumptions; checked by the randomized oracle test"),
+      Rule(UPat(Ops::INDEX, {UPat(), UPat::var("offset"), UPat::var("valid")}).named("index"), simplify_index_offset,
+           "index(buffer, offset, valid) → offset simplified assuming valid")
+          .opaque("simplifies a subgraph under assumptions"),
+  });
+  return table;
+}
+
+}  // namespace kiln
