@@ -157,8 +157,13 @@ const PatternMatcher& symbolic() {
   return table;
 }
 
+std::vector<const PatternMatcher*> algebraic_rule_tables() {
+  return {&constant_folding_rules(), &identity_rules(), &range_rules(), &canonical_rules(),
+          &divmod_rules(), &comparison_rules(), &valid_rules()};
+}
+
 UOpPtr simplify(const UOpPtr& node) {
-  return graph_rewrite(node, symbolic(), {.pass_name = "simplify"});
+  return graph_rewrite(node, symbolic(), {.pass_name = "simplify", .spec = &ir_spec()});
 }
 
 }  // namespace kiln

@@ -8,6 +8,8 @@
 // including signed zeros and NaN: `x*1 → x` is a rule, `x+0 → x` is not (it changes -0).
 #pragma once
 
+#include <vector>
+
 #include "rewrite/pattern_matcher.h"
 
 namespace kiln {
@@ -22,6 +24,10 @@ const PatternMatcher& valid_rules();               // simplify a value under the
 
 // All of the above, in that order.
 const PatternMatcher& symbolic();
+
+// Every algebraic rule table of the compiler, each once: what the rule-coverage tests and the Z3
+// verifier enumerate. A pass that adds an algebraic table lists it here.
+std::vector<const PatternMatcher*> algebraic_rule_tables();
 
 // graph_rewrite(node, symbolic()).
 UOpPtr simplify(const UOpPtr& node);

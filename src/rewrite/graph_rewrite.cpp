@@ -79,7 +79,7 @@ class Rewriter {
     if (options_.order == RewriteOrder::BottomUp) {
       const Rule* fired = nullptr;
       if (UOpPtr replacement = rules_.rewrite(*rebuilt, options_.context, &fired)) {
-        ++stats_.rules_fired;
+        count(fired);
         if (rebuilt != node) {
           // The rebuilt node gets the same result; until then it counts as in progress too.
           in_progress_.insert(rebuilt.get());
@@ -96,9 +96,14 @@ class Rewriter {
     const Rule* fired = nullptr;
     UOpPtr replacement = rules_.rewrite(*node, options_.context, &fired);
     if (!replacement) return false;
-    ++stats_.rules_fired;
+    count(fired);
     schedule_forward(node, replacement, fired);
     return true;
+  }
+
+  void count(const Rule* fired) {
+    ++stats_.rules_fired;
+    if (options_.count_rules) ++stats_.fired_by_rule[fired];
   }
 
   void schedule_forward(const UOpPtr& node, const UOpPtr& replacement, const Rule* rule) {
@@ -174,11 +179,25 @@ class Rewriter {
 
 }  // namespace
 
+bool verification_enabled() {
+#ifdef NDEBUG
+  static const bool enabled = env_integer("KILN_VERIFY", 0) != 0;
+#else
+  static const bool enabled = env_integer("KILN_VERIFY", 1) != 0;
+#endif
+  return enabled;
+}
+
 UOpPtr graph_rewrite(const UOpPtr& root, const PatternMatcher& rules, const RewriteOptions& options) {
   auto start = std::chrono::steady_clock::now();
   Rewriter rewriter(rules, options);
   UOpPtr result = rewriter.run(root);
-  if (options.stats) *options.stats = rewriter.stats_;
+  if (options.stats) {
+    options.stats->nodes_visited += rewriter.stats_.nodes_visited;
+    options.stats->rules_fired += rewriter.stats_.rules_fired;
+    for (const auto& [rule, times] : rewriter.stats_.fired_by_rule) options.stats->fired_by_rule[rule] += times;
+  }
+  if (options.spec && verification_enabled()) verify(result, *options.spec, options.pass_name);
   int level = debug_level();
   if (level >= 5 && !options.pass_name.empty()) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
