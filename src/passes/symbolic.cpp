@@ -134,6 +134,7 @@ const PatternMatcher& canonical_rules() {
 const PatternMatcher& comparison_rules() {
   static const PatternMatcher table("comparison", {
       {lt(xn + c1, c2), [](auto& m) { return lt(m["x"], m["c2"] - m["c1"]); }, "x+c1 < c2 → x < c2-c1"},
+      {lt(c1, xn + c2), [](auto& m) { return lt(m["c1"] - m["c2"], m["x"]); }, "c1 < x+c2 → c1-c2 < x"},
       {lt(xn * c1, c2), when(val("c1") > 0 && val("c2") > 0),
        [](auto& m) { return lt(m["x"], (m["c2"] + m["c1"] - 1) / m["c1"]); }, "x*c1 < c2 → x < ceil(c2/c1)"},
       {lt(c1, xn * c2), when(val("c2") > 0 && val("c1") >= 0),

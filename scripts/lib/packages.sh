@@ -1,0 +1,37 @@
+# Debian packages kiln needs, and the function that installs the missing ones.
+# Sourced by scripts/test.sh and scripts/demo.sh.
+
+KILN_PACKAGES=(
+  meson ninja-build g++ pkg-config python3
+  llvm-19-dev zlib1g-dev libzstd-dev   # LLVM 19 as a library (code generation)
+  doctest-dev                          # unit tests
+  libz3-dev                            # Z3 proofs of the rewrite rules (tests)
+)
+
+# Installs missing packages when running as root; otherwise prints the command and fails.
+kiln_ensure_packages() {
+  local missing=() package
+  for package in "${KILN_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$package")
+    fi
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "kiln needs these Debian packages; install them with:" >&2
+    echo "  sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    return 1
+  fi
+  echo "== installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# Configures build/ (once) and builds everything.
+kiln_build() {
+  if [ ! -f build/build.ninja ]; then
+    meson setup build --native-file scripts/llvm19-native.ini
+  fi
+  ninja -C build
+}
