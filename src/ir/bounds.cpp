@@ -104,22 +104,28 @@ Interval cast(const UOpPtr& source, DType dtype) {
 Interval raw_bounds(Ops op, DType dtype, const std::vector<UOpPtr>& srcs, const Arg& arg) {
   auto src = [&](size_t i) { return of(srcs[i]); };
   switch (op) {
+    // A malformed argument (an integer CONST holding a double, say) gets the type's range rather
+    // than an exception here: nodes are built before the verifier can report them properly.
     case Ops::CONST:
-      if (std::holds_alternative<bool>(arg)) return hull({std::get<bool>(arg) ? 1 : 0});
-      if (dtype.is_unsigned() && dtype.scalar_bytes() == 8) {
-        int128 value = static_cast<int128>(static_cast<uint64_t>(std::get<int64_t>(arg)));
-        return {value, value};
+      if (const bool* flag = std::get_if<bool>(&arg)) return hull({*flag ? 1 : 0});
+      if (const int64_t* value = std::get_if<int64_t>(&arg)) {
+        if (dtype.is_unsigned() && dtype.scalar_bytes() == 8) {
+          int128 unsigned_value = static_cast<int128>(static_cast<uint64_t>(*value));
+          return {unsigned_value, unsigned_value};
+        }
+        return hull({*value});
       }
-      return hull({std::get<int64_t>(arg)});
+      return full_range(dtype);
     case Ops::VCONST: {
-      const auto& lanes = std::get<std::vector<int64_t>>(arg);
-      if (lanes.empty()) return full_range(dtype);
-      auto [lo, hi] = std::minmax_element(lanes.begin(), lanes.end());
+      const auto* lanes = std::get_if<std::vector<int64_t>>(&arg);
+      if (lanes == nullptr || lanes->empty()) return full_range(dtype);
+      auto [lo, hi] = std::minmax_element(lanes->begin(), lanes->end());
       return {*lo, *hi};
     }
     case Ops::DEFINE_VAR: {
-      const auto& spec = std::get<VariableSpec>(arg);
-      return {spec.min, spec.max};
+      const auto* spec = std::get_if<VariableSpec>(&arg);
+      if (spec == nullptr) return full_range(dtype);
+      return {spec->min, spec->max};
     }
     case Ops::BIND: return src(0);
     case Ops::RANGE:

@@ -1,6 +1,7 @@
 // Builders for common UOps; see build.h.
 #include "ir/build.h"
 
+#include "ir/evaluate.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -9,7 +10,9 @@ UOpPtr const_int(DType dtype, int64_t value) {
   if (dtype.is_bool()) return UOp::make(Ops::CONST, dtype, {}, value != 0);
   if (dtype.is_float()) return UOp::make(Ops::CONST, dtype, {}, static_cast<double>(value));
   KILN_ASSERT(dtype.is_int(), "integer constant of type ", dtype.name());
-  return UOp::make(Ops::CONST, dtype, {}, value);
+  // Every constant is stored in its type's range (u8 -1 is 255), so that one value has one node
+  // and folding sees the value the type holds. u64 keeps its bit pattern in the int64.
+  return make_constant(ScalarValue{dtype, wrap_integer(value, dtype), 0.0});
 }
 
 UOpPtr const_float(DType dtype, double value) {
@@ -75,8 +78,9 @@ UOpPtr ne(const UOpPtr& a, const UOpPtr& b) { return alu(Ops::CMPNE, a, b); }
 UOpPtr eq(const UOpPtr& a, const UOpPtr& b) { return alu(Ops::CMPEQ, a, b); }
 UOpPtr maximum(const UOpPtr& a, const UOpPtr& b) { return alu(Ops::MAX, a, b); }
 UOpPtr minimum(const UOpPtr& a, const UOpPtr& b) {
-  // -max(-a, -b) keeps min inside the MAX rules; unsigned negation wraps, so those use WHERE.
-  if (a->dtype().is_unsigned()) return where(lt(a, b), a, b);
+  // -max(-a, -b) keeps min inside the MAX rules for index and floats. Fixed-width negation wraps
+  // (-(-128) is -128 in i8, and unsigned negation is never order-reversing), so those use WHERE.
+  if (a->dtype().base().is_int() && !a->dtype().base().is_index()) return where(lt(a, b), a, b);
   return -maximum(-a, -b);
 }
 UOpPtr where(const UOpPtr& condition, const UOpPtr& if_true, const UOpPtr& if_false) {

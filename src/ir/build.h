@@ -12,6 +12,7 @@
 
 namespace kiln {
 
+// An integer constant; the value is wrapped into the type's range (const_int(u8, -1) holds 255).
 UOpPtr const_int(DType dtype, int64_t value);
 UOpPtr const_float(DType dtype, double value);
 UOpPtr const_bool(bool value);
@@ -61,7 +62,7 @@ UOpPtr lt(const UOpPtr& a, const UOpPtr& b);       // a < b
 UOpPtr ne(const UOpPtr& a, const UOpPtr& b);       // a != b
 UOpPtr eq(const UOpPtr& a, const UOpPtr& b);       // a == b
 UOpPtr maximum(const UOpPtr& a, const UOpPtr& b);  // max(a, b)
-UOpPtr minimum(const UOpPtr& a, const UOpPtr& b);  // min(a, b): -max(-a, -b), or a WHERE for unsigned
+UOpPtr minimum(const UOpPtr& a, const UOpPtr& b);  // min(a, b): -max(-a, -b) for index and floats, a WHERE for fixed-width ints
 UOpPtr where(const UOpPtr& condition, const UOpPtr& if_true, const UOpPtr& if_false);
 UOpPtr logical_not(const UOpPtr& a);
 UOpPtr cast(const UOpPtr& a, DType dtype);

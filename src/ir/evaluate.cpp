@@ -32,19 +32,40 @@ double round_float(double value, DType dtype) {
 ScalarValue integer_value(DType dtype, int128 value) { return {dtype, wrap_integer(value, dtype), 0.0}; }
 ScalarValue real_value(DType dtype, double value) { return {dtype, 0, round_float(value, dtype)}; }
 
-double as_real(const ScalarValue& value) {
-  return value.dtype.is_float() ? value.real : static_cast<double>(value.integer);
+// An integer rounded to nearest-even with `precision` significant bits, as a double. Integers above
+// 2^53 must be rounded once, directly: going through double first rounds twice, and the first
+// rounding can land exactly on a midpoint of the narrower type (2^60 + 2^36 + 1 → f32).
+double integer_to_real(int128 value, int precision) {
+  uint128 magnitude = value < 0 ? static_cast<uint128>(0) - static_cast<uint128>(value) : static_cast<uint128>(value);
+  int bits = 0;
+  for (uint128 rest = magnitude; rest != 0; rest >>= 1) ++bits;
+  int dropped = bits - precision;
+  if (dropped > 0) {
+    uint128 kept = magnitude >> dropped, remainder = magnitude & ((static_cast<uint128>(1) << dropped) - 1);
+    uint128 half = static_cast<uint128>(1) << (dropped - 1);
+    if (remainder > half || (remainder == half && (kept & 1) != 0)) ++kept;
+    magnitude = kept << dropped;
+  }
+  // `magnitude` now has at most `precision` (<= 53) significant bits, so the conversion is exact.
+  double result = static_cast<double>(magnitude);
+  return value < 0 ? -result : result;
 }
 
 std::optional<ScalarValue> cast_value(const ScalarValue& source, DType target) {
-  if (target.is_float()) return real_value(target, as_real(source));
+  if (target.is_float()) {
+    if (source.dtype.is_float()) return real_value(target, source.real);
+    return real_value(target, integer_to_real(source.integer, target.precision_bits()));
+  }
   if (target.is_bool())
     return integer_value(target, source.dtype.is_float() ? source.real != 0.0 : source.integer != 0);
   if (!source.dtype.is_float()) return integer_value(target, source.integer);
   // Float to integer truncates; out of range (and NaN) is undefined in C, so it is not folded.
+  // The limits are compared as min and max+1: both are exact doubles (0 or ±2^k), whereas the
+  // largest i64 and u64 round up to 2^63 and 2^64 as doubles and would let those values through.
   double truncated = std::trunc(source.real);
-  if (std::isnan(truncated) || truncated < static_cast<double>(min_value(target.is_index() ? dtypes::i64 : target)) ||
-      truncated > static_cast<double>(max_value(target.is_index() ? dtypes::i64 : target)))
+  DType limits = target.is_index() ? dtypes::i64 : target;
+  if (std::isnan(truncated) || truncated < static_cast<double>(min_value(limits)) ||
+      truncated >= static_cast<double>(max_value(limits) + 1))
     return std::nullopt;
   return integer_value(target, static_cast<int128>(truncated));
 }

@@ -7,8 +7,10 @@
 #include "ir/uop.h"
 
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "ir/bounds.h"
@@ -211,6 +213,10 @@ UOpPtr UOp::self() const {
 
 UOpPtr UOp::with_srcs(std::vector<UOpPtr> srcs) const {
   if (srcs == srcs_) return self();
+  // The rebuilt node stands for the same model node: it keeps the model-level tag as well as the
+  // call site (rewrites rebuild every ancestor of a changed node, which would otherwise lose it).
+  std::optional<ProvenanceScope> scope;
+  if (provenance_.tag) scope.emplace(provenance_.tag);
   return make(op_, dtype_, std::move(srcs), arg_, provenance_.location);
 }
 
@@ -277,8 +283,16 @@ int compare_args(const Arg& a, const Arg& b) {
         } else if constexpr (std::is_same_v<T, std::monostate>) {
           return 0;
         } else if constexpr (std::is_same_v<T, double>) {
-          uint64_t xb = hash_double(x), yb = hash_double(y);
-          if (x != y) return x < y ? -1 : 1;
+          // A total order consistent with same_arg (bitwise identity): numbers by value, -0.0
+          // before 0.0, NaNs after every number and among themselves by their bits. (The raw
+          // `<` is no order here: NaN compares false both ways, and -0.0 == 0.0.)
+          bool x_nan = std::isnan(x), y_nan = std::isnan(y);
+          if (x_nan != y_nan) return x_nan ? 1 : -1;
+          if (!x_nan && x != y) return x < y ? -1 : 1;
+          if (!x_nan && std::signbit(x) != std::signbit(y)) return std::signbit(x) ? -1 : 1;
+          uint64_t xb, yb;
+          std::memcpy(&xb, &x, sizeof xb);
+          std::memcpy(&yb, &y, sizeof yb);
           return xb < yb ? -1 : (xb > yb ? 1 : 0);
         } else {
           return x < y ? -1 : (y < x ? 1 : 0);

@@ -52,7 +52,9 @@ bool const_argument_fits(const Match& m) {
   if (dtype.count() != 1) return false;
   if (dtype.is_bool()) return std::holds_alternative<bool>(node.arg());
   if (dtype.is_float()) return std::holds_alternative<double>(node.arg());
-  return dtype.is_int() && std::holds_alternative<int64_t>(node.arg());
+  if (!dtype.is_int() || !std::holds_alternative<int64_t>(node.arg())) return false;
+  // Fixed-width constants are stored in their type's range (u64 as its bit pattern).
+  return dtype.is_index() || (node.const_int() >= min_value(dtype) && node.const_int() <= max_value(dtype));
 }
 
 bool variable_is_well_formed(const Match& m) {
@@ -119,10 +121,18 @@ OpSet binary_alu_without_comparisons() {
   return ops;
 }
 // Ops whose form later stages specify; the base spec only requires what UOp::make checks.
+// A node is valid when any rule accepts it, so this catch-all must leave out the ops that have a
+// rule of their own (DEFINE_VAR is a Buffer op, RANGE a Control op, SINK a Meta op): otherwise it
+// would accept them whatever their own rule says.
 OpSet structural_ops() {
-  return OpSet::group(OpGroup::Meta) | OpSet::group(OpGroup::Buffer) | OpSet::group(OpGroup::Control) |
-         OpSet::group(OpGroup::Memory) | OpSet::group(OpGroup::Vector) | OpSet::group(OpGroup::Movement) |
-         OpSet::group(OpGroup::Reduce) | OpSet{Ops::VCONST, Ops::SPECIAL, Ops::CAST, Ops::BIND};
+  OpSet groups = OpSet::group(OpGroup::Meta) | OpSet::group(OpGroup::Buffer) | OpSet::group(OpGroup::Control) |
+                 OpSet::group(OpGroup::Memory) | OpSet::group(OpGroup::Vector) | OpSet::group(OpGroup::Movement) |
+                 OpSet::group(OpGroup::Reduce) | OpSet{Ops::VCONST, Ops::SPECIAL, Ops::CAST, Ops::BIND};
+  OpSet ops;
+  groups.for_each([&](Ops op) {
+    if (op != Ops::DEFINE_VAR && op != Ops::RANGE && op != Ops::SINK) ops.add(op);
+  });
+  return ops;
 }
 
 }  // namespace

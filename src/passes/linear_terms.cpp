@@ -2,6 +2,7 @@
 #include "passes/linear_terms.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "ir/build.h"
 #include "ir/evaluate.h"
@@ -80,7 +81,17 @@ LinearSum canonical_sum(const UOpPtr& node) {
   return sum;
 }
 
+bool constants_representable(const LinearSum& sum, DType dtype) {
+  if (!dtype.is_index()) return true;
+  auto fits = [](int128 value) { return value >= INT64_MIN && value <= INT64_MAX; };
+  if (!fits(sum.constant)) return false;
+  for (const LinearTerm& term : sum.terms)
+    if (!fits(term.coefficient)) return false;
+  return true;
+}
+
 UOpPtr build_sum(const LinearSum& sum, DType dtype) {
+  if (!constants_representable(sum, dtype)) return nullptr;
   UOpPtr result;
   for (const LinearTerm& term : sum.terms) {
     int128 coefficient = wrap_integer(term.coefficient, dtype);

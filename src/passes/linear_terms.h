@@ -26,8 +26,14 @@ LinearSum split_sum(const UOpPtr& node);
 // terms sorted by structural_compare of their base.
 LinearSum canonical_sum(const UOpPtr& node);
 
+// Whether the coefficients and the constant can be CONSTs of `dtype`. Fixed-width values wrap, but
+// an index CONST holds an int64: combining the constants of a sum whose values all fit in int64
+// can still leave that range (d%2 + -4 with d near 2^63 folds d%2 to d - (2^63 - 2)).
+bool constants_representable(const LinearSum& sum, DType dtype);
+
 // Builds ((t0 + t1) + t2) + constant with `base * coefficient` terms (no MUL for coefficient 1).
-// Coefficients and the constant must fit the dtype (wrapped for fixed-width integers).
+// Coefficients and the constant are wrapped for fixed-width integers; null when they are not
+// representable (see above), so that a rule built on it declines.
 UOpPtr build_sum(const LinearSum& sum, DType dtype);
 
 // The constant of a dtype with an int128 value (wrapped for fixed-width types).

@@ -2,6 +2,8 @@
 // Names: x, y, z match any node; c, c1, c2 match constants; `.ints()` etc. restrict the dtype.
 #include "passes/symbolic.h"
 
+#include <cmath>
+
 #include "ir/build.h"
 #include "ir/evaluate.h"
 #include "passes/linear_terms.h"
@@ -29,13 +31,24 @@ UOpPtr fold_constants(const Match& m) {
     values.push_back(constant_value(*source));
   }
   std::optional<ScalarValue> result = fold_alu(node.op(), node.dtype(), values);
-  return result ? make_constant(*result) : nullptr;
+  if (!result) return nullptr;
+  // An index result is exact, but a CONST holds an int64: one beyond that range is left unfolded
+  // (rules such as (x+c1)+c2 → x+(c1+c2) can combine constants past it while x+c1+c2 still fits).
+  if (result->dtype.is_index() && (result->integer < INT64_MIN || result->integer > INT64_MAX)) return nullptr;
+  return make_constant(*result);
 }
 
 // A node whose range is a single value is that value.
 UOpPtr fold_singleton_range(const Match& m) {
   const UOp& node = *m.get("x");
   return integer_constant(node.dtype(), node.vmin());
+}
+
+// x-0 → x. UPat::constant(0) also matches a float -0.0, and x-(-0.0) is not x: it turns x = -0.0
+// into +0.0. Decline for a negative zero.
+UOpPtr subtract_positive_zero(const Match& m) {
+  const UOp& zero = *m.get("zero");
+  return zero.dtype().is_float() && std::signbit(zero.arg_float()) ? nullptr : m["x"];
 }
 
 UOpPtr same_type_cast(const Match& m) {
@@ -66,7 +79,7 @@ const PatternMatcher& identity_rules() {
   static const PatternMatcher table("identities", {
       {xi + 0, [](auto& m) { return m["x"]; }, "x+0 → x (integers; for floats -0+0 is +0)"},
       {x + UPat::constant_float(-0.0), [](auto& m) { return m["x"]; }, "x+(-0.0) → x"},
-      {UPat(Ops::SUB, {x, UPat::constant(0)}), [](auto& m) { return m["x"]; }, "x-0 → x"},
+      {UPat(Ops::SUB, {x, UPat::constant(0).named("zero")}), subtract_positive_zero, "x-0 → x"},
       {x * 1, [](auto& m) { return m["x"]; }, "x*1 → x"},
       {xi * 0, [](auto& m) { return const_like(m["x"], 0); }, "x*0 → 0 (integers)"},
       {UPat(Ops::IDIV, {x, UPat::constant(1)}), [](auto& m) { return m["x"]; }, "x/1 → x"},
@@ -120,7 +133,10 @@ const PatternMatcher& canonical_rules() {
   static const PatternMatcher table("canonical", {
       {UPat(Ops::SUB, {xi, yi}), [](auto& m) { return m["x"] + m["y"] * -1; }, "x-y → x+y*-1 (integers)"},
       {-xi, [](auto& m) { return m["x"] * -1; }, "-x → x*-1 (integers)"},
-      {UPat(Ops::MUL, {c, xi}), [](auto& m) { return m["x"] * m["c"]; }, "c*x → x*c"},
+      // Not when x is a constant too: c1*c2 is left unfolded when it leaves int64 (index), and
+      // swapping it would loop.
+      {UPat(Ops::MUL, {c, xi}), [](auto& m) { return m.get("x")->is_const() ? nullptr : m["x"] * m["c"]; },
+       "c*x → x*c"},
       {(xi * c1) * c2, [](auto& m) { return m["x"] * (m["c1"] * m["c2"]); }, "(x*c1)*c2 → x*(c1*c2)"},
       {(xi + yi) * c, [](auto& m) { return m["x"] * m["c"] + m["y"] * m["c"]; }, "(x+y)*c → x*c+y*c"},
       {(xi + c1) + c2, [](auto& m) { return m["x"] + (m["c1"] + m["c2"]); }, "(x+c1)+c2 → x+(c1+c2)"},

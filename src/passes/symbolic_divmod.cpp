@@ -42,6 +42,8 @@ UOpPtr fold_sum_by_divisor(const Match& m) {
   DType dtype = node.dtype();
   bool is_division = node.op() == Ops::IDIV;
   LinearSum sum = canonical_sum(numerator);
+  // The sums built below have coefficients and constants no larger than these, so they fit too.
+  if (!constants_representable(sum, dtype)) return nullptr;
 
   int128 common = divisor;
   for (const LinearTerm& term : sum.terms) common = gcd128(common, term.coefficient);

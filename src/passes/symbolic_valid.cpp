@@ -40,6 +40,24 @@ void collect_bounds(const UOp& clause, std::unordered_map<const UOp*, Narrowed>&
   if (is_variable_like(right) && left.op() == Ops::CONST) narrow(right, left.const_int() + 1, int128_max);
 }
 
+// WHERE computes both arms and INDEX its offset whatever `valid` is, so a form of `value` that is
+// exact only under `valid` must stay defined where `valid` fails: `0<d ? a/max(d, 1) : 0` would
+// become `0<d ? a/d : 0`, a division by zero at d = 0 (shift amounts likewise). A divisor or shift
+// amount that is a constant or a variable-like node, with every value of its range allowed, keeps
+// that under any narrowing; with any other the value is left alone.
+bool stays_defined_when_narrowed(const UOpPtr& value) {
+  for (const UOp* node : toposort(value)) {
+    bool is_division = node->op() == Ops::IDIV || node->op() == Ops::MOD;
+    bool is_shift = node->op() == Ops::SHL || node->op() == Ops::SHR;
+    if (!is_division && !is_shift) continue;
+    const UOp& operand = *node->src(1);
+    if (operand.op() != Ops::CONST && !is_variable_like(operand)) return false;
+    if (is_division && operand.vmin() <= 0 && operand.vmax() >= 0) return false;
+    if (is_shift && (operand.vmin() < 0 || operand.vmax() >= node->dtype().scalar_bytes() * 8)) return false;
+  }
+  return true;
+}
+
 // `value` simplified under `condition`; null when nothing changes. Sets `impossible` when the
 // condition can never hold.
 UOpPtr simplify_given(const UOp& condition, const UOpPtr& value, bool& impossible) {
@@ -47,21 +65,26 @@ UOpPtr simplify_given(const UOp& condition, const UOpPtr& value, bool& impossibl
   collect_bounds(condition, bounds);
   std::unordered_map<const UOp*, UOpPtr> to_narrow, to_restore;
   impossible = false;
-  int fresh = 0;
   for (const auto& [node, range] : bounds) {
     if (range.min > range.max) {
       impossible = true;
       return nullptr;
     }
     if (range.min == node->vmin() && range.max == node->vmax()) continue;
-    // The name cannot clash with user variables: it contains a character names never have.
-    UOpPtr narrowed = variable(str_cat("\x01valid", fresh++), static_cast<int64_t>(range.min),
+    // The name cannot clash with user variables: it contains a character names never have. It is
+    // derived from the node it stands for, not from a counter, because guards nest: `value` may hold
+    // the temporary of an enclosing guard, and one of this level with the same name and range would
+    // be the same node, making two different variables equal.
+    UOpPtr narrowed = variable(str_cat("\x01valid", node->hash()), static_cast<int64_t>(range.min),
                                static_cast<int64_t>(range.max), node->dtype());
     to_narrow[node] = narrowed;
     to_restore[narrowed.get()] = node->self();
   }
-  if (to_narrow.empty()) return nullptr;
-  UOpPtr simplified = substitute(simplify(substitute(value, to_narrow)), to_restore);
+  if (to_narrow.empty() || !stays_defined_when_narrowed(value)) return nullptr;
+  // The temporaries sort elsewhere than the nodes they stand for, so the restored form may be out of
+  // canonical order; simplifying it again keeps the canonical rules from undoing this rewrite (a
+  // rewrite loop) and lets "nothing changed" be seen.
+  UOpPtr simplified = simplify(substitute(simplify(substitute(value, to_narrow)), to_restore));
   return simplified == value ? nullptr : simplified;
 }
 

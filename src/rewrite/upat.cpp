@@ -1,6 +1,8 @@
 // Matching of UPat patterns against UOps; see upat.h.
 #include "rewrite/upat.h"
 
+#include <cmath>
+
 #include "ir/printer.h"
 #include "support/error.h"
 
@@ -124,7 +126,7 @@ OpSet UPat::root_ops() const { return node_->ops ? *node_->ops : OpSet::all(); }
 namespace {
 
 // Numeric comparison of a pattern literal with a scalar CONST: int patterns match ints, bools and
-// floats of the same value; float patterns compare with ==.
+// floats of the same value; float patterns match floats that are == and have the same sign.
 bool constant_equals(const Arg& pattern_value, const UOp& node) {
   if (node.dtype().count() != 1) return false;
   const Arg& value = node.arg();
@@ -135,8 +137,11 @@ bool constant_equals(const Arg& pattern_value, const UOp& node) {
     if (const bool* have = std::get_if<bool>(&value)) return (*have ? 1 : 0) == *want;
     return false;
   }
+  // Float literals compare with ==, except that the sign of a zero counts: x+(-0.0) → x is exact
+  // but x+0.0 → x is not (-0.0 + 0.0 is +0.0), so constant_float(-0.0) must not match +0.0.
   if (const double* want = std::get_if<double>(&pattern_value))
-    if (const double* have = std::get_if<double>(&value)) return *have == *want;
+    if (const double* have = std::get_if<double>(&value))
+      return *have == *want && std::signbit(*have) == std::signbit(*want);
   return false;
 }
 

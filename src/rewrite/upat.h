@@ -85,7 +85,7 @@ class UPat {
   static UPat var(std::string name);                  // any node, bound to name
   static UPat cvar(std::string name);                 // any scalar CONST, bound to name
   static UPat constant(int64_t value);                // a CONST equal to value (int 0 also matches 0.0)
-  static UPat constant_float(double value);           // a float CONST equal to value (by ==)
+  static UPat constant_float(double value);           // a float CONST equal to value (by ==; -0.0 ≠ 0.0)
   static UPat ops(OpSet ops);                         // any of the ops, sources unconstrained
 
   // Refinements; each returns a new pattern.
