@@ -74,6 +74,68 @@ uint64_t structural_hash(Ops op, DType dtype, const std::vector<UOpPtr>& srcs, c
 
 }  // namespace
 
+// One shard's set of nodes: open addressing with linear probing over (hash, node) slots, so a
+// lookup touches one or two cache lines instead of chasing list nodes. Deletion shifts the
+// following entries back (no tombstones), which keeps probe sequences short under churn.
+class NodeSet {
+ public:
+  template <class Same>
+  const UOp* find(uint64_t hash, Same&& same) const {
+    if (slots_.empty()) return nullptr;
+    for (size_t i = hash & mask(); slots_[i].node != nullptr; i = (i + 1) & mask())
+      if (slots_[i].hash == hash && same(slots_[i].node)) return slots_[i].node;
+    return nullptr;
+  }
+
+  void insert(uint64_t hash, const UOp* node) {
+    if ((size_ + 1) * 2 > slots_.size()) grow();
+    place(hash, node);
+    ++size_;
+  }
+
+  bool erase(uint64_t hash, const UOp* node) {
+    if (slots_.empty()) return false;
+    size_t i = hash & mask();
+    while (slots_[i].node != node) {
+      if (slots_[i].node == nullptr) return false;
+      i = (i + 1) & mask();
+    }
+    // Backward-shift: move later entries of the probe run into the hole when that brings them no
+    // further from their home slot than they were.
+    for (size_t j = (i + 1) & mask(); slots_[j].node != nullptr; j = (j + 1) & mask()) {
+      size_t home = slots_[j].hash & mask();
+      bool movable = (j > i) ? (home <= i || home > j) : (home <= i && home > j);
+      if (movable) {
+        slots_[i] = slots_[j];
+        i = j;
+      }
+    }
+    slots_[i] = Slot{};
+    --size_;
+    return true;
+  }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    const UOp* node = nullptr;
+  };
+  size_t mask() const { return slots_.size() - 1; }
+  void place(uint64_t hash, const UOp* node) {
+    size_t i = hash & mask();
+    while (slots_[i].node != nullptr) i = (i + 1) & mask();
+    slots_[i] = Slot{hash, node};
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 256 : old.size() * 2, Slot{});
+    for (const Slot& slot : old)
+      if (slot.node != nullptr) place(slot.hash, slot.node);
+  }
+  std::vector<Slot> slots_;
+  size_t size_ = 0;
+};
+
 class InternTable {
  public:
   static InternTable& instance() {
@@ -86,31 +148,18 @@ class InternTable {
                 const std::source_location& location) {
     uint64_t hash = structural_hash(op, dtype, srcs, arg);
     Shard& shard = shard_for(hash);
-    {
-      std::lock_guard lock(shard.mutex);
-      auto [first, last] = shard.nodes.equal_range(hash);
-      for (auto it = first; it != last; ++it) {
-        const UOp* node = it->second;
-        if (node->op_ == op && node->dtype_ == dtype && node->srcs_ == srcs && same_arg(node->arg_, arg) &&
-            try_acquire(node))
-          return UOpPtr::adopt(node);
-      }
-    }
-    // Build outside the lock: the constructor computes bounds, which only reads the sources.
+    std::lock_guard lock(shard.mutex);
+    const UOp* existing = shard.nodes.find(hash, [&](const UOp* node) {
+      // A node whose count already reached zero is being destroyed: it is skipped, not revived.
+      return node->op_ == op && node->dtype_ == dtype && node->srcs_ == srcs && same_arg(node->arg_, arg) &&
+             try_acquire(node);
+    });
+    if (existing != nullptr) return UOpPtr::adopt(existing);
+    // Built under the shard's lock: the constructor only reads the sources (for the bounds), and
+    // building here saves a second lookup. Other shards are not held up.
     UOp* node = new UOp(op, dtype, std::move(srcs), std::move(arg), hash);
     node->provenance_ = {location, current_provenance_tag};
-    std::lock_guard lock(shard.mutex);
-    // Another thread may have interned the same structure meanwhile; prefer the existing node.
-    auto [first, last] = shard.nodes.equal_range(hash);
-    for (auto it = first; it != last; ++it) {
-      const UOp* existing = it->second;
-      if (existing->op_ == op && existing->dtype_ == dtype && existing->srcs_ == node->srcs_ &&
-          same_arg(existing->arg_, node->arg_) && try_acquire(existing)) {
-        discard_unpublished(node);
-        return UOpPtr::adopt(existing);
-      }
-    }
-    shard.nodes.emplace(hash, node);
+    shard.nodes.insert(hash, node);
     live_nodes_.fetch_add(1, std::memory_order_relaxed);
     return UOpPtr::adopt(node);
   }
@@ -138,10 +187,11 @@ class InternTable {
  private:
   struct Shard {
     std::mutex mutex;
-    std::unordered_multimap<uint64_t, const UOp*> nodes;
+    NodeSet nodes;
   };
   static constexpr size_t shard_count = 64;
 
+  // The top bits pick the shard; NodeSet probes with the low bits, so the two are independent.
   Shard& shard_for(uint64_t hash) { return shards_[(hash >> 58) % shard_count]; }
 
   // Takes a reference unless the count is already zero (the node is being destroyed).
@@ -156,17 +206,10 @@ class InternTable {
   void unpublish(const UOp* node) {
     Shard& shard = shard_for(node->hash_);
     std::lock_guard lock(shard.mutex);
-    auto [first, last] = shard.nodes.equal_range(node->hash_);
-    for (auto it = first; it != last; ++it)
-      if (it->second == node) {
-        shard.nodes.erase(it);
-        live_nodes_.fetch_sub(1, std::memory_order_relaxed);
-        return;
-      }
-    throw_internal_error("a released UOp was missing from the intern table");
+    if (!shard.nodes.erase(node->hash_, node))
+      throw_internal_error("a released UOp was missing from the intern table");
+    live_nodes_.fetch_sub(1, std::memory_order_relaxed);
   }
-
-  static void discard_unpublished(UOp* node) { delete node; }
 
   std::array<Shard, shard_count> shards_;
   std::atomic<size_t> live_nodes_{0};
