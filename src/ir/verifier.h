@@ -1,7 +1,9 @@
 // The IR verifier: a table of spec rules, each a pattern plus a check, written like the rewrite
 // tables. A node is valid when some spec rule for its op matches it and its check passes.
 // `ir_spec()` holds the invariants every stage keeps (types of ALU sources, constant arguments,
-// variable ranges); later stages compose stricter specs with `+`.
+// variable ranges). `+` joins specs as a union — a node is valid when a rule of either accepts it —
+// so it can only admit more; a stage that needs stricter checks of an op writes its own rule for
+// that op in a spec of its own rather than adding to one that already accepts it.
 #pragma once
 
 #include <string>
