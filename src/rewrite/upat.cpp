@@ -71,21 +71,16 @@ UPat UPat::cvar(std::string name) {
   return pattern.named(std::move(name));
 }
 
-UPat UPat::constant(int64_t value) {
+UPat UPat::literal(Arg value) {
   auto node = std::make_shared<Node>();
   node->ops = OpSet{Ops::CONST};
-  node->arg = value;
+  node->arg = std::move(value);
   node->scalar_const_value = true;
   return UPat(std::move(node));
 }
 
-UPat UPat::constant_float(double value) {
-  auto node = std::make_shared<Node>();
-  node->ops = OpSet{Ops::CONST};
-  node->arg = value;
-  node->scalar_const_value = true;
-  return UPat(std::move(node));
-}
+UPat UPat::constant(int64_t value) { return literal(value); }
+UPat UPat::constant_float(double value) { return literal(value); }
 
 UPat UPat::ops(OpSet ops) { return UPat(ops, {}); }
 

@@ -129,6 +129,7 @@ class UPat {
 
  private:
   explicit UPat(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
+  static UPat literal(Arg value);  // a CONST compared numerically with `value`
   UPat modified(void (*change)(Node&)) const;
   std::shared_ptr<const Node> node_;
 };
