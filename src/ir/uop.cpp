@@ -16,6 +16,7 @@
 #include "ir/bounds.h"
 #include "support/error.h"
 #include "support/hash.h"
+#include "support/pointer_map.h"
 
 namespace kiln {
 namespace {
@@ -294,17 +295,16 @@ int128 UOp::const_int() const {
 std::vector<const UOp*> toposort(const UOpPtr& root) {
   std::vector<const UOp*> order;
   if (!root) return order;
-  std::unordered_map<const UOp*, bool> visited;  // false: sources pending; true: emitted
+  PointerMap<UOp, bool> seen;  // every node pushed once; the stack holds each node's next source
   std::vector<std::pair<const UOp*, size_t>> stack{{root.get(), 0}};
-  visited[root.get()] = false;
+  seen.insert(root.get(), true);
   while (!stack.empty()) {
     auto& [node, next_source] = stack.back();
     if (next_source < node->src_count()) {
       const UOp* source = node->src(next_source++).get();
-      if (visited.try_emplace(source, false).second) stack.push_back({source, 0});
+      if (seen.insert(source, true).second) stack.push_back({source, 0});
       continue;
     }
-    visited[node] = true;
     order.push_back(node);
     stack.pop_back();
   }

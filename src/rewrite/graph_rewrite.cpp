@@ -10,12 +10,11 @@
 #include "rewrite/graph_rewrite.h"
 
 #include <chrono>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "ir/printer.h"
 #include "support/debug.h"
 #include "support/error.h"
+#include "support/pointer_map.h"
 
 namespace kiln {
 namespace {
@@ -27,6 +26,15 @@ struct Entry {
   Stage stage;
   UOpPtr replacement;         // Forward: the node whose result this node takes
   const Rule* rule = nullptr;  // Forward: the rule that produced the replacement
+  UOpPtr rebuilt = nullptr;   // Forward: a rebuilt form of `node` that takes the same result
+};
+
+// What the traversal knows about a node. The map is keyed by raw pointers, so the state holds a
+// reference to its node: no key can be freed and its address reused during the rewrite.
+struct NodeState {
+  UOpPtr node;
+  UOpPtr result;             // null until the node's result is known
+  bool in_progress = false;  // between Visit and the result
 };
 
 class Rewriter {
@@ -44,25 +52,46 @@ class Rewriter {
         case Stage::Forward: forward(entry); break;
       }
     }
-    return results_.at(root.get());
+    return result_of(root);
   }
 
  private:
+  NodeState& state(const UOpPtr& node) {
+    NodeState& entry = states_[node.get()];
+    if (!entry.node) entry.node = node;
+    return entry;
+  }
+  bool done(const UOpPtr& node) const {
+    const NodeState* entry = states_.find(node.get());
+    return entry != nullptr && entry->result;
+  }
+  // A copy: references into the map do not survive its growth.
+  UOpPtr result_of(const UOpPtr& node) const {
+    const NodeState* entry = states_.find(node.get());
+    KILN_ASSERT(entry != nullptr && entry->result, "graph_rewrite: no result for ", op_name(node->op()));
+    return entry->result;
+  }
+  void mark_in_progress(const UOpPtr& node) {
+    NodeState& entry = state(node);
+    if (entry.in_progress) report_cycle(node);
+    entry.in_progress = true;
+  }
+
   void visit(const UOpPtr& node) {
-    if (results_.count(node.get())) return;
-    if (!in_progress_.insert(node.get()).second) report_cycle(node);
+    if (done(node)) return;
+    mark_in_progress(node);
     ++stats_.nodes_visited;
     if (options_.order == RewriteOrder::TopDown && try_rules(node)) return;
     stack_.push_back({node, Stage::Rebuild, nullptr});
     const auto& sources = node->srcs();
     for (auto it = sources.rbegin(); it != sources.rend(); ++it)
-      if (!results_.count(it->get())) stack_.push_back({*it, Stage::Visit, nullptr});
+      if (!done(*it)) stack_.push_back({*it, Stage::Visit, nullptr});
   }
 
   void rebuild(const UOpPtr& node) {
     std::vector<UOpPtr> sources;
     sources.reserve(node->src_count());
-    for (const UOpPtr& source : node->srcs()) sources.push_back(results_.at(source.get()));
+    for (const UOpPtr& source : node->srcs()) sources.push_back(result_of(source));
     UOpPtr rebuilt = node->with_srcs(std::move(sources));
     if (rebuilt != node) {
       if (options_.order == RewriteOrder::TopDown) {
@@ -71,8 +100,8 @@ class Rewriter {
         return;
       }
       // Bottom-up: the rebuilt node's sources are final already; only the node itself is new.
-      if (results_.count(rebuilt.get())) {
-        finish(node, results_.at(rebuilt.get()));
+      if (done(rebuilt)) {
+        finish(node, result_of(rebuilt));
         return;
       }
     }
@@ -80,12 +109,9 @@ class Rewriter {
       const Rule* fired = nullptr;
       if (UOpPtr replacement = rules_.rewrite(*rebuilt, options_.context, &fired)) {
         count(fired);
-        if (rebuilt != node) {
-          // The rebuilt node gets the same result; until then it counts as in progress too.
-          in_progress_.insert(rebuilt.get());
-          also_finish_[node.get()] = rebuilt;
-        }
-        schedule_forward(node, replacement, fired);
+        // The rebuilt node gets the same result; until then it counts as in progress too.
+        if (rebuilt != node) mark_in_progress(rebuilt);
+        schedule_forward(node, replacement, fired, rebuilt != node ? rebuilt : nullptr);
         return;
       }
     }
@@ -106,32 +132,32 @@ class Rewriter {
     if (options_.count_rules) ++stats_.fired_by_rule[fired];
   }
 
-  void schedule_forward(const UOpPtr& node, const UOpPtr& replacement, const Rule* rule) {
+  void schedule_forward(const UOpPtr& node, const UOpPtr& replacement, const Rule* rule,
+                        const UOpPtr& rebuilt = nullptr) {
     if (++chain_depth_ > options_.max_rewrite_chain) report_divergence(node, rule);
-    stack_.push_back({node, Stage::Forward, replacement, rule});
+    stack_.push_back({node, Stage::Forward, replacement, rule, rebuilt});
     stack_.push_back({replacement, Stage::Visit, nullptr});
     last_rule_ = rule ? rule : last_rule_;
   }
 
   void forward(const Entry& entry) {
     --chain_depth_;
-    UOpPtr result = results_.at(entry.replacement.get());
-    auto also = also_finish_.find(entry.node.get());
-    if (also != also_finish_.end()) {
-      in_progress_.erase(also->second.get());
-      results_[also->second.get()] = result;
-      keep_alive_.push_back(also->second);
-      also_finish_.erase(also);
-    }
+    UOpPtr result = result_of(entry.replacement);
+    if (entry.rebuilt) set_result(entry.rebuilt, result);
     finish(entry.node, result);
   }
 
+  void set_result(const UOpPtr& node, const UOpPtr& result) {
+    NodeState& entry = state(node);
+    entry.in_progress = false;
+    entry.result = result;
+  }
+
   void finish(const UOpPtr& node, const UOpPtr& result) {
-    in_progress_.erase(node.get());
-    results_[node.get()] = result;
-    // A result is final: rewriting it again yields itself.
-    results_.emplace(result.get(), result);
-    keep_alive_.push_back(node);
+    set_result(node, result);
+    // A result is final: rewriting it again yields itself (unless it is still being rewritten).
+    NodeState& final_state = state(result);
+    if (!final_state.result && !final_state.in_progress) final_state.result = result;
   }
 
   [[noreturn]] void report_cycle(const UOpPtr& node) {
@@ -168,11 +194,7 @@ class Rewriter {
   const PatternMatcher& rules_;
   const RewriteOptions& options_;
   std::vector<Entry> stack_;
-  std::unordered_map<const UOp*, UOpPtr> results_;
-  std::unordered_set<const UOp*> in_progress_;
-  std::unordered_map<const UOp*, UOpPtr> also_finish_;
-  // Keys of results_ are raw pointers: keep every keyed node alive for the duration of the rewrite.
-  std::vector<UOpPtr> keep_alive_;
+  PointerMap<UOp, NodeState> states_;
   uint32_t chain_depth_ = 0;
   const Rule* last_rule_ = nullptr;
 };
