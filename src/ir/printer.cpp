@@ -98,15 +98,20 @@ const char* infix_symbol(Ops op) {
   }
 }
 
-std::string render(const UOp& node);
+// Expressions nest this deep at most before the rest is elided: render_expr also runs inside error
+// messages, where a pathological graph must not overflow the stack.
+constexpr int max_render_depth = 200;
+
+std::string render(const UOp& node, int depth);
 
 // Renders a source, parenthesised when it binds more loosely than its parent requires.
-std::string operand(const UOp& node, int min_precedence) {
-  std::string text = render(node);
+std::string operand(const UOp& node, int min_precedence, int depth) {
+  std::string text = render(node, depth + 1);
   return precedence(node.op()) < min_precedence ? "(" + text + ")" : text;
 }
 
-std::string render(const UOp& node) {
+std::string render(const UOp& node, int depth) {
+  if (depth > max_render_depth) return "…";
   Ops op = node.op();
   if (op == Ops::CONST) return render_arg(node.arg());
   if (op == Ops::DEFINE_VAR) return node.arg_variable().name;
@@ -115,17 +120,17 @@ std::string render(const UOp& node) {
   if (const char* symbol = infix_symbol(op); symbol != nullptr && node.src_count() == 2) {
     int p = precedence(op);
     // Left-associative: the left operand may sit at the same level, the right one may not.
-    return operand(*node.src(0), p) + symbol + operand(*node.src(1), p + 1);
+    return operand(*node.src(0), p, depth) + symbol + operand(*node.src(1), p + 1, depth);
   }
-  if (op == Ops::NEG) return "-" + operand(*node.src(0), 10);
-  if (op == Ops::NOT) return "!" + operand(*node.src(0), 10);
+  if (op == Ops::NEG) return "-" + operand(*node.src(0), 10, depth);
+  if (op == Ops::NOT) return "!" + operand(*node.src(0), 10, depth);
   if (op == Ops::WHERE)
-    return operand(*node.src(0), 2) + " ? " + operand(*node.src(1), 2) + " : " + operand(*node.src(2), 1);
-  if (op == Ops::CAST) return "(" + node.dtype().name() + ")" + operand(*node.src(0), 10);
+    return operand(*node.src(0), 2, depth) + " ? " + operand(*node.src(1), 2, depth) + " : " + operand(*node.src(2), 1, depth);
+  if (op == Ops::CAST) return "(" + node.dtype().name() + ")" + operand(*node.src(0), 10, depth);
   std::string name(op_name(op));
   for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::string text = name + "(";
-  for (size_t i = 0; i < node.src_count(); ++i) text += (i ? ", " : "") + render(*node.src(i));
+  for (size_t i = 0; i < node.src_count(); ++i) text += (i ? ", " : "") + render(*node.src(i), depth + 1);
   if (!std::holds_alternative<std::monostate>(node.arg()))
     text += (node.src_count() ? ", " : "") + render_arg(node.arg());
   return text + ")";
@@ -133,6 +138,6 @@ std::string render(const UOp& node) {
 
 }  // namespace
 
-std::string render_expr(const UOpPtr& node) { return node ? render(*node) : "<null>"; }
+std::string render_expr(const UOpPtr& node) { return node ? render(*node, 0) : "<null>"; }
 
 }  // namespace kiln

@@ -4,7 +4,7 @@
 //        %1 = CONST index {4}
 //        %2 = MUL index (%0, %1)
 //  - render_expr: an infix expression for ALU trees, for reading index math: "((i*4)+j)" prints as
-//    "i*4+j". Shared subtrees are repeated.
+//    "i*4+j". Shared subtrees are repeated; beyond 200 levels of nesting the rest prints as "…".
 #pragma once
 
 #include <string>
