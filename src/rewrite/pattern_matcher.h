@@ -2,10 +2,12 @@
 //
 // A rule reads like a line of algebra:
 //
-//   {x * 1, [](auto& m) { return m["x"]; }, "x*1 → x"},
-//   {(x / c1) / c2, when(val("c1") > 0 && val("c2") > 0),
-//        [](auto& m) { return m["x"] / (m["c1"] * m["c2"]); }, "(x/c1)/c2 → x/(c1*c2)"},
+//   Rule(x * 1, [](auto& m) { return m["x"]; }, "x*1 → x"),
+//   Rule((x / c1) / c2, when(val("c1") > 0 && val("c2") > 0),
+//        [](auto& m) { return m["x"] / (m["c1"] * m["c2"]); }, "(x/c1)/c2 → x/(c1*c2)"),
 //
+// Write `Rule(...)` rather than a bare `{...}`: GCC records the source location of a bare braced
+// element at the end of the whole table, and each rule should report its own line.
 // The rewrite function builds the replacement from the bindings; it returns nullptr to decline.
 // Rewrite functions build with the UOp builders and leave arithmetic on constants to the constant
 // folding rules, so that the same function works on symbolic bindings (this is what lets the Z3
