@@ -20,7 +20,7 @@ size_t node_count(const UOpPtr& node) { return toposort(node).size(); }
 void show(const char* title, const UOpPtr& expression) {
   RewriteStats stats;
   auto start = std::chrono::steady_clock::now();
-  UOpPtr simplified = graph_rewrite(expression, symbolic(), {.stats = &stats});
+  UOpPtr simplified = graph_rewrite(expression, symbolic(), {.pass_name = "symbolic", .stats = &stats});
   double microseconds = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   std::printf("%s\n  before (%zu nodes): %s\n  after  (%zu nodes): %s\n  %llu rewrites in %.0f us\n\n", title,
               node_count(expression), render_expr(expression).c_str(), node_count(simplified),
