@@ -2,8 +2,6 @@
 // Names: x, y, z match any node; c, c1, c2 match constants; `.ints()` etc. restrict the dtype.
 #include "passes/symbolic.h"
 
-#include <cmath>
-
 #include "ir/build.h"
 #include "ir/evaluate.h"
 #include "passes/linear_terms.h"
@@ -44,13 +42,6 @@ UOpPtr fold_singleton_range(const Match& m) {
   return integer_constant(node.dtype(), node.vmin());
 }
 
-// x-0 → x. UPat::constant(0) also matches a float -0.0, and x-(-0.0) is not x: it turns x = -0.0
-// into +0.0. Decline for a negative zero.
-UOpPtr subtract_positive_zero(const Match& m) {
-  const UOp& zero = *m.get("zero");
-  return zero.dtype().is_float() && std::signbit(zero.arg_float()) ? nullptr : m["x"];
-}
-
 UOpPtr same_type_cast(const Match& m) {
   const UOp& node = *m.get("cast");
   return node.dtype() == node.src(0)->dtype() ? node.src(0) : nullptr;
@@ -79,7 +70,9 @@ const PatternMatcher& identity_rules() {
   static const PatternMatcher table("identities", {
       Rule(xi + 0, [](auto& m) { return m["x"]; }, "x+0 → x (integers; for floats -0+0 is +0)"),
       Rule(x + UPat::constant_float(-0.0), [](auto& m) { return m["x"]; }, "x+(-0.0) → x"),
-      Rule(UPat(Ops::SUB, {x, UPat::constant(0).named("zero")}), subtract_positive_zero, "x-0 → x"),
+      Rule(UPat(Ops::SUB, {xi, UPat::constant(0)}), [](auto& m) { return m["x"]; }, "x-0 → x (integers)"),
+      Rule(UPat(Ops::SUB, {x.floats(), UPat::constant_float(0.0)}), [](auto& m) { return m["x"]; },
+           "x-0.0 → x (floats; not x-(-0.0), which turns -0.0 into +0.0)"),
       Rule(x * 1, [](auto& m) { return m["x"]; }, "x*1 → x"),
       Rule(xi * 0, [](auto& m) { return const_like(m["x"], 0); }, "x*0 → 0 (integers)"),
       Rule(UPat(Ops::IDIV, {x, UPat::constant(1)}), [](auto& m) { return m["x"]; }, "x/1 → x"),
