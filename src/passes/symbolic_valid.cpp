@@ -1,12 +1,14 @@
 // Simplification under a guarding condition: in `where(valid, a, b)` the value `a` is only used
 // when `valid` holds, so `a` may be simplified assuming it. Clauses of the form `v < c` and `c < v`
-// (joined by &) narrow the range of a variable-like node v (DEFINE_VAR, RANGE, SPECIAL); `a` is
-// simplified with v replaced by a variable of the narrower range, then v is put back.
+// (joined by &) narrow the range of a variable-like node v (DEFINE_VAR, RANGE, SPECIAL), and so do
+// clauses on an index sum (`r1 + r3 < 33`), by interval propagation through the other terms; `a`
+// is simplified with v replaced by a variable of the narrower range, then v is put back.
 // INDEX nodes with a valid mask (src[2]) get the same treatment for their offset.
 #include <unordered_map>
 
 #include "ir/build.h"
 #include "ir/substitute.h"
+#include "passes/linear_terms.h"
 #include "passes/symbolic.h"
 #include "support/error.h"
 
@@ -21,7 +23,54 @@ struct Narrowed {
   int128 min, max;
 };
 
-// Walks an & tree of clauses and records the bounds each clause puts on a variable-like node.
+void narrow(std::unordered_map<const UOp*, Narrowed>& bounds, const UOp& variable, int128 min, int128 max) {
+  auto [entry, inserted] = bounds.try_emplace(&variable, Narrowed{variable.vmin(), variable.vmax()});
+  entry->second.min = std::max(entry->second.min, min);
+  entry->second.max = std::min(entry->second.max, max);
+}
+
+int128 floor_divide(int128 a, int128 b) {
+  int128 quotient = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? quotient - 1 : quotient;
+}
+int128 ceil_divide(int128 a, int128 b) { return -floor_divide(-a, b); }
+
+// A clause `sum < c` (upper) or `c < sum` (lower) on an index sum Σ k_i·v_i + K. For each
+// variable-like v_i the other terms contribute at least (upper) or at most (lower) their range's
+// end, which bounds k_i·v_i, and so v_i: interval propagation, exact for a single variable.
+void narrow_by_linear_clause(const UOp& sum_node, int128 constant, bool is_upper_bound,
+                             std::unordered_map<const UOp*, Narrowed>& bounds) {
+  if (!sum_node.dtype().is_index()) return;  // fixed-width sums may wrap, so their terms are not bounded
+  LinearSum sum = canonical_sum(sum_node.self());
+  // The extreme each term can contribute: [min, max] of k·v over v's range.
+  std::vector<Narrowed> contribution;
+  int128 total_min = sum.constant, total_max = sum.constant;
+  for (const LinearTerm& term : sum.terms) {
+    int128 a = term.coefficient * term.base->vmin(), b = term.coefficient * term.base->vmax();
+    contribution.push_back({std::min(a, b), std::max(a, b)});
+    total_min += contribution.back().min;
+    total_max += contribution.back().max;
+  }
+  for (size_t i = 0; i < sum.terms.size(); ++i) {
+    const LinearTerm& term = sum.terms[i];
+    if (!is_variable_like(*term.base) || term.coefficient == 0) continue;
+    int128 k = term.coefficient;
+    if (is_upper_bound) {
+      // k·v + rest < constant with rest >= its minimum:  k·v <= constant - 1 - rest_min.
+      int128 limit = constant - 1 - (total_min - contribution[i].min);
+      if (k > 0) narrow(bounds, *term.base, int128_min, floor_divide(limit, k));
+      else narrow(bounds, *term.base, ceil_divide(limit, k), int128_max);
+    } else {
+      // constant < k·v + rest with rest <= its maximum:  k·v >= constant + 1 - rest_max.
+      int128 limit = constant + 1 - (total_max - contribution[i].max);
+      if (k > 0) narrow(bounds, *term.base, ceil_divide(limit, k), int128_max);
+      else narrow(bounds, *term.base, int128_min, floor_divide(limit, k));
+    }
+  }
+}
+
+// Walks an & tree of clauses and records the bounds each clause puts on a variable-like node:
+// `v < c` and `c < v` directly, and clauses on index sums by propagating through the other terms.
 void collect_bounds(const UOp& clause, std::unordered_map<const UOp*, Narrowed>& bounds) {
   if (clause.op() == Ops::AND && clause.dtype() == dtypes::bool_) {
     collect_bounds(*clause.src(0), bounds);
@@ -31,13 +80,10 @@ void collect_bounds(const UOp& clause, std::unordered_map<const UOp*, Narrowed>&
   if (clause.op() != Ops::CMPLT) return;
   const UOp& left = *clause.src(0);
   const UOp& right = *clause.src(1);
-  auto narrow = [&](const UOp& variable, int128 min, int128 max) {
-    auto [entry, inserted] = bounds.try_emplace(&variable, Narrowed{variable.vmin(), variable.vmax()});
-    entry->second.min = std::max(entry->second.min, min);
-    entry->second.max = std::min(entry->second.max, max);
-  };
-  if (is_variable_like(left) && right.op() == Ops::CONST) narrow(left, int128_min, right.const_int() - 1);
-  if (is_variable_like(right) && left.op() == Ops::CONST) narrow(right, left.const_int() + 1, int128_max);
+  if (is_variable_like(left) && right.op() == Ops::CONST) narrow(bounds, left, int128_min, right.const_int() - 1);
+  else if (is_variable_like(right) && left.op() == Ops::CONST) narrow(bounds, right, left.const_int() + 1, int128_max);
+  else if (right.op() == Ops::CONST) narrow_by_linear_clause(left, right.const_int(), true, bounds);
+  else if (left.op() == Ops::CONST) narrow_by_linear_clause(right, left.const_int(), false, bounds);
 }
 
 // WHERE computes both arms and INDEX its offset whatever `valid` is, so a form of `value` that is

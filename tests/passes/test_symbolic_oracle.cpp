@@ -558,8 +558,20 @@ class ExpressionGenerator {
     return random_.chance(0.5) ? numerator / denominator : numerator % denominator;
   }
 
-  // v < c or c < v with c near v's range, so that it often narrows it.
-  UOpPtr clause(const UOpPtr& v) {
+  // v < c or c < v with c near v's range, so that it often narrows it. For index variables it is
+  // sometimes a clause on a small sum k*v + w + k0 instead (what a padded convolution's mask looks
+  // like), which the valid rules narrow by interval propagation.
+  UOpPtr clause(const UOpPtr& variable_node) {
+    UOpPtr v = variable_node;
+    if (v->dtype().is_index() && random_.chance(0.3)) {
+      UOpPtr other = any_variable();
+      if (other->dtype().is_index() && other != v && v->vmax() - v->vmin() < 1000 &&
+          other->vmax() - other->vmin() < 1000) {
+        UOpPtr scaled = v * number(v->dtype(), random_.pick({-3, -2, -1, 1, 2, 4}));
+        v = random_.chance(0.5) ? scaled + other + number(v->dtype(), random_.uniform(-5, 5))
+                                : other + scaled;
+      }
+    }
     int64_t low = static_cast<int64_t>(v->vmin()), high = static_cast<int64_t>(v->vmax());
     int64_t bound = random_.uniform(low == INT64_MIN ? low : low - 1, high == INT64_MAX ? high : high + 1);
     if (!v->dtype().is_index()) bound = std::clamp(bound, type_min(v->dtype()), type_max(v->dtype()));
