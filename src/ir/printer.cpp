@@ -120,9 +120,15 @@ std::string render(const UOp& node, int depth) {
   if (const char* symbol = infix_symbol(op); symbol != nullptr && node.src_count() == 2) {
     int p = precedence(op);
     // Left-associative: the left operand may sit at the same level, the right one may not.
-    return operand(*node.src(0), p, depth) + symbol + operand(*node.src(1), p + 1, depth);
+    std::string right = operand(*node.src(1), p + 1, depth);
+    // "a--3" would read as a decrement: a negative operand after a minus gets parentheses.
+    if (op == Ops::SUB && right.starts_with('-')) right = "(" + right + ")";
+    return operand(*node.src(0), p, depth) + symbol + right;
   }
-  if (op == Ops::NEG) return "-" + operand(*node.src(0), 10, depth);
+  if (op == Ops::NEG) {
+    std::string inner = operand(*node.src(0), 10, depth);
+    return inner.starts_with('-') ? "-(" + inner + ")" : "-" + inner;
+  }
   if (op == Ops::NOT) return "!" + operand(*node.src(0), 10, depth);
   if (op == Ops::WHERE)
     return operand(*node.src(0), 2, depth) + " ? " + operand(*node.src(1), 2, depth) + " : " + operand(*node.src(2), 1, depth);

@@ -66,6 +66,10 @@ TEST_CASE("render_expr: precedence and left associativity") {
   CHECK(render_expr(a * b / c) == "a*b/c");
   CHECK(render_expr((a + b) % c) == "(a+b)%c");
   CHECK(render_expr(a * 4 + b) == "a*4+b");
+  // A negative operand after a minus is parenthesised, so it cannot read as "--".
+  CHECK(render_expr(a - -3) == "a-(-3)");
+  CHECK(render_expr(-(-a)) == "-(-a)");
+  CHECK(render_expr(a + -3) == "a+-3");
   CHECK(render_expr(lt(a + 1, b)) == "a+1<b");
   CHECK(render_expr(lt(a, b) & lt(b, c)) == "a<b&b<c");
   CHECK(render_expr(eq(lt(a, b), lt(b, c))) == "a<b==b<c");

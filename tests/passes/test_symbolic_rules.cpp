@@ -277,7 +277,7 @@ std::vector<RuleCase> identity_cases() {
       {"index", identities, "x-0 → x (integers)", table_only, [] { return i() - 0; }, "i"},
       {"f32: x-(+0.0) is x, also for x = -0.0", identities, "x-0.0 → x (floats; not x-(-0.0), which turns -0.0 into +0.0)", table_only, [] { return f() - fc(0.0); }, "(f32)a"},
       {"f32 x-(-0.0) stays: -0.0-(-0.0) is +0.0 (regression: constant(0) took -0.0)", identities, "x-0.0 → x (floats; not x-(-0.0), which turns -0.0 into +0.0)", table_only,
-       [] { return f() - fc(-0.0); }, "(f32)a--0.0", false},
+       [] { return f() - fc(-0.0); }, "(f32)a-(-0.0)", false},
 
       {"index", identities, "x*1 → x", table_only, [] { return i() * 1; }, "i"},
       {"one first", identities, "x*1 → x", table_only, [] { return 1 * a32(); }, "a"},
