@@ -36,6 +36,7 @@ struct DTypeFilter {
 };
 
 // The names a match bound, in binding order. Small and allocation-free for the usual rule sizes.
+// The names are views of the pattern's strings: a Match must not outlive the pattern it matched.
 class Match {
  public:
   static constexpr size_t max_bindings = 12;
