@@ -94,6 +94,8 @@ class NodeSet {
     ++size_;
   }
 
+  size_t size() const { return size_; }
+
   bool erase(uint64_t hash, const UOp* node) {
     if (slots_.empty()) return false;
     size_t i = hash & mask();
@@ -161,7 +163,6 @@ class InternTable {
     UOp* node = new UOp(op, dtype, std::move(srcs), std::move(arg), hash);
     node->provenance_ = {location, current_provenance_tag};
     shard.nodes.insert(hash, node);
-    live_nodes_.fetch_add(1, std::memory_order_relaxed);
     return UOpPtr::adopt(node);
   }
 
@@ -183,7 +184,16 @@ class InternTable {
     draining = false;
   }
 
-  size_t live_count() const { return live_nodes_.load(std::memory_order_relaxed); }
+  // Summed over the shards under their locks: a diagnostic, so it may cost; a global counter updated
+  // by every make and release would bounce one cache line between all threads that build graphs.
+  size_t live_count() {
+    size_t total = 0;
+    for (Shard& shard : shards_) {
+      std::lock_guard lock(shard.mutex);
+      total += shard.nodes.size();
+    }
+    return total;
+  }
 
  private:
   struct Shard {
@@ -209,11 +219,9 @@ class InternTable {
     std::lock_guard lock(shard.mutex);
     if (!shard.nodes.erase(node->hash_, node))
       throw_internal_error("a released UOp was missing from the intern table");
-    live_nodes_.fetch_sub(1, std::memory_order_relaxed);
   }
 
   std::array<Shard, shard_count> shards_;
-  std::atomic<size_t> live_nodes_{0};
 };
 
 UOpPtr::UOpPtr(const UOpPtr& other) : node_(other.node_) {

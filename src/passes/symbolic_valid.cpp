@@ -5,6 +5,7 @@
 // is simplified with v replaced by a variable of the narrower range, then v is put back.
 // INDEX nodes with a valid mask (src[2]) get the same treatment for their offset.
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ir/build.h"
 #include "ir/substitute.h"
@@ -17,6 +18,19 @@ namespace {
 
 bool is_variable_like(const UOp& node) {
   return node.op() == Ops::DEFINE_VAR || node.op() == Ops::RANGE || node.op() == Ops::SPECIAL;
+}
+
+constexpr size_t max_guarded_value_nodes = 256;
+
+// The nodes of `root`'s graph, but stops once it has found more than `limit` (so the caller can
+// tell a large graph without walking all of it).
+std::vector<const UOp*> nodes_up_to(const UOpPtr& root, size_t limit) {
+  std::vector<const UOp*> found{root.get()};
+  std::unordered_set<const UOp*> seen{root.get()};
+  for (size_t next = 0; next < found.size() && found.size() <= limit; ++next)
+    for (const UOpPtr& source : found[next]->srcs())
+      if (seen.insert(source.get()).second) found.push_back(source.get());
+  return found;
 }
 
 struct Narrowed {
@@ -91,8 +105,8 @@ void collect_bounds(const UOp& clause, std::unordered_map<const UOp*, Narrowed>&
 // become `0<d ? a/d : 0`, a division by zero at d = 0 (shift amounts likewise). A divisor or shift
 // amount that is a constant or a variable-like node, with every value of its range allowed, keeps
 // that under any narrowing; with any other the value is left alone.
-bool stays_defined_when_narrowed(const UOpPtr& value) {
-  for (const UOp* node : toposort(value)) {
+bool stays_defined_when_narrowed(const std::vector<const UOp*>& value_nodes) {
+  for (const UOp* node : value_nodes) {
     bool is_division = node->op() == Ops::IDIV || node->op() == Ops::MOD;
     bool is_shift = node->op() == Ops::SHL || node->op() == Ops::SHR;
     if (!is_division && !is_shift) continue;
@@ -126,7 +140,12 @@ UOpPtr simplify_given(const UOp& condition, const UOpPtr& value, bool& impossibl
     to_narrow[node] = narrowed;
     to_restore[narrowed.get()] = node->self();
   }
-  if (to_narrow.empty() || !stays_defined_when_narrowed(value)) return nullptr;
+  if (to_narrow.empty()) return nullptr;
+  // Simplifying under a mask re-simplifies the whole guarded value, and guarded values nest (an arm
+  // may hold further WHEREs), so on large values the cost compounds. Kernel index expressions are
+  // far below this size; a larger value is left as it is, which is always correct.
+  std::vector<const UOp*> value_nodes = nodes_up_to(value, max_guarded_value_nodes);
+  if (value_nodes.size() > max_guarded_value_nodes || !stays_defined_when_narrowed(value_nodes)) return nullptr;
   // The temporaries sort elsewhere than the nodes they stand for, so the restored form may be out of
   // canonical order; simplifying it again keeps the canonical rules from undoing this rewrite (a
   // rewrite loop) and lets "nothing changed" be seen.

@@ -623,6 +623,22 @@ TEST_CASE("divmod rules") { check_table_cases(divmod_rules()); }
 TEST_CASE("comparison rules") { check_table_cases(comparison_rules()); }
 TEST_CASE("valid rules") { check_table_cases(valid_rules()); }
 
+TEST_CASE("valid rules leave a guarded value of more than 256 nodes alone, and simplify a smaller one") {
+  // Simplifying under a mask re-simplifies the whole guarded value; past a size limit the rule
+  // declines (always correct) so that nested masks in large graphs cannot compound the cost.
+  auto guarded_with_terms = [](int terms) {
+    UOpPtr value = i() % 4;
+    for (int k = 0; k < terms; ++k) value = value + variable("t" + std::to_string(k), 0, 3) * (k + 2);
+    return where(lt(i(), 4), value, ic(0));
+  };
+  UOpPtr large = guarded_with_terms(150);  // about 450 nodes
+  CHECK(graph_rewrite(large, valid_rules()) == large);
+  UOpPtr small = guarded_with_terms(3);
+  UOpPtr simplified = graph_rewrite(small, valid_rules());
+  REQUIRE(simplified != small);
+  CHECK(render_expr(simplified).find("i%4") == std::string::npos);  // i < 4 made i%4 into i
+}
+
 TEST_CASE("symbolic() is the seven tables in order") {
   // symbolic.h promises this order, the simplifier's results depend on it (the first rule that
   // applies wins), and the cases test each table on its own: check the composition rule by rule.
