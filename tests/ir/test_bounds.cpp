@@ -223,6 +223,13 @@ struct Violation {
   int checked = 0;
 };
 
+// Every recorded value lay in its node's range, and enough values were checked to mean something.
+void check_no_violation(const Violation& violation) {
+  INFO(violation.count, " of ", violation.checked, " values outside the range; first: ", violation.text);
+  CHECK(violation.count == 0);
+  CHECK(violation.checked > 1000);
+}
+
 void record(Violation& violation, const UOpPtr& node, const ScalarValue& value, const std::string& inputs) {
   ++violation.checked;
   if (value.integer >= node->vmin() && value.integer <= node->vmax()) return;
@@ -288,9 +295,7 @@ TEST_CASE("brute force: unary ops and casts") {
             record(violation, node, *value, show("a", x, interval));
     }
   }
-  INFO(violation.count, " of ", violation.checked, " values outside the range; first: ", violation.text);
-  CHECK(violation.count == 0);
-  CHECK(violation.checked > 1000);
+  check_no_violation(violation);
 }
 
 TEST_CASE("brute force: WHERE") {
@@ -308,9 +313,7 @@ TEST_CASE("brute force: WHERE") {
               record(violation, node, *value, show("c", c, condition) + show("a", x, left) + show("b", y, right));
     }
   }
-  INFO(violation.count, " of ", violation.checked, " values outside the range; first: ", violation.text);
-  CHECK(violation.count == 0);
-  CHECK(violation.checked > 1000);
+  check_no_violation(violation);
 }
 
 // Ranges compose: random expression trees over two variables, every subexpression checked at every
@@ -341,9 +344,7 @@ TEST_CASE("brute force: random expression trees") {
               record(violation, node, *value, show("x", x, box_x) + show("y", y, box_y));
     }
   }
-  INFO(violation.count, " of ", violation.checked, " values outside the range; first: ", violation.text);
-  CHECK(violation.count == 0);
-  CHECK(violation.checked > 1000);
+  check_no_violation(violation);
 }
 
 TEST_CASE("full_range") {
