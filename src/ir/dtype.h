@@ -7,20 +7,12 @@
 #include <optional>
 #include <string>
 
+#include "kiln/scalar_type.hpp"
 #include "support/int128.h"
 
 namespace kiln {
 
-// `Index` is the abstract integer of index arithmetic: it never overflows (its values are
-// mathematical integers). Codegen lowers it to i32 or i64 once range analysis has bounded it, so
-// the symbolic simplifier may use every algebraic identity of the integers on it.
-enum class ScalarType : uint8_t {
-  Void, Bool,
-  Int8, Int16, Int32, Int64,
-  UInt8, UInt16, UInt32, UInt64,
-  Float16, BFloat16, Float32, Float64,
-  Index,
-};
+// ScalarType (bool, i8 … f64, and the compiler-only Void and Index) is defined in the public header.
 inline constexpr int scalar_type_count = static_cast<int>(ScalarType::Index) + 1;
 
 enum class AddrSpace : uint8_t { None, Global, Local, Register };

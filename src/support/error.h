@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "kiln/error.hpp"
+
 namespace kiln {
 
 // Concatenates anything that has an ostream operator<<. Used to build error messages.
@@ -22,9 +24,10 @@ std::string str_cat(const Parts&... parts) {
   return out.str();
 }
 
-class UserError : public std::runtime_error {
+// The public kiln::Error, so that C++ users catch one type.
+class UserError : public Error {
  public:
-  explicit UserError(const std::string& message) : std::runtime_error(message) {}
+  explicit UserError(const std::string& message) : Error(message) {}
 };
 
 class InternalError : public std::logic_error {

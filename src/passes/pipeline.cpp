@@ -1,0 +1,70 @@
+// The pipeline's kernel half: lowering passes, the kernel cache and CPU code generation.
+#include "passes/pipeline.h"
+
+#include <chrono>
+#include <mutex>
+#include <unordered_map>
+
+#include "codegen/kernel_cache.h"
+#include "ir/printer.h"
+#include "passes/symbolic.h"
+#include "passes/transcendental.h"
+#include "rewrite/graph_rewrite.h"
+#include "support/debug.h"
+#include "support/error.h"
+
+namespace kiln {
+
+UOpPtr lower_kernel(const UOpPtr& ast) {
+  UOpPtr lowered = decompose_transcendentals(ast);
+  return simplify(lowered);
+}
+
+namespace {
+
+// Kernels loaded into this process, by symbol: the JIT may define each symbol once, and a kernel
+// compiled for one realize is reused by the next.
+struct LoadedKernels {
+  std::mutex mutex;
+  std::unordered_map<std::string, KernelFunction> functions;
+};
+
+LoadedKernels& loaded_kernels() {
+  static LoadedKernels* kernels = new LoadedKernels();  // never destroyed: JIT code outlives statics
+  return *kernels;
+}
+
+}  // namespace
+
+CompiledKernel compile_cpu_kernel(const ScheduledKernel& kernel) {
+  const std::string& symbol = kernel.name();
+  LoadedKernels& loaded = loaded_kernels();
+  std::lock_guard lock(loaded.mutex);
+  CompiledKernel result;
+  if (auto found = loaded.functions.find(symbol); found != loaded.functions.end()) {
+    result.function = found->second;
+    result.reused = true;
+    return result;
+  }
+  auto start = std::chrono::steady_clock::now();
+  if (debug_level() >= 3) debug_print(str_cat("opts ", symbol, ": none (no optimisation search yet)\n"));
+  if (debug_level() >= 5) debug_print(str_cat("kernel AST ", symbol, ":\n", print_graph(kernel.ast), "\n"));
+  UOpPtr lowered = lower_kernel(kernel.ast);
+  CacheKey key;
+  key.ast_hash = lowered->hash();
+  key.ast_text = print_graph(lowered);
+  key.target = cpu_target_id();
+  KernelCache& cache = KernelCache::instance();
+  std::optional<std::string> object = cache.load(key);
+  result.from_cache = object.has_value();
+  if (!object) {
+    object = cpu_compile(lowered);
+    cache.store(key, *object);
+  }
+  result.function = cpu_load(*object, symbol);
+  loaded.functions.emplace(symbol, result.function);
+  result.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace kiln

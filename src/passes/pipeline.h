@@ -1,0 +1,33 @@
+// The compiler pipeline, in order, in one place (ARCHITECTURE.md, "The pipeline"):
+//
+//   tensor graph ─ create_schedule ─► kernel ASTs + memory plan      (src/schedule/)
+//   kernel AST   ─ lower_kernel ─────► transcendentals decomposed, index math simplified
+//                ─ (optimise: no choices yet; the performance issue adds them here)
+//                ─ cpu_compile ──────► linearise, render LLVM IR, optimise, object code (src/codegen/)
+//                ─ kernel cache ─────► the object is stored on disk and reused by later runs
+//                ─ cpu_load ─────────► a callable function (ORC JIT, in process)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/cpu_codegen.h"
+#include "schedule/schedule.h"
+
+namespace kiln {
+
+// The kernel AST after the passes that prepare it for a renderer.
+UOpPtr lower_kernel(const UOpPtr& ast);
+
+struct CompiledKernel {
+  KernelFunction function = nullptr;
+  bool from_cache = false;  // object code came from the disk cache (no LLVM code generation)
+  bool reused = false;      // already loaded in this process
+  double compile_ms = 0;
+};
+
+// Compiles one kernel for the host CPU, going through the process's loaded kernels and the disk
+// cache first. Thread-safe.
+CompiledKernel compile_cpu_kernel(const ScheduledKernel& kernel);
+
+}  // namespace kiln

@@ -1,0 +1,42 @@
+// A block of host memory holding tensor data: 64-byte aligned (the kernels' alignment promise, see
+// docs/kernel-ast.md), zero-initialised, and freed with its last reference.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "ir/dtype.h"
+
+namespace kiln {
+
+class HostBuffer {
+ public:
+  HostBuffer(DType dtype, int64_t count) : dtype_(dtype), count_(count) {
+    bytes_ = static_cast<size_t>(count) * static_cast<size_t>(dtype.scalar_bytes());
+    // aligned_alloc needs a size that is a multiple of the alignment, and a non-zero one.
+    size_t rounded = (bytes_ + kAlignment - 1) / kAlignment * kAlignment;
+    data_ = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+    if (data_ == nullptr) throw std::bad_alloc();
+    std::memset(data_, 0, rounded == 0 ? kAlignment : rounded);
+  }
+  ~HostBuffer() { std::free(data_); }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+
+  static constexpr size_t kAlignment = 64;
+  DType dtype() const { return dtype_; }
+  int64_t count() const { return count_; }
+  size_t bytes() const { return bytes_; }
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+
+ private:
+  DType dtype_;
+  int64_t count_;
+  size_t bytes_;
+  void* data_;
+};
+
+}  // namespace kiln

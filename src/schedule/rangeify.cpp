@@ -1,0 +1,405 @@
+// Rangeify and kernel split: tensor-level graph → kernel ASTs (docs/kernel-ast.md).
+//
+// Each value that must exist in memory (an output, a CONTIGUOUS, or a value the cost rule below
+// materialises) gets a buffer and a kernel. A kernel is built by walking its value top-down with
+// one index expression per axis: movement ops rewrite the index expressions (this is where views
+// disappear), elementwise ops pass them to their sources, a reduction opens new RANGEs for its
+// reduced axes, and a buffer or materialised value becomes a LOAD. So elementwise chains fuse into
+// one kernel, a reduction fuses with the elementwise work before it, and the elementwise work after
+// a reduction (its epilogue) fuses into the reduction's kernel.
+//
+// The cost rule. A value is recomputed wherever it is used unless:
+//  - it is a reduction used by more than one node, or reached through an EXPAND (a broadcast):
+//    recomputing it per broadcast element would repeat the whole reduction loop (softmax's max and
+//    sum, a norm's mean); or
+//  - it is elementwise work of at least kExpensiveOps ALU ops reached through an EXPAND: each
+//    broadcast element would redo it, where a load is one memory access.
+// Cheap elementwise work (a cast, a relu, padding) is recomputed: memory traffic costs more.
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/build.h"
+#include "passes/symbolic.h"
+#include "schedule/schedule.h"
+#include "support/error.h"
+#include "support/hash.h"
+#include "tensor/tensor_data.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kExpensiveOps = 16;
+// Axis ids of reduce ranges start here; output ranges use 0, 1, 2 … (docs/kernel-ast.md).
+constexpr int64_t kFirstReduceAxis = 1000;
+
+using Index = std::vector<UOpPtr>;
+
+std::vector<int64_t> strides_of(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+UOpPtr index_const(int64_t value) { return const_int(dtypes::index, value); }
+
+UOpPtr flatten_index(const Index& index, const Shape& shape) {
+  std::vector<int64_t> strides = strides_of(shape);
+  UOpPtr flat = index_const(0);
+  for (size_t i = 0; i < index.size(); ++i)
+    if (shape[i] != 1) flat = flat + index[i] * strides[i];
+  return flat;
+}
+
+UOpPtr and_valid(const UOpPtr& valid, const UOpPtr& condition) {
+  if (!valid) return condition;
+  return valid & condition;
+}
+
+// The cost of recomputing a value: ALU ops down to buffers and reductions (transcendentals count
+// as the ~20 ops their approximations take). Capped, so the walk stays small.
+int recompute_cost(const UOp* root) {
+  int cost = 0;
+  std::vector<const UOp*> stack{root};
+  std::unordered_set<const UOp*> seen;
+  while (!stack.empty() && cost < kExpensiveOps) {
+    const UOp* node = stack.back();
+    stack.pop_back();
+    if (!seen.insert(node).second) continue;
+    OpGroup group = op_group(node->op());
+    if (node->op() == Ops::REDUCE_AXIS || node->op() == Ops::CONTIGUOUS || node->op() == Ops::BUFFER) continue;
+    if (group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary)
+      cost += (node->op() == Ops::EXP2 || node->op() == Ops::LOG2 || node->op() == Ops::SIN) ? 20 : 1;
+    for (const UOpPtr& src : node->srcs()) stack.push_back(src.get());
+  }
+  return cost;
+}
+
+class Rangeifier {
+ public:
+  explicit Rangeifier(const std::vector<UOpPtr>& outputs) {
+    for (const UOpPtr& output : outputs) count_consumers(output);
+    for (const UOpPtr& output : outputs) {
+      auto found = buffer_of_.find(output.get());
+      if (found == buffer_of_.end()) {
+        int index = add_buffer(ScheduledBuffer::Kind::Output, output->dtype(), shape_numel(shapes_.of(output.get())));
+        schedule_.buffers[index].output_index = static_cast<int>(schedule_.outputs.size());
+        buffer_of_[output.get()] = index;
+        pending_.insert(output.get());
+      }
+      schedule_.outputs.push_back(buffer_of_[output.get()]);
+      keep_alive_.push_back(output);
+    }
+    for (const UOpPtr& output : outputs) materialize(output.get());
+  }
+
+  Schedule take() { return std::move(schedule_); }
+
+ private:
+  struct NodeListHash {
+    size_t operator()(const std::vector<const UOp*>& nodes) const {
+      uint64_t h = nodes.size();
+      for (const UOp* node : nodes) h = hash_mix(h, node ? node->hash() : 0);
+      return h;
+    }
+  };
+  struct KernelState {
+    std::vector<int> slots;  // schedule buffer per DEFINE_GLOBAL slot
+    int64_t next_reduce_axis = kFirstReduceAxis;
+    // (node, index, valid, through_expand) → value: shared subgraphs are lowered once per index.
+    std::unordered_map<std::vector<const UOp*>, UOpPtr, NodeListHash> memo;
+    std::vector<UOpPtr> memo_keys_alive;  // the memo's keys are raw pointers: keep their nodes alive
+  };
+
+  void count_consumers(const UOpPtr& root) {
+    for (const UOp* node : toposort(root)) {
+      if (node->op() == Ops::SPECIAL || node->op() == Ops::BUFFER) continue;
+      for (const UOpPtr& src : node->srcs()) consumers_[src.get()].insert(node);
+    }
+  }
+
+  int add_buffer(ScheduledBuffer::Kind kind, DType dtype, int64_t count) {
+    ScheduledBuffer buffer;
+    buffer.kind = kind;
+    buffer.dtype = dtype;
+    buffer.count = count;
+    schedule_.buffers.push_back(buffer);
+    return static_cast<int>(schedule_.buffers.size() - 1);
+  }
+
+  // The buffer holding `node`'s value, building its kernel first if needed.
+  int materialize(const UOp* node) {
+    if (node->op() == Ops::BUFFER) {
+      int64_t id = node->arg_list().at(0);
+      auto found = input_buffers_.find(id);
+      if (found != input_buffers_.end()) return found->second;
+      int index = add_buffer(ScheduledBuffer::Kind::Input, node->dtype(), node->arg_list().at(1));
+      schedule_.buffers[index].input_id = id;
+      input_buffers_[id] = index;
+      return index;
+    }
+    auto found = buffer_of_.find(node);
+    if (found != buffer_of_.end() && !pending_.contains(node)) return found->second;
+    int index;
+    if (found != buffer_of_.end()) {
+      index = found->second;
+      pending_.erase(node);
+    } else {
+      index = add_buffer(ScheduledBuffer::Kind::Intermediate, node->dtype(), shape_numel(shapes_.of(node)));
+      buffer_of_[node] = index;
+    }
+    build_kernel(node, index);
+    return index;
+  }
+
+  void build_kernel(const UOp* node, int output_buffer) {
+    const Shape& shape = shapes_.of(node);
+    if (shape_numel(shape) == 0) return;  // nothing to compute
+    KernelState kernel;
+    kernel.slots.push_back(output_buffer);
+    Index index;
+    int64_t axis = 0;
+    std::string name;
+    for (int64_t size : shape) {
+      if (size == 1) {
+        index.push_back(index_const(0));
+      } else {
+        index.push_back(range(size, axis++));
+        name += "_" + std::to_string(size);
+      }
+    }
+    // CONTIGUOUS marks a buffer; its value is its source's (computed, or loaded when it is a buffer).
+    UOpPtr value = node->op() == Ops::CONTIGUOUS ? lower(node->src(0).get(), index, nullptr, false, kernel)
+                                                 : compute(node, index, nullptr, false, kernel);
+    UOpPtr buffer = define_global(output_buffer, 0);
+    UOpPtr store = UOp::make(Ops::STORE, dtypes::void_,
+                             {UOp::make(Ops::INDEX, buffer->dtype(), {buffer, flatten_index(index, shape)}), value});
+    UOpPtr body = simplify(sink({store}));
+    bool reduces = kernel.next_reduce_axis != kFirstReduceAxis;
+    // The name is readable (kind and output sizes) and unique per AST (a hash of its body), so it
+    // can be a symbol in a process that runs many kernels.
+    char suffix[20];
+    std::snprintf(suffix, sizeof(suffix), "_%08llx", static_cast<unsigned long long>(body->hash() & 0xffffffffu));
+    std::string full_name = (reduces ? "r" : "E") + (name.empty() ? std::string("_1") : name) + suffix;
+    std::vector<UOpPtr> stores(body->srcs().begin(), body->srcs().end());
+    ScheduledKernel scheduled;
+    scheduled.ast = UOp::make(Ops::SINK, dtypes::void_, std::move(stores), full_name);
+    scheduled.buffers = kernel.slots;
+    scheduled.parallel_extent = 1;
+    for (size_t i = 0; i < shape.size(); ++i)
+      if (shape[i] != 1) {
+        scheduled.parallel_extent = shape[i];
+        break;
+      }
+    estimate_cost(scheduled);
+    schedule_.kernels.push_back(std::move(scheduled));
+  }
+
+  UOpPtr define_global(int buffer, int slot) {
+    const ScheduledBuffer& info = schedule_.buffers[static_cast<size_t>(buffer)];
+    return UOp::make(Ops::DEFINE_GLOBAL, info.dtype.ptr(AddrSpace::Global, info.count), {}, int64_t{slot});
+  }
+
+  UOpPtr load(const UOp* node, const Index& index, const UOpPtr& valid, KernelState& kernel) {
+    int buffer = materialize(node);
+    auto slot_it = std::find(kernel.slots.begin(), kernel.slots.end(), buffer);
+    int slot = static_cast<int>(slot_it - kernel.slots.begin());
+    if (slot_it == kernel.slots.end()) kernel.slots.push_back(buffer);
+    UOpPtr global = define_global(buffer, slot);
+    UOpPtr flat = flatten_index(index, shapes_.of(node));
+    if (!valid) return UOp::make(Ops::LOAD, node->dtype(), {UOp::make(Ops::INDEX, global->dtype(), {global, flat})});
+    UOpPtr alternative = node->dtype().is_float() ? const_float(node->dtype(), 0.0)
+                         : node->dtype().is_bool() ? const_bool(false) : const_int(node->dtype(), 0);
+    return UOp::make(Ops::LOAD, node->dtype(),
+                     {UOp::make(Ops::INDEX, global->dtype(), {global, flat, valid}), alternative});
+  }
+
+  bool must_materialize(const UOp* node, bool through_expand) {
+    if (buffer_of_.contains(node) || node->op() == Ops::BUFFER || node->op() == Ops::CONTIGUOUS) return true;
+    if (node->op() == Ops::REDUCE_AXIS) return through_expand || consumers_[node].size() > 1;
+    OpGroup group = op_group(node->op());
+    bool alu = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
+    return alu && through_expand && recompute_cost(node) >= kExpensiveOps;
+  }
+
+  // The value of `node` at `index` (one index expression per axis of its shape), under `valid`.
+  UOpPtr lower(const UOp* node, const Index& index, const UOpPtr& valid, bool through_expand, KernelState& kernel) {
+    std::vector<const UOp*> key{node, valid.get(), through_expand ? node : nullptr};
+    for (const UOpPtr& i : index) key.push_back(i.get());
+    if (auto found = kernel.memo.find(key); found != kernel.memo.end()) return found->second;
+    UOpPtr value = lower_uncached(node, index, valid, through_expand, kernel);
+    kernel.memo.emplace(std::move(key), value);
+    kernel.memo_keys_alive.insert(kernel.memo_keys_alive.end(), index.begin(), index.end());
+    if (valid) kernel.memo_keys_alive.push_back(valid);
+    return value;
+  }
+
+  UOpPtr lower_uncached(const UOp* node, const Index& index, const UOpPtr& valid, bool through_expand,
+                        KernelState& kernel) {
+    if (must_materialize(node, through_expand)) return load(node, index, valid, kernel);
+    return compute(node, index, valid, through_expand, kernel);
+  }
+
+  // The value of `node` computed in this kernel (not loaded): the kernel's root, and every node
+  // that rangeify fuses.
+  UOpPtr compute(const UOp* node, const Index& index, const UOpPtr& valid, bool through_expand, KernelState& kernel) {
+    const Shape& shape = shapes_.of(node);
+    switch (node->op()) {
+      case Ops::CONST: return node->self();
+      case Ops::SPECIAL: return index.at(0);
+      case Ops::RESHAPE: {
+        const UOp* source = node->src(0).get();
+        const Shape& source_shape = shapes_.of(source);
+        UOpPtr flat = flatten_index(index, shape);
+        std::vector<int64_t> strides = strides_of(source_shape);
+        Index source_index;
+        for (size_t i = 0; i < source_shape.size(); ++i) {
+          if (source_shape[i] == 1) {
+            source_index.push_back(index_const(0));
+            continue;
+          }
+          UOpPtr component = strides[i] == 1 ? flat : flat / strides[i];
+          if (i > 0) component = component % source_shape[i];
+          source_index.push_back(simplify(component));
+        }
+        return lower(source, source_index, valid, through_expand, kernel);
+      }
+      case Ops::PERMUTE: {
+        const auto& order = node->arg_list();
+        Index source_index(index.size());
+        for (size_t i = 0; i < order.size(); ++i) source_index[static_cast<size_t>(order[i])] = index[i];
+        return lower(node->src(0).get(), source_index, valid, through_expand, kernel);
+      }
+      case Ops::EXPAND: {
+        const Shape& source_shape = shapes_.of(node->src(0).get());
+        Index source_index;
+        bool broadcasts = false;
+        for (size_t i = 0; i < source_shape.size(); ++i) {
+          bool broadcast = source_shape[i] == 1 && shape[i] != 1;
+          broadcasts = broadcasts || broadcast;
+          source_index.push_back(source_shape[i] == 1 ? index_const(0) : index[i]);
+        }
+        return lower(node->src(0).get(), source_index, valid, through_expand || broadcasts, kernel);
+      }
+      case Ops::SHRINK: {
+        const auto& bounds = node->arg_list();
+        Index source_index;
+        for (size_t i = 0; i < index.size(); ++i)
+          source_index.push_back(bounds[2 * i] == 0 ? index[i] : index[i] + bounds[2 * i]);
+        return lower(node->src(0).get(), source_index, valid, through_expand, kernel);
+      }
+      case Ops::FLIP: {
+        const auto& axes = node->arg_list();
+        Index source_index = index;
+        for (int64_t axis : axes) {
+          auto a = static_cast<size_t>(axis);
+          source_index[a] = index_const(shape[a] - 1) - index[a];
+        }
+        return lower(node->src(0).get(), source_index, valid, through_expand, kernel);
+      }
+      case Ops::PAD: {
+        const auto& pads = node->arg_list();
+        const Shape& source_shape = shapes_.of(node->src(0).get());
+        Index source_index;
+        UOpPtr inside;
+        for (size_t i = 0; i < index.size(); ++i) {
+          int64_t before = pads[2 * i], after = pads[2 * i + 1];
+          source_index.push_back(before == 0 ? index[i] : index[i] - before);
+          if (before > 0) inside = and_valid(inside, logical_not(lt(index[i], before)));
+          if (after > 0) inside = and_valid(inside, lt(index[i], before + source_shape[i]));
+        }
+        if (!inside) return lower(node->src(0).get(), source_index, valid, through_expand, kernel);
+        UOpPtr value = lower(node->src(0).get(), source_index, and_valid(valid, inside), through_expand, kernel);
+        DType type = node->dtype();
+        UOpPtr zero = type.is_float() ? const_float(type, 0.0) : type.is_bool() ? const_bool(false) : const_int(type, 0);
+        return where(inside, value, zero);
+      }
+      case Ops::REDUCE_AXIS: {
+        const auto& arg = node->arg_list();
+        const UOp* source = node->src(0).get();
+        const Shape& source_shape = shapes_.of(source);
+        Index source_index = index;
+        std::vector<UOpPtr> ranges;
+        for (size_t i = 1; i < arg.size(); ++i) {
+          auto axis = static_cast<size_t>(arg[i]);
+          if (source_shape[axis] == 1) {
+            source_index[axis] = index_const(0);
+            continue;
+          }
+          UOpPtr r = range(source_shape[axis], kernel.next_reduce_axis++);
+          source_index[axis] = r;
+          ranges.push_back(r);
+        }
+        UOpPtr body = lower(source, source_index, valid, through_expand, kernel);
+        if (ranges.empty()) return body;
+        std::vector<UOpPtr> sources{body};
+        sources.insert(sources.end(), ranges.begin(), ranges.end());
+        return UOp::make(Ops::REDUCE, node->dtype(), std::move(sources), static_cast<Ops>(arg.at(0)));
+      }
+      default: break;
+    }
+    OpGroup group = op_group(node->op());
+    bool elementwise = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary ||
+                       group == OpGroup::Cast;
+    if (!elementwise)
+      throw InternalError(str_cat("rangeify: unexpected ", op_name(node->op()), " in a tensor graph"),
+                          std::source_location::current());
+    std::vector<UOpPtr> sources;
+    for (const UOpPtr& src : node->srcs()) sources.push_back(lower(src.get(), index, valid, through_expand, kernel));
+    return UOp::make(node->op(), node->dtype(), std::move(sources), node->arg());
+  }
+
+  // Rough work estimates for KILN_DEBUG=2: each ALU op counts once per iteration of the loops it
+  // depends on; bytes are the sizes of the buffers the kernel touches.
+  static void estimate_cost(ScheduledKernel& kernel) {
+    double flops = 0, bytes = 0;
+    std::unordered_map<const UOp*, std::vector<const UOp*>> ranges_of;
+    for (const UOp* node : toposort(kernel.ast)) {
+      std::vector<const UOp*> ranges;
+      if (node->op() == Ops::RANGE) ranges.push_back(node);
+      size_t sources = node->op() == Ops::REDUCE ? 1 : node->src_count();
+      for (size_t i = 0; i < sources; ++i)
+        for (const UOp* r : ranges_of[node->src(i).get()])
+          if (std::find(ranges.begin(), ranges.end(), r) == ranges.end()) ranges.push_back(r);
+      auto trips = [](const std::vector<const UOp*>& set) {
+        double product = 1;
+        for (const UOp* r : set) product *= static_cast<double>(r->src(0)->const_int());
+        return product;
+      };
+      OpGroup group = op_group(node->op());
+      bool alu = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
+      if (alu && !node->dtype().is_index() && !node->dtype().is_bool()) flops += trips(ranges);
+      if (node->op() == Ops::REDUCE) {
+        flops += trips(ranges);  // the accumulate, once per iteration of the reduce loops
+        std::erase_if(ranges, [&](const UOp* r) {
+          return std::any_of(node->srcs().begin() + 1, node->srcs().end(), [&](const UOpPtr& own) { return own.get() == r; });
+        });
+      }
+      if (node->op() == Ops::DEFINE_GLOBAL)
+        bytes += static_cast<double>(node->dtype().pointer_size() * node->dtype().scalar_bytes());
+      ranges_of[node] = std::move(ranges);
+    }
+    kernel.estimated_flops = flops;
+    kernel.estimated_bytes = bytes;
+  }
+
+  ShapeMap shapes_;
+  Schedule schedule_;
+  std::unordered_map<const UOp*, std::unordered_set<const UOp*>> consumers_;
+  std::unordered_map<const UOp*, int> buffer_of_;
+  std::unordered_set<const UOp*> pending_;  // outputs whose kernel is not built yet
+  std::unordered_map<int64_t, int> input_buffers_;
+  std::vector<UOpPtr> keep_alive_;
+};
+
+}  // namespace
+
+Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
+  Rangeifier rangeifier(outputs);
+  Schedule schedule = rangeifier.take();
+  plan_memory(schedule);
+  return schedule;
+}
+
+}  // namespace kiln

@@ -1,0 +1,54 @@
+// The schedule: what running a lazy tensor graph takes — buffers, and kernels in the order they
+// must run. Built by rangeify (rangeify.cpp), given memory by the memory planner
+// (memory_plan.cpp), and executed by the runner (src/runtime/cpu/run_schedule.*) or written into a
+// plan.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/uop.h"
+
+namespace kiln {
+
+struct ScheduledBuffer {
+  enum class Kind { Input, Intermediate, Output };
+  Kind kind = Kind::Intermediate;
+  DType dtype;
+  int64_t count = 0;        // elements
+  int64_t input_id = -1;    // Input: the BUFFER id it reads
+  int output_index = -1;    // Output: position in the requested outputs
+  int64_t arena_offset = -1;  // Intermediate: byte offset in the arena (set by plan_memory)
+  int64_t bytes() const { return count * dtype.scalar_bytes(); }
+};
+
+struct ScheduledKernel {
+  UOpPtr ast;                 // the kernel AST (docs/kernel-ast.md); SINK arg = function name
+  std::vector<int> buffers;   // schedule buffer index bound to each DEFINE_GLOBAL slot
+  int64_t parallel_extent = 1;  // end of the range with axis id 0 (1 when there is none)
+  double estimated_flops = 0;   // for KILN_DEBUG=2
+  double estimated_bytes = 0;
+  const std::string& name() const { return ast->arg_string(); }
+};
+
+struct Schedule {
+  std::vector<ScheduledBuffer> buffers;
+  std::vector<ScheduledKernel> kernels;
+  // Per requested output: the schedule buffer holding it.
+  std::vector<int> outputs;
+  int64_t arena_bytes = 0;         // set by plan_memory
+  int64_t intermediate_bytes = 0;  // sum of the intermediate buffers' sizes
+};
+
+// Rangeify + kernel split: turns tensor-level outputs into kernels. Every output becomes a dense
+// row-major buffer of its shape (an Output buffer; one per distinct node).
+Schedule create_schedule(const std::vector<UOpPtr>& outputs);
+
+// Lifetimes and arena offsets of the intermediate buffers (greedy best fit, 64-byte aligned).
+void plan_memory(Schedule& schedule);
+
+// One line per kernel and buffer, for KILN_DEBUG and tests.
+std::string describe_schedule(const Schedule& schedule);
+
+}  // namespace kiln

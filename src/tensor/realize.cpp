@@ -1,0 +1,170 @@
+// realize(): schedule the lazy graph, compile its kernels, run them on the CPU, and turn the handles
+// into views of their results. This is the in-process (JIT) path; plans reuse the same schedule and
+// kernels.
+#include <chrono>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "passes/pipeline.h"
+#include "runtime/thread_pool.h"
+#include "schedule/schedule.h"
+#include "support/debug.h"
+#include "support/error.h"
+#include "tensor/tensor_internal.h"
+
+namespace kiln {
+namespace {
+
+using detail::TensorData;
+using Clock = std::chrono::steady_clock;
+
+double milliseconds_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// A tensor needs no kernel when it is its own buffer in row-major order.
+bool is_realized(const TensorData& data) {
+  return data.buffer != nullptr && data.buffer->count() == shape_numel(data.shape);
+}
+
+// Every buffer the graphs of `roots` read, by BUFFER id (found through the handles' inputs).
+std::unordered_map<int64_t, std::shared_ptr<HostBuffer>> collect_buffers(const std::vector<const TensorData*>& roots) {
+  std::unordered_map<int64_t, std::shared_ptr<HostBuffer>> buffers;
+  std::unordered_set<const TensorData*> seen;
+  std::vector<const TensorData*> stack(roots.begin(), roots.end());
+  while (!stack.empty()) {
+    const TensorData* data = stack.back();
+    stack.pop_back();
+    if (!seen.insert(data).second) continue;
+    if (data->buffer) buffers.emplace(data->buffer_id, data->buffer);
+    for (const auto& input : data->inputs) stack.push_back(input.get());
+  }
+  return buffers;
+}
+
+// Chunks of the parallel axis should carry enough work to be worth a thread hand-off.
+int64_t minimum_chunk(const ScheduledKernel& kernel) {
+  constexpr double kWorkPerChunk = 1 << 15;  // flops + bytes
+  double per_index = (kernel.estimated_flops + kernel.estimated_bytes) / static_cast<double>(kernel.parallel_extent);
+  if (per_index <= 0) return kernel.parallel_extent;
+  return std::max<int64_t>(1, static_cast<int64_t>(kWorkPerChunk / per_index));
+}
+
+void run_kernels(const Schedule& schedule, const std::vector<KernelFunction>& functions,
+                 const std::vector<void*>& buffer_pointers) {
+  ThreadPool& pool = default_thread_pool();
+  std::vector<void*> arguments;
+  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
+    const ScheduledKernel& kernel = schedule.kernels[k];
+    arguments.clear();
+    for (int buffer : kernel.buffers) arguments.push_back(buffer_pointers[static_cast<size_t>(buffer)]);
+    KernelFunction function = functions[k];
+    void* const* args = arguments.data();
+    auto start = Clock::now();
+    pool.parallel_for(kernel.parallel_extent, [&](int64_t begin, int64_t end) { function(args, begin, end); },
+                      minimum_chunk(kernel));
+    if (debug_level() >= 2) {
+      double ms = milliseconds_since(start);
+      double seconds = std::max(ms, 1e-6) / 1000;
+      debug_print(str_cat("  run ", kernel.name(), ": ", ms, " ms, ", kernel.estimated_flops / seconds / 1e9,
+                          " GFLOP/s, ", kernel.estimated_bytes / seconds / 1e9, " GB/s\n"));
+    }
+  }
+}
+
+}  // namespace
+
+void realize_tensors(const std::vector<Tensor*>& tensors) {
+  std::vector<Tensor*> pending;
+  std::vector<UOpPtr> outputs;
+  std::vector<const TensorData*> roots;
+  for (Tensor* tensor : tensors) {
+    if (tensor == nullptr || !tensor->defined()) throw UserError("realize: an empty Tensor");
+    if (is_realized(tensor->data())) continue;
+    pending.push_back(tensor);
+    outputs.push_back(tensor->data().node);
+    roots.push_back(&tensor->data());
+  }
+  if (pending.empty()) return;
+
+  auto start = Clock::now();
+  Schedule schedule = create_schedule(outputs);
+  double schedule_ms = milliseconds_since(start);
+
+  start = Clock::now();
+  std::vector<KernelFunction> functions;
+  int compiled = 0, cached = 0, reused = 0;
+  for (const ScheduledKernel& kernel : schedule.kernels) {
+    CompiledKernel result = compile_cpu_kernel(kernel);
+    functions.push_back(result.function);
+    if (result.reused) ++reused;
+    else if (result.from_cache) ++cached;
+    else ++compiled;
+  }
+  double codegen_ms = milliseconds_since(start);
+  if (debug_level() >= 1)
+    debug_print(str_cat("realize: ", schedule.kernels.size(), " kernels (", compiled, " compiled, ", cached,
+                        " from the disk cache, ", reused, " already loaded); schedule ", schedule_ms, " ms, codegen ",
+                        codegen_ms, " ms; arena ", schedule.arena_bytes, " bytes for ", schedule.intermediate_bytes,
+                        " bytes of intermediates\n"));
+
+  // Buffers: inputs are the graph's own, outputs are new, intermediates live in one arena.
+  auto inputs = collect_buffers(roots);
+  std::vector<std::shared_ptr<HostBuffer>> output_buffers(schedule.buffers.size());
+  auto arena = std::make_shared<HostBuffer>(dtypes::u8, schedule.arena_bytes);
+  std::vector<void*> pointers(schedule.buffers.size(), nullptr);
+  for (size_t b = 0; b < schedule.buffers.size(); ++b) {
+    const ScheduledBuffer& buffer = schedule.buffers[b];
+    switch (buffer.kind) {
+      case ScheduledBuffer::Kind::Input: {
+        auto found = inputs.find(buffer.input_id);
+        KILN_ASSERT(found != inputs.end(), str_cat("realize: the graph reads buffer ", buffer.input_id,
+                                                  " that no tensor keeps alive"));
+        pointers[b] = found->second->data();
+        break;
+      }
+      case ScheduledBuffer::Kind::Output:
+        output_buffers[b] = std::make_shared<HostBuffer>(buffer.dtype, buffer.count);
+        pointers[b] = output_buffers[b]->data();
+        break;
+      case ScheduledBuffer::Kind::Intermediate:
+        pointers[b] = static_cast<char*>(arena->data()) + buffer.arena_offset;
+        break;
+    }
+  }
+  start = Clock::now();
+  run_kernels(schedule, functions, pointers);
+  if (debug_level() >= 1) debug_print(str_cat("realize: ran in ", milliseconds_since(start), " ms\n"));
+
+  for (size_t i = 0; i < pending.size(); ++i) {
+    int buffer = schedule.outputs[i];
+    Shape shape = pending[i]->shape();
+    *pending[i] = wrap_buffer(output_buffers[static_cast<size_t>(buffer)], shape);
+  }
+}
+
+Tensor& Tensor::realize() {
+  realize_tensors({this});
+  return *this;
+}
+
+void Tensor::realize_all(std::vector<Tensor*> tensors) { realize_tensors(tensors); }
+
+void Tensor::copy_to(void* destination, size_t bytes) const {
+  size_t needed = static_cast<size_t>(numel()) * static_cast<size_t>(scalar_type_size(dtype()));
+  if (bytes != needed)
+    throw UserError(str_cat("copy_to: the tensor holds ", needed, " bytes, the destination ", bytes));
+  if (needed == 0) return;
+  if (destination == nullptr) throw UserError("copy_to: destination is NULL");
+  Tensor computed = *this;
+  computed.realize();
+  std::memcpy(destination, computed.data().buffer->data(), needed);
+}
+
+double Tensor::item() const {
+  if (numel() != 1) throw UserError(str_cat("item: the tensor has ", numel(), " elements, not 1"));
+  return to_vector<double>()[0];
+}
+
+}  // namespace kiln

@@ -1,0 +1,81 @@
+// Shape inference for tensor-level nodes (see tensor_data.h for what each op means).
+#include <unordered_map>
+
+#include "support/error.h"
+#include "tensor/tensor_data.h"
+
+namespace kiln {
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t size : shape) count *= size;
+  return count;
+}
+
+Shape infer_shape(const UOp& node, const std::vector<const Shape*>& sources) {
+  auto source = [&](size_t i) -> const Shape& {
+    KILN_ASSERT(i < sources.size() && sources[i] != nullptr, "shape of a missing source");
+    return *sources[i];
+  };
+  switch (node.op()) {
+    case Ops::BUFFER: return {node.arg_list().at(1)};
+    case Ops::CONST: return {};
+    case Ops::SPECIAL: return {node.src(0)->const_int() > 0 ? static_cast<int64_t>(node.src(0)->const_int()) : 0};
+    case Ops::RESHAPE:
+    case Ops::EXPAND: return node.arg_list();
+    case Ops::PERMUTE: {
+      const Shape& in = source(0);
+      Shape out;
+      for (int64_t axis : node.arg_list()) out.push_back(in.at(static_cast<size_t>(axis)));
+      return out;
+    }
+    case Ops::PAD: {
+      Shape out = source(0);
+      const auto& pads = node.arg_list();
+      for (size_t i = 0; i < out.size(); ++i) out[i] += pads.at(2 * i) + pads.at(2 * i + 1);
+      return out;
+    }
+    case Ops::SHRINK: {
+      Shape out = source(0);
+      const auto& bounds = node.arg_list();
+      for (size_t i = 0; i < out.size(); ++i) out[i] = bounds.at(2 * i + 1) - bounds.at(2 * i);
+      return out;
+    }
+    case Ops::REDUCE_AXIS: {
+      Shape out = source(0);
+      const auto& arg = node.arg_list();
+      for (size_t i = 1; i < arg.size(); ++i) out.at(static_cast<size_t>(arg[i])) = 1;
+      return out;
+    }
+    default:
+      // Elementwise ops, casts, FLIP and CONTIGUOUS keep their first source's shape (the Tensor
+      // front end broadcasts every source to one shape first).
+      KILN_ASSERT(!sources.empty(), str_cat("no shape rule for ", op_name(node.op())));
+      return source(0);
+  }
+}
+
+const Shape& ShapeMap::of(const UOp* root) {
+  if (auto found = shapes_.find(root); found != shapes_.end()) return found->second;
+  // Iterative post-order so deep graphs do not overflow the stack.
+  std::vector<std::pair<const UOp*, bool>> stack{{root, false}};
+  while (!stack.empty()) {
+    auto [node, expanded] = stack.back();
+    stack.pop_back();
+    if (shapes_.contains(node)) continue;
+    if (!expanded) {
+      stack.push_back({node, true});
+      for (const UOpPtr& src : node->srcs())
+        if (!shapes_.contains(src.get())) stack.push_back({src.get(), false});
+      continue;
+    }
+    std::vector<const Shape*> source_shapes;
+    // SPECIAL's and BUFFER's sources are not tensors.
+    if (node->op() != Ops::SPECIAL && node->op() != Ops::BUFFER)
+      for (const UOpPtr& src : node->srcs()) source_shapes.push_back(&shapes_.at(src.get()));
+    shapes_.emplace(node, infer_shape(*node, source_shapes));
+  }
+  return shapes_.at(root);
+}
+
+}  // namespace kiln

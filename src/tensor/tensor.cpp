@@ -1,0 +1,519 @@
+// The Tensor handle and its primitive operations: every method here adds one tensor-level node
+// (tensor_data.h) after checking its arguments. Composite operations, built only from these, live
+// in the other files of this folder.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "ir/build.h"
+#include "support/error.h"
+#include "tensor/tensor_internal.h"
+
+namespace kiln {
+
+using detail::TensorData;
+
+// ---- helpers shared by the tensor files (tensor_internal.h) ----
+
+DType to_dtype(ScalarType type) {
+  if (type == ScalarType::Void || type == ScalarType::Index)
+    throw UserError("tensors cannot have the compiler-internal types void or index");
+  return DType(type);
+}
+
+std::string shape_string(const Shape& shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+int64_t normalize_axis(int64_t axis, int64_t ndim, std::string_view operation) {
+  int64_t normalized = axis < 0 ? axis + ndim : axis;
+  if (normalized < 0 || normalized >= ndim)
+    throw UserError(str_cat(operation, ": axis ", axis, " is out of range for a tensor with ", ndim, " dimensions"));
+  return normalized;
+}
+
+Tensor make_tensor(UOpPtr node, Shape shape, DType dtype, std::vector<const Tensor*> inputs) {
+  auto data = std::make_shared<TensorData>();
+  data->node = std::move(node);
+  data->shape = std::move(shape);
+  data->dtype = dtype;
+  for (const Tensor* input : inputs) data->inputs.push_back(input->data_pointer());
+  return Tensor(std::move(data));
+}
+
+namespace {
+
+void require_defined(const Tensor& tensor) {
+  if (!tensor.defined()) throw UserError("operation on an empty (default-constructed) Tensor");
+}
+
+std::atomic<int64_t> next_buffer_id{1};
+
+UOpPtr movement(Ops op, const UOpPtr& source, std::vector<int64_t> arg) {
+  return UOp::make(op, source->dtype(), {source}, std::move(arg));
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view operation) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw UserError(str_cat(operation, ": shapes ", shape_string(a), " and ", shape_string(b),
+                              " do not broadcast"));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+bool is_integral(double value) { return std::isfinite(value) && std::floor(value) == value; }
+
+// Applies one ALU op to tensors of one shape and dtype.
+Tensor elementwise(Ops op, DType result, std::vector<Tensor> sources) {
+  std::vector<UOpPtr> nodes;
+  std::vector<const Tensor*> inputs;
+  for (const Tensor& source : sources) {
+    nodes.push_back(source.data().node);
+    inputs.push_back(&source);
+  }
+  return make_tensor(UOp::make(op, result, std::move(nodes)), sources[0].shape(), result, inputs);
+}
+
+// Broadcasts both operands to one shape and promotes them to one dtype.
+std::pair<Tensor, Tensor> align(const Tensor& a, const Tensor& b, std::string_view operation) {
+  require_defined(a);
+  require_defined(b);
+  DType type = promote_types(a.data().dtype, b.data().dtype);
+  Shape shape = broadcast_shapes(a.shape(), b.shape(), operation);
+  auto fit = [&](const Tensor& t) { return broadcast_to(t.cast(type.scalar()), shape); };
+  return {fit(a), fit(b)};
+}
+
+Tensor binary(Ops op, const Tensor& a, const Tensor& b, std::string_view operation) {
+  auto [x, y] = align(a, b, operation);
+  DType result = (op == Ops::CMPLT || op == Ops::CMPNE || op == Ops::CMPEQ) ? dtypes::bool_ : x.data().dtype;
+  return elementwise(op, result, {x, y});
+}
+
+// A float view of `t` for float-only math: integers and bool become f32.
+Tensor as_float(const Tensor& t) {
+  return t.data().dtype.is_float() ? t : t.cast(ScalarType::Float32);
+}
+
+Tensor float_unary(Ops op, const Tensor& t) {
+  require_defined(t);
+  Tensor x = as_float(t);
+  return elementwise(op, x.data().dtype, {x});
+}
+
+void require_integer_or_bool(const Tensor& t, std::string_view operation) {
+  DType type = t.data().dtype;
+  if (type.is_float())
+    throw UserError(str_cat(operation, ": needs integer or bool tensors, got ", type.name()));
+}
+
+}  // namespace
+
+Tensor broadcast_to(const Tensor& t, const Shape& shape) {
+  if (t.shape() == shape) return t;
+  if (t.shape().size() > shape.size())
+    throw UserError(str_cat("expand: cannot broadcast ", shape_string(t.shape()), " to ", shape_string(shape)));
+  Shape padded(shape.size() - t.shape().size(), 1);
+  padded.insert(padded.end(), t.shape().begin(), t.shape().end());
+  return t.reshape(padded).expand(shape);
+}
+
+// ---- Tensor: construction and properties ----
+
+Tensor::Tensor() = default;
+
+const TensorData& Tensor::data() const {
+  require_defined(*this);
+  return *data_;
+}
+
+const Shape& Tensor::shape() const { return data().shape; }
+int64_t Tensor::dim(int64_t axis) const { return shape()[static_cast<size_t>(normalize_axis(axis, ndim(), "dim"))]; }
+int64_t Tensor::numel() const { return shape_numel(shape()); }
+ScalarType Tensor::dtype() const { return data().dtype.scalar(); }
+
+Tensor Tensor::from_data(const void* source, Shape shape, ScalarType type) {
+  DType dtype = to_dtype(type);
+  for (int64_t size : shape)
+    if (size < 0) throw UserError(str_cat("from_data: negative dimension in shape ", shape_string(shape)));
+  int64_t count = shape_numel(shape);
+  if (source == nullptr && count > 0) throw UserError("from_data: data is NULL");
+  auto buffer = std::make_shared<HostBuffer>(dtype, count);
+  if (count > 0) std::memcpy(buffer->data(), source, buffer->bytes());
+  return wrap_buffer(std::move(buffer), std::move(shape));
+}
+
+Tensor wrap_buffer(std::shared_ptr<HostBuffer> buffer, Shape shape) {
+  int64_t id = next_buffer_id.fetch_add(1);
+  DType dtype = buffer->dtype();
+  UOpPtr node = UOp::make(Ops::BUFFER, dtype, {}, std::vector<int64_t>{id, buffer->count()});
+  if (shape != Shape{buffer->count()}) node = movement(Ops::RESHAPE, node, shape);
+  auto data = std::make_shared<TensorData>();
+  data->node = node;
+  data->shape = std::move(shape);
+  data->dtype = dtype;
+  data->buffer = std::move(buffer);
+  data->buffer_id = id;
+  return Tensor(std::move(data));
+}
+
+Tensor Tensor::scalar(double value, ScalarType type) {
+  DType dtype = to_dtype(type);
+  UOpPtr node;
+  if (dtype.is_float()) node = const_float(dtype, value);
+  else if (dtype.is_bool()) node = const_bool(value != 0.0);
+  else if (dtype.is_unsigned() && value >= 9223372036854775808.0)
+    node = const_int(dtype, static_cast<int64_t>(static_cast<uint64_t>(value)));
+  else node = const_int(dtype, static_cast<int64_t>(value));
+  return make_tensor(node, {}, dtype, {});
+}
+
+Tensor scalar_like(const Tensor& like, double value) {
+  DType type = like.data().dtype;
+  if (type.is_float()) return Tensor::scalar(value, type.scalar());
+  if (is_integral(value)) return Tensor::scalar(value, type.is_bool() ? ScalarType::Int32 : type.scalar());
+  return Tensor::scalar(value, ScalarType::Float32);
+}
+
+Tensor Tensor::full(Shape shape, double value, ScalarType type) {
+  return broadcast_to(scalar(value, type), shape);
+}
+Tensor Tensor::zeros(Shape shape, ScalarType type) { return full(std::move(shape), 0.0, type); }
+Tensor Tensor::ones(Shape shape, ScalarType type) { return full(std::move(shape), 1.0, type); }
+
+Tensor Tensor::arange(int64_t stop, ScalarType type) {
+  if (stop < 0) throw UserError(str_cat("arange: negative length ", stop));
+  UOpPtr node = UOp::make(Ops::SPECIAL, dtypes::index, {const_int(dtypes::index, stop)}, std::string("arange"));
+  Tensor indices = make_tensor(node, {stop}, dtypes::index, {});
+  // The index node has the compiler type `index`; a cast gives it a data type (rangeify turns the
+  // pair into a cast of the loop variable).
+  return make_tensor(UOp::make(Ops::CAST, to_dtype(type), {node}), {stop}, to_dtype(type), {&indices});
+}
+
+// ---- elementwise primitives ----
+
+Tensor Tensor::cast(ScalarType type) const {
+  DType target = to_dtype(type);
+  if (data().dtype == target) return *this;
+  return elementwise(Ops::CAST, target, {*this});
+}
+
+Tensor Tensor::bitcast(ScalarType type) const {
+  DType target = to_dtype(type);
+  if (target.scalar_bytes() != data().dtype.scalar_bytes() || target.is_bool() || data().dtype.is_bool())
+    throw UserError(str_cat("bitcast: ", data().dtype.name(), " and ", target.name(), " differ in size"));
+  if (data().dtype == target) return *this;
+  return elementwise(Ops::BITCAST, target, {*this});
+}
+
+Tensor Tensor::neg() const {
+  require_defined(*this);
+  if (data().dtype.is_bool()) return logical_not();
+  return elementwise(Ops::NEG, data().dtype, {*this});
+}
+Tensor Tensor::reciprocal() const { return float_unary(Ops::RECIPROCAL, *this); }
+Tensor Tensor::sqrt() const { return float_unary(Ops::SQRT, *this); }
+Tensor Tensor::exp2() const { return float_unary(Ops::EXP2, *this); }
+Tensor Tensor::log2() const { return float_unary(Ops::LOG2, *this); }
+Tensor Tensor::sin() const { return float_unary(Ops::SIN, *this); }
+Tensor Tensor::trunc() const {
+  require_defined(*this);
+  if (!data().dtype.is_float()) return *this;
+  return elementwise(Ops::TRUNC, data().dtype, {*this});
+}
+Tensor Tensor::logical_not() const {
+  require_defined(*this);
+  Tensor x = cast(ScalarType::Bool);
+  return elementwise(Ops::NOT, dtypes::bool_, {x});
+}
+Tensor Tensor::bitwise_not() const {
+  require_integer_or_bool(*this, "bitwise_not");
+  return elementwise(Ops::NOT, data().dtype, {*this});
+}
+
+Tensor Tensor::add(const Tensor& other) const {
+  auto [x, y] = align(*this, other, "add");
+  if (x.data().dtype.is_bool()) return elementwise(Ops::OR, dtypes::bool_, {x, y});
+  return elementwise(Ops::ADD, x.data().dtype, {x, y});
+}
+Tensor Tensor::sub(const Tensor& other) const {
+  auto [x, y] = align(*this, other, "sub");
+  if (x.data().dtype.is_bool()) throw UserError("sub: bool tensors cannot be subtracted (use logical_xor)");
+  return elementwise(Ops::SUB, x.data().dtype, {x, y});
+}
+Tensor Tensor::mul(const Tensor& other) const {
+  auto [x, y] = align(*this, other, "mul");
+  if (x.data().dtype.is_bool()) return elementwise(Ops::AND, dtypes::bool_, {x, y});
+  return elementwise(Ops::MUL, x.data().dtype, {x, y});
+}
+Tensor Tensor::div(const Tensor& other) const {
+  auto [x, y] = align(*this, other, "div");
+  return elementwise(Ops::FDIV, as_float(x).data().dtype, {as_float(x), as_float(y)});
+}
+Tensor Tensor::idiv(const Tensor& other) const {
+  auto [x, y] = align(*this, other, "idiv");
+  if (x.data().dtype.is_float()) return x.div(y).trunc();
+  if (x.data().dtype.is_bool()) throw UserError("idiv: bool tensors cannot be divided");
+  return elementwise(Ops::IDIV, x.data().dtype, {x, y});
+}
+Tensor Tensor::maximum(const Tensor& other) const {
+  auto [x, y] = align(*this, other, "maximum");
+  if (x.data().dtype.is_bool()) return elementwise(Ops::OR, dtypes::bool_, {x, y});
+  return elementwise(Ops::MAX, x.data().dtype, {x, y});
+}
+Tensor Tensor::bitwise_and(const Tensor& other) const {
+  auto [x, y] = align(*this, other, "bitwise_and");
+  require_integer_or_bool(x, "bitwise_and");
+  return elementwise(Ops::AND, x.data().dtype, {x, y});
+}
+Tensor Tensor::bitwise_or(const Tensor& other) const {
+  auto [x, y] = align(*this, other, "bitwise_or");
+  require_integer_or_bool(x, "bitwise_or");
+  return elementwise(Ops::OR, x.data().dtype, {x, y});
+}
+Tensor Tensor::bitwise_xor(const Tensor& other) const {
+  auto [x, y] = align(*this, other, "bitwise_xor");
+  require_integer_or_bool(x, "bitwise_xor");
+  return elementwise(Ops::XOR, x.data().dtype, {x, y});
+}
+Tensor Tensor::shift_left(const Tensor& other) const {
+  auto [x, y] = align(*this, other, "shift_left");
+  require_integer_or_bool(x, "shift_left");
+  return elementwise(Ops::SHL, x.data().dtype, {x, y});
+}
+Tensor Tensor::shift_right(const Tensor& other) const {
+  auto [x, y] = align(*this, other, "shift_right");
+  require_integer_or_bool(x, "shift_right");
+  return elementwise(Ops::SHR, x.data().dtype, {x, y});
+}
+Tensor Tensor::lt(const Tensor& other) const { return binary(Ops::CMPLT, *this, other, "lt"); }
+Tensor Tensor::eq(const Tensor& other) const { return binary(Ops::CMPEQ, *this, other, "eq"); }
+Tensor Tensor::ne(const Tensor& other) const { return binary(Ops::CMPNE, *this, other, "ne"); }
+
+Tensor Tensor::where(const Tensor& if_true, const Tensor& if_false) const {
+  require_defined(*this);
+  auto [x, y] = align(if_true, if_false, "where");
+  Shape shape = broadcast_shapes(x.shape(), this->shape(), "where");
+  Tensor condition = broadcast_to(cast(ScalarType::Bool), shape);
+  Tensor a = broadcast_to(x, shape), b = broadcast_to(y, shape);
+  return elementwise(Ops::WHERE, a.data().dtype, {condition, a, b});
+}
+
+// ---- reductions ----
+
+std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t ndim, std::string_view operation) {
+  std::vector<int64_t> result;
+  if (axes.empty()) {
+    result.resize(static_cast<size_t>(ndim));
+    std::iota(result.begin(), result.end(), 0);
+    return result;
+  }
+  for (int64_t axis : axes) {
+    int64_t a = normalize_axis(axis, ndim, operation);
+    if (std::find(result.begin(), result.end(), a) != result.end())
+      throw UserError(str_cat(operation, ": axis ", axis, " is listed twice"));
+    result.push_back(a);
+  }
+  std::sort(result.begin(), result.end());
+  return result;
+}
+
+Tensor reduce(const Tensor& t, Ops op, const std::vector<int64_t>& axes, bool keepdim, std::string_view operation) {
+  require_defined(t);
+  std::vector<int64_t> reduced = normalize_axes(axes, t.ndim(), operation);
+  Shape kept = t.shape();
+  for (int64_t axis : reduced) kept[static_cast<size_t>(axis)] = 1;
+  Tensor result;
+  if (reduced.empty()) {
+    result = t;
+  } else {
+    std::vector<int64_t> arg{static_cast<int64_t>(op)};
+    arg.insert(arg.end(), reduced.begin(), reduced.end());
+    UOpPtr node = UOp::make(Ops::REDUCE_AXIS, t.data().dtype, {t.data().node}, arg);
+    result = make_tensor(node, kept, t.data().dtype, {&t});
+  }
+  if (keepdim) return result;
+  Shape squeezed;
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(i)) == reduced.end()) squeezed.push_back(kept[i]);
+  return result.reshape(squeezed);
+}
+
+namespace {
+// Accumulation type of sum and prod: half floats accumulate in f32 (rounded once at the end), bool
+// counts as i64 like numpy; other types keep their own.
+DType accumulation_type(DType type) {
+  if (type == dtypes::f16 || type == dtypes::bf16) return dtypes::f32;
+  if (type.is_bool()) return dtypes::i64;
+  return type;
+}
+}  // namespace
+
+Tensor Tensor::sum(std::vector<int64_t> axes, bool keepdim) const {
+  DType type = data().dtype, acc = accumulation_type(type);
+  Tensor result = reduce(cast(acc.scalar()), Ops::ADD, axes, keepdim, "sum");
+  return type.is_bool() ? result : result.cast(type.scalar());
+}
+Tensor Tensor::prod(std::vector<int64_t> axes, bool keepdim) const {
+  DType type = data().dtype, acc = accumulation_type(type);
+  Tensor result = reduce(cast(acc.scalar()), Ops::MUL, axes, keepdim, "prod");
+  return type.is_bool() ? result : result.cast(type.scalar());
+}
+Tensor Tensor::max(std::vector<int64_t> axes, bool keepdim) const {
+  if (data().dtype.is_bool()) return cast(ScalarType::UInt8).max(axes, keepdim).cast(ScalarType::Bool);
+  return reduce(*this, Ops::MAX, axes, keepdim, "max");
+}
+Tensor Tensor::min(std::vector<int64_t> axes, bool keepdim) const {
+  DType type = data().dtype;
+  // min(x) = -max(-x) for floats; for integers ~max(~x), which is exact for every value.
+  if (type.is_float()) return reduce(neg(), Ops::MAX, axes, keepdim, "min").neg();
+  if (type.is_bool()) return logical_not().max(axes, keepdim).logical_not();
+  return reduce(bitwise_not(), Ops::MAX, axes, keepdim, "min").bitwise_not();
+}
+Tensor Tensor::mean(std::vector<int64_t> axes, bool keepdim) const {
+  std::vector<int64_t> reduced = normalize_axes(axes, ndim(), "mean");
+  int64_t count = 1;
+  for (int64_t axis : reduced) count *= shape()[static_cast<size_t>(axis)];
+  Tensor x = as_float(*this);
+  Tensor total = x.sum(reduced, keepdim);
+  // An empty reduction gives NaN, like numpy (0/0).
+  return total.div(scalar_like(total, static_cast<double>(count)));
+}
+
+// ---- movement primitives ----
+
+Tensor Tensor::reshape(Shape new_shape) const {
+  require_defined(*this);
+  int64_t inferred = -1, known = 1;
+  for (size_t i = 0; i < new_shape.size(); ++i) {
+    if (new_shape[i] == -1) {
+      if (inferred >= 0) throw UserError(str_cat("reshape: more than one -1 in ", shape_string(new_shape)));
+      inferred = static_cast<int64_t>(i);
+    } else if (new_shape[i] < 0) {
+      throw UserError(str_cat("reshape: negative dimension in ", shape_string(new_shape)));
+    } else {
+      known *= new_shape[i];
+    }
+  }
+  if (inferred >= 0) {
+    if (known == 0 || numel() % known != 0)
+      throw UserError(str_cat("reshape: cannot infer -1 reshaping ", shape_string(shape()), " to ", shape_string(new_shape)));
+    new_shape[static_cast<size_t>(inferred)] = numel() / known;
+  }
+  if (shape_numel(new_shape) != numel())
+    throw UserError(str_cat("reshape: ", shape_string(shape()), " has ", numel(), " elements, ", shape_string(new_shape),
+                            " has ", shape_numel(new_shape)));
+  if (new_shape == shape()) return *this;
+  return make_tensor(movement(Ops::RESHAPE, data().node, new_shape), new_shape, data().dtype, {this});
+}
+
+Tensor Tensor::permute(std::vector<int64_t> order) const {
+  require_defined(*this);
+  if (static_cast<int64_t>(order.size()) != ndim())
+    throw UserError(str_cat("permute: order has ", order.size(), " axes, tensor has ", ndim()));
+  std::vector<bool> seen(order.size());
+  Shape out;
+  for (int64_t& axis : order) {
+    axis = normalize_axis(axis, ndim(), "permute");
+    if (seen[static_cast<size_t>(axis)]) throw UserError(str_cat("permute: axis ", axis, " appears twice"));
+    seen[static_cast<size_t>(axis)] = true;
+    out.push_back(shape()[static_cast<size_t>(axis)]);
+  }
+  bool identity = true;
+  for (size_t i = 0; i < order.size(); ++i) identity = identity && order[i] == static_cast<int64_t>(i);
+  if (identity) return *this;
+  return make_tensor(movement(Ops::PERMUTE, data().node, order), out, data().dtype, {this});
+}
+
+Tensor Tensor::expand(Shape new_shape) const {
+  require_defined(*this);
+  if (new_shape.size() > shape().size()) {
+    Shape padded(new_shape.size() - shape().size(), 1);
+    padded.insert(padded.end(), shape().begin(), shape().end());
+    return reshape(padded).expand(new_shape);
+  }
+  if (new_shape.size() != shape().size())
+    throw UserError(str_cat("expand: cannot broadcast ", shape_string(shape()), " to ", shape_string(new_shape)));
+  for (size_t i = 0; i < new_shape.size(); ++i) {
+    if (new_shape[i] == -1) new_shape[i] = shape()[i];
+    if (shape()[i] != new_shape[i] && shape()[i] != 1)
+      throw UserError(str_cat("expand: cannot broadcast ", shape_string(shape()), " to ", shape_string(new_shape)));
+  }
+  if (new_shape == shape()) return *this;
+  return make_tensor(movement(Ops::EXPAND, data().node, new_shape), new_shape, data().dtype, {this});
+}
+
+// Zero padding, the primitive behind pad(): negative pads are not allowed here.
+Tensor pad_zero(const Tensor& t, const std::vector<int64_t>& pads) {
+  std::vector<int64_t> full(2 * t.shape().size(), 0);
+  for (size_t i = 0; i < pads.size(); ++i) {
+    if (pads[i] < 0) throw InternalError("pad_zero: negative pad", std::source_location::current());
+    full[i] = pads[i];
+  }
+  if (std::all_of(full.begin(), full.end(), [](int64_t p) { return p == 0; })) return t;
+  Shape out = t.shape();
+  for (size_t i = 0; i < out.size(); ++i) out[i] += full[2 * i] + full[2 * i + 1];
+  return make_tensor(movement(Ops::PAD, t.data().node, full), out, t.data().dtype, {&t});
+}
+
+Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const {
+  require_defined(*this);
+  if (static_cast<int64_t>(ranges.size()) > ndim())
+    throw UserError(str_cat("shrink: ", ranges.size(), " ranges for a tensor with ", ndim(), " dimensions"));
+  std::vector<int64_t> arg;
+  Shape out = shape();
+  bool identity = true;
+  for (size_t i = 0; i < shape().size(); ++i) {
+    auto [begin, end] = i < ranges.size() ? ranges[i] : std::pair<int64_t, int64_t>{0, shape()[i]};
+    if (begin < 0 || end < begin || end > shape()[i])
+      throw UserError(str_cat("shrink: range [", begin, ", ", end, ") does not fit axis ", i, " of size ", shape()[i]));
+    arg.push_back(begin);
+    arg.push_back(end);
+    out[i] = end - begin;
+    identity = identity && begin == 0 && end == shape()[i];
+  }
+  if (identity) return *this;
+  return make_tensor(movement(Ops::SHRINK, data().node, arg), out, data().dtype, {this});
+}
+
+Tensor Tensor::flip(std::vector<int64_t> axes) const {
+  require_defined(*this);
+  std::vector<int64_t> normalized = normalize_axes(axes.empty() ? std::vector<int64_t>{} : axes, ndim(), "flip");
+  if (axes.empty()) return *this;
+  return make_tensor(movement(Ops::FLIP, data().node, normalized), shape(), data().dtype, {this});
+}
+
+Tensor contiguous(const Tensor& t) {
+  return make_tensor(UOp::make(Ops::CONTIGUOUS, t.data().dtype, {t.data().node}), t.shape(), t.data().dtype, {&t});
+}
+
+// ---- operators ----
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return a.sub(b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return a.mul(b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }
+Tensor operator-(const Tensor& a) { return a.neg(); }
+Tensor operator+(const Tensor& a, double b) { return a.add(scalar_like(a, b)); }
+Tensor operator-(const Tensor& a, double b) { return a.sub(scalar_like(a, b)); }
+Tensor operator*(const Tensor& a, double b) { return a.mul(scalar_like(a, b)); }
+Tensor operator/(const Tensor& a, double b) { return a.div(scalar_like(a, b)); }
+Tensor operator+(double a, const Tensor& b) { return scalar_like(b, a).add(b); }
+Tensor operator-(double a, const Tensor& b) { return scalar_like(b, a).sub(b); }
+Tensor operator*(double a, const Tensor& b) { return scalar_like(b, a).mul(b); }
+Tensor operator/(double a, const Tensor& b) { return scalar_like(b, a).div(b); }
+
+std::string scalar_type_name(ScalarType type) { return DType(type).name(); }
+int scalar_type_size(ScalarType type) { return DType(type).scalar_bytes(); }
+
+}  // namespace kiln

@@ -1,0 +1,55 @@
+// What a kiln::Tensor handle points at: a node of the lazy tensor-level graph, its shape and dtype,
+// and what keeps the graph's data alive.
+//
+// The tensor-level graph (before rangeify) uses these ops:
+//   BUFFER       arg [buffer id, element count]; dtype = element type; shape [count]. The data is
+//                a HostBuffer held by the TensorData that created the node (see `buffer`).
+//   CONST        a scalar (shape []); broadcast with RESHAPE + EXPAND.
+//   SPECIAL      arg "arange", src CONST n: the index along a shape-[n] axis, dtype index.
+//   RESHAPE PERMUTE EXPAND PAD SHRINK FLIP   views, args as in ops.def; PAD fills with zero.
+//   ALU ops, CAST, BITCAST                   elementwise; sources already broadcast to one shape.
+//   REDUCE_AXIS  arg [reduce op (ADD, MUL, MAX), axes...]; reduced axes keep size 1.
+//   CONTIGUOUS   forces the value into its own buffer.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/uop.h"
+#include "kiln/kiln.hpp"
+#include "runtime/host_buffer.h"
+
+namespace kiln::detail {
+
+struct TensorData {
+  UOpPtr node;
+  Shape shape;
+  DType dtype;
+  // The leaf data when `node` is (a view of) a BUFFER this handle created or realized.
+  std::shared_ptr<HostBuffer> buffer;
+  int64_t buffer_id = -1;
+  // The handles this one was built from: holding them keeps every buffer the graph reads alive.
+  std::vector<std::shared_ptr<const TensorData>> inputs;
+};
+
+}  // namespace kiln::detail
+
+namespace kiln {
+
+// The shape of a tensor-level node whose sources have the given shapes (throws InternalError on a
+// malformed node; user-facing checks happen earlier, in the Tensor methods).
+Shape infer_shape(const UOp& node, const std::vector<const Shape*>& source_shapes);
+
+// The shapes of every node reachable from `root`.
+class ShapeMap {
+ public:
+  const Shape& of(const UOp* node);
+
+ private:
+  std::unordered_map<const UOp*, Shape> shapes_;
+};
+
+int64_t shape_numel(const Shape& shape);
+
+}  // namespace kiln

@@ -1,0 +1,37 @@
+// Helpers shared by the files of src/tensor/: the primitives that composite operations build on,
+// beyond the public Tensor methods.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/kiln.hpp"
+#include "tensor/tensor_data.h"
+
+namespace kiln {
+
+DType to_dtype(ScalarType type);
+std::string shape_string(const Shape& shape);
+// `axis` in [-ndim, ndim) as a non-negative axis; a UserError naming `operation` otherwise.
+int64_t normalize_axis(int64_t axis, int64_t ndim, std::string_view operation);
+// Sorted, distinct, non-negative axes; an empty list means every axis.
+std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t ndim, std::string_view operation);
+
+// A tensor for `node`, keeping `inputs` (and so their buffers) alive.
+Tensor make_tensor(UOpPtr node, Shape shape, DType dtype, std::vector<const Tensor*> inputs);
+// A tensor viewing `buffer` with the given shape (numel must match).
+Tensor wrap_buffer(std::shared_ptr<HostBuffer> buffer, Shape shape);
+// numpy broadcast_to: prepends size-1 axes, then expands.
+Tensor broadcast_to(const Tensor& t, const Shape& shape);
+// One REDUCE_AXIS node (op ADD, MUL or MAX) in t's own dtype, without accumulation-type changes.
+Tensor reduce(const Tensor& t, Ops op, const std::vector<int64_t>& axes, bool keepdim, std::string_view operation);
+// Zero padding: (before, after) pairs for the first axes; every pad must be >= 0.
+Tensor pad_zero(const Tensor& t, const std::vector<int64_t>& pads);
+// Realizes several tensors with one schedule (Tensor::realize and realize_all call this).
+void realize_tensors(const std::vector<Tensor*>& tensors);
+// Forces t into its own buffer when realized (a fusion barrier).
+Tensor contiguous(const Tensor& t);
+
+}  // namespace kiln

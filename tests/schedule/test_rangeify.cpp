@@ -1,0 +1,128 @@
+// Rangeify and kernel split, checked on the kernel ASTs themselves (no code is generated here):
+// views become index expressions, fusion gives the expected kernel counts, and the memory plan
+// never overlaps two live buffers.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "ir/printer.h"
+#include "kiln/kiln.hpp"
+#include "schedule/schedule.h"
+#include "tensor/tensor_internal.h"
+
+namespace kiln {
+namespace {
+
+Schedule schedule_of(const std::vector<Tensor>& tensors) {
+  std::vector<UOpPtr> outputs;
+  for (const Tensor& t : tensors) outputs.push_back(t.data().node);
+  return create_schedule(outputs);
+}
+
+int count_ops(const UOpPtr& ast, Ops op) {
+  auto nodes = toposort(ast);
+  return static_cast<int>(std::count_if(nodes.begin(), nodes.end(), [&](const UOp* n) { return n->op() == op; }));
+}
+
+Tensor input(Shape shape) {
+  std::vector<float> values(static_cast<size_t>(shape_numel(shape)), 1.0f);
+  return Tensor::from_vector(values, shape);
+}
+
+TEST_SUITE("schedule") {
+
+TEST_CASE("an elementwise chain is one kernel with one load per input") {
+  Tensor a = input({4, 8}), b = input({4, 8}), c = input({8});
+  Tensor out = (a * b + c).maximum(Tensor::scalar(0));
+  Schedule schedule = schedule_of({out});
+  REQUIRE(schedule.kernels.size() == 1);
+  const UOpPtr& ast = schedule.kernels[0].ast;
+  CHECK(count_ops(ast, Ops::LOAD) == 3);
+  CHECK(count_ops(ast, Ops::STORE) == 1);
+  CHECK(count_ops(ast, Ops::RANGE) == 2);
+  CHECK(schedule.kernels[0].parallel_extent == 4);
+  CHECK(schedule.kernels[0].buffers.size() == 4);  // output + three inputs
+}
+
+TEST_CASE("a reduction fuses with the elementwise work before and after it") {
+  Tensor a = input({16, 32}), b = input({16, 32});
+  Schedule schedule = schedule_of({((a * b).sum({1}) * 2.0).sqrt()});
+  REQUIRE(schedule.kernels.size() == 1);
+  CHECK(count_ops(schedule.kernels[0].ast, Ops::REDUCE) == 1);
+  CHECK(schedule.kernels[0].name().rfind("r_16_", 0) == 0);
+}
+
+TEST_CASE("a broadcast reduction is materialised: softmax-like graphs take three kernels") {
+  Tensor x = input({8, 64});
+  Tensor shifted = x - x.max({1}, true);
+  Tensor e = shifted.exp2();
+  Tensor out = e / e.sum({1}, true);
+  Schedule schedule = schedule_of({out});
+  CHECK(schedule.kernels.size() == 3);
+  // The two reductions' results are intermediates and may share the arena.
+  CHECK(schedule.arena_bytes <= schedule.intermediate_bytes);
+}
+
+TEST_CASE("movement ops leave no trace but index arithmetic") {
+  Tensor a = input({6, 4});
+  Tensor view = a.permute({1, 0}).shrink({{1, 3}, {0, 6}}).flip({1}).reshape({12});
+  Schedule schedule = schedule_of({view});
+  REQUIRE(schedule.kernels.size() == 1);
+  for (const UOp* node : toposort(schedule.kernels[0].ast))
+    CHECK(op_group(node->op()) != OpGroup::Movement);
+}
+
+TEST_CASE("zero-sized outputs need no kernel; size-1 axes need no loop") {
+  Tensor empty = input({0, 5});
+  CHECK(schedule_of({empty + 1.0}).kernels.empty());
+  Tensor column = input({7, 1});
+  Schedule schedule = schedule_of({column * 3.0});
+  REQUIRE(schedule.kernels.size() == 1);
+  CHECK(count_ops(schedule.kernels[0].ast, Ops::RANGE) == 1);
+}
+
+TEST_CASE("two outputs sharing work are scheduled together, the shared node once") {
+  Tensor a = input({32}), b = input({32});
+  Tensor shared = (a + b).sum({0}, true);
+  Tensor first = shared * 2.0, second = shared + 1.0;
+  Schedule schedule = schedule_of({first, second});
+  // The shared reduction has two consumers, so it is materialised once and loaded twice.
+  CHECK(schedule.kernels.size() == 3);
+  CHECK(schedule.outputs.size() == 2);
+}
+
+TEST_CASE("the memory plan keeps live intermediates apart and reuses dead ones") {
+  Tensor x = input({64, 64});
+  Tensor y = x;
+  // A chain of materialised steps: each intermediate dies once the next kernel has read it.
+  for (int i = 0; i < 6; ++i) y = contiguous(y * 2.0 + 1.0);
+  Schedule schedule = schedule_of({y});
+  REQUIRE(schedule.kernels.size() == 6);
+  CHECK(schedule.intermediate_bytes == 5 * 64 * 64 * 4);
+  CHECK(schedule.arena_bytes == 2 * 64 * 64 * 4);  // ping-pong between two slots
+  // No two buffers used by one kernel overlap in the arena.
+  for (const ScheduledKernel& kernel : schedule.kernels) {
+    for (int a : kernel.buffers)
+      for (int b : kernel.buffers) {
+        const ScheduledBuffer &ba = schedule.buffers[static_cast<size_t>(a)], &bb = schedule.buffers[static_cast<size_t>(b)];
+        if (a == b || ba.arena_offset < 0 || bb.arena_offset < 0) continue;
+        bool disjoint = ba.arena_offset + ba.bytes() <= bb.arena_offset || bb.arena_offset + bb.bytes() <= ba.arena_offset;
+        CHECK(disjoint);
+      }
+  }
+}
+
+TEST_CASE("a padded input loads under a mask and never out of bounds") {
+  Tensor a = input({5});
+  Schedule schedule = schedule_of({pad_zero(a, {2, 3}) + 1.0});
+  REQUIRE(schedule.kernels.size() == 1);
+  int masked_loads = 0;
+  for (const UOp* node : toposort(schedule.kernels[0].ast))
+    if (node->op() == Ops::INDEX && node->src_count() == 3 && node->src(0)->arg_int() != 0) ++masked_loads;
+  CHECK(masked_loads == 1);
+}
+
+}  // TEST_SUITE
+
+}  // namespace
+}  // namespace kiln
