@@ -1,25 +1,34 @@
-// The front door of CPU code generation: kernel AST → object code → callable function.
-// (Interface fixed by the pipeline, src/passes/pipeline.cpp; implemented in cpu_codegen.cpp.)
+// The front door of CPU code generation: kernel AST (docs/kernel-ast.md) → object file bytes →
+// a callable function. The steps, each printed at its KILN_DEBUG level:
+//   linearize (6: the linear UOps) → render LLVM IR (4: the IR) → optimise (O3, host CPU)
+//   → emit an object file (7: its assembly).
 #pragma once
 
-#include <cstdint>
 #include <string>
 
 #include "ir/uop.h"
+#include "runtime/cpu/cpu_jit.h"
 
 namespace kiln {
 
-// The signature of every generated CPU kernel (docs/kernel-ast.md).
-using KernelFunction = void (*)(void* const* buffers, int64_t begin, int64_t end);
+struct CompiledKernel {
+  std::string name;    // the kernel's function symbol (the SINK's name)
+  std::string object;  // a relocatable object file for the host CPU (cpu_target_id())
+};
 
-// Linearises, renders LLVM IR, optimises and emits an object file for the host CPU; the function's
-// symbol is the SINK's name. Prints KILN_DEBUG levels 4 (LLVM IR), 6 (linear UOps), 7 (assembly).
+// Compiles one kernel AST for the host CPU. The object defines one function, `void NAME(void* const*
+// buffers, int64_t begin, int64_t end)`, and references no external symbol (checked: an InternalError
+// names any symbol LLVM left undefined). Thread-safe: each call has its own LLVM context.
+CompiledKernel cpu_compile_kernel(const UOpPtr& kernel_ast);
+
+// cpu_compile_kernel(kernel_ast).object: just the object bytes.
 std::string cpu_compile(const UOpPtr& kernel_ast);
 
-// Loads an object made by cpu_compile into this process and returns the function `symbol`.
+// Loads an object from cpu_compile into the process and returns its function `symbol` (cpu_jit.h).
 KernelFunction cpu_load(const std::string& object, const std::string& symbol);
 
-// What cpu_compile targets (triple, CPU name, features): part of the kernel cache key.
+// What the objects are compiled for ("triple;cpu;features"); objects with the same id are
+// interchangeable, so a disk cache keys on it.
 std::string cpu_target_id();
 
 }  // namespace kiln

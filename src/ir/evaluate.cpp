@@ -1,7 +1,9 @@
 // Scalar semantics of the ALU ops; see evaluate.h.
 #include "ir/evaluate.h"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "support/error.h"
 #include "support/float_rounding.h"
@@ -70,6 +72,59 @@ std::optional<ScalarValue> cast_value(const ScalarValue& source, DType target) {
   return integer_value(target, static_cast<int128>(truncated));
 }
 
+// The IEEE binary16 encoding of a value that f16 represents exactly (folded f16 values always are).
+uint64_t f16_bits(double value) {
+  uint64_t sign = std::signbit(value) ? 0x8000 : 0;
+  if (std::isnan(value)) return sign | 0x7e00;
+  double magnitude = std::fabs(value);
+  if (std::isinf(magnitude)) return sign | 0x7c00;
+  if (magnitude < 0x1p-14) return sign | static_cast<uint64_t>(magnitude * 0x1p24);  // subnormal: units of 2^-24
+  int exponent = std::ilogb(magnitude);
+  auto fraction = static_cast<uint64_t>(std::ldexp(magnitude, 10 - exponent)) - 1024;
+  return sign | (static_cast<uint64_t>(exponent + 15) << 10) | fraction;
+}
+
+double f16_value(uint64_t bits) {
+  double sign = (bits & 0x8000) != 0 ? -1.0 : 1.0;
+  int exponent = static_cast<int>((bits >> 10) & 0x1f);
+  auto fraction = static_cast<double>(bits & 0x3ff);
+  if (exponent == 0x1f) return fraction != 0 ? std::copysign(NAN, sign) : sign * INFINITY;
+  if (exponent == 0) return sign * std::ldexp(fraction, -24);
+  return sign * std::ldexp(1024.0 + fraction, exponent - 25);
+}
+
+// The bit pattern of a scalar, as an unsigned integer of its width. Float values are exact in
+// their type (folding rounds them), so the narrow encodings lose nothing; a NaN becomes the quiet
+// NaN of its sign (the evaluator does not track payloads).
+uint64_t bits_of(const ScalarValue& value) {
+  switch (value.dtype.scalar()) {
+    case ScalarType::Float64: return std::bit_cast<uint64_t>(value.real);
+    case ScalarType::Float32: return std::bit_cast<uint32_t>(static_cast<float>(value.real));
+    case ScalarType::BFloat16: return std::bit_cast<uint32_t>(static_cast<float>(value.real)) >> 16;
+    case ScalarType::Float16: return f16_bits(value.real);
+    default: {
+      int bits = value.dtype.scalar_bytes() * 8;
+      uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+      return static_cast<uint64_t>(static_cast<uint128>(value.integer)) & mask;
+    }
+  }
+}
+
+// BITCAST: the same bits read as `target`, which must have the source's width.
+std::optional<ScalarValue> bitcast_value(const ScalarValue& source, DType target) {
+  if (source.dtype.scalar_bytes() != target.scalar_bytes()) return std::nullopt;
+  uint64_t bits = bits_of(source);
+  switch (target.scalar()) {
+    case ScalarType::Float64: return ScalarValue{target, 0, std::bit_cast<double>(bits)};
+    case ScalarType::Float32:
+      return ScalarValue{target, 0, std::bit_cast<float>(static_cast<uint32_t>(bits))};
+    case ScalarType::BFloat16:
+      return ScalarValue{target, 0, std::bit_cast<float>(static_cast<uint32_t>(bits << 16))};
+    case ScalarType::Float16: return ScalarValue{target, 0, f16_value(bits)};
+    default: return integer_value(target, static_cast<int128>(static_cast<uint128>(bits)));
+  }
+}
+
 std::optional<ScalarValue> fold_integer(Ops op, DType dtype, int128 a, int128 b) {
   switch (op) {
     case Ops::ADD: return integer_value(dtype, a + b);
@@ -128,6 +183,7 @@ UOpPtr make_constant(const ScalarValue& value) {
 
 std::optional<ScalarValue> fold_alu(Ops op, DType result, std::span<const ScalarValue> sources) {
   if (op == Ops::CAST) return cast_value(sources[0], result);
+  if (op == Ops::BITCAST) return bitcast_value(sources[0], result);
   if (op == Ops::WHERE) {
     const ScalarValue& chosen = sources[0].integer != 0 ? sources[1] : sources[2];
     return chosen;
@@ -170,7 +226,7 @@ std::optional<ScalarValue> evaluate(const UOpPtr& root,
       values[node] = integer_value(node->dtype(), found->second);
     } else if (node->op() == Ops::RANGE || node->op() == Ops::SPECIAL) {
       return std::nullopt;
-    } else if (op_is_alu(node->op()) || node->op() == Ops::CAST) {
+    } else if (op_is_alu(node->op()) || node->op() == Ops::CAST || node->op() == Ops::BITCAST) {
       std::vector<ScalarValue> inputs;
       for (const UOpPtr& source : node->srcs()) inputs.push_back(values.at(source.get()));
       std::optional<ScalarValue> result = fold_alu(node->op(), node->dtype(), inputs);

@@ -36,19 +36,19 @@ LoadedKernels& loaded_kernels() {
 
 }  // namespace
 
-CompiledKernel compile_cpu_kernel(const ScheduledKernel& kernel) {
+LoadedKernel compile_cpu_kernel(const ScheduledKernel& kernel) {
   const std::string& symbol = kernel.name();
   LoadedKernels& loaded = loaded_kernels();
   std::lock_guard lock(loaded.mutex);
-  CompiledKernel result;
+  LoadedKernel result;
   if (auto found = loaded.functions.find(symbol); found != loaded.functions.end()) {
     result.function = found->second;
     result.reused = true;
     return result;
   }
   auto start = std::chrono::steady_clock::now();
-  if (debug_level() >= 3) debug_print(str_cat("opts ", symbol, ": none (no optimisation search yet)\n"));
-  if (debug_level() >= 5) debug_print(str_cat("kernel AST ", symbol, ":\n", print_graph(kernel.ast), "\n"));
+  if (debug_level() >= 3) debug_print(str_cat("opts ", symbol, ": none (no optimisation search yet)"));
+  if (debug_level() >= 5) debug_print(str_cat("kernel AST ", symbol, ":\n", print_graph(kernel.ast), ""));
   UOpPtr lowered = lower_kernel(kernel.ast);
   CacheKey key;
   key.ast_hash = lowered->hash();

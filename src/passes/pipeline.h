@@ -19,7 +19,7 @@ namespace kiln {
 // The kernel AST after the passes that prepare it for a renderer.
 UOpPtr lower_kernel(const UOpPtr& ast);
 
-struct CompiledKernel {
+struct LoadedKernel {
   KernelFunction function = nullptr;
   bool from_cache = false;  // object code came from the disk cache (no LLVM code generation)
   bool reused = false;      // already loaded in this process
@@ -28,6 +28,6 @@ struct CompiledKernel {
 
 // Compiles one kernel for the host CPU, going through the process's loaded kernels and the disk
 // cache first. Thread-safe.
-CompiledKernel compile_cpu_kernel(const ScheduledKernel& kernel);
+LoadedKernel compile_cpu_kernel(const ScheduledKernel& kernel);
 
 }  // namespace kiln

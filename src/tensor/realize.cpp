@@ -51,8 +51,10 @@ int64_t minimum_chunk(const ScheduledKernel& kernel) {
   return std::max<int64_t>(1, static_cast<int64_t>(kWorkPerChunk / per_index));
 }
 
-void run_kernels(const Schedule& schedule, const std::vector<KernelFunction>& functions,
-                 const std::vector<void*>& buffer_pointers) {
+}  // namespace
+
+void run_schedule(const Schedule& schedule, const std::vector<KernelFunction>& functions,
+                  const std::vector<void*>& buffer_pointers) {
   ThreadPool& pool = default_thread_pool();
   std::vector<void*> arguments;
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
@@ -68,12 +70,10 @@ void run_kernels(const Schedule& schedule, const std::vector<KernelFunction>& fu
       double ms = milliseconds_since(start);
       double seconds = std::max(ms, 1e-6) / 1000;
       debug_print(str_cat("  run ", kernel.name(), ": ", ms, " ms, ", kernel.estimated_flops / seconds / 1e9,
-                          " GFLOP/s, ", kernel.estimated_bytes / seconds / 1e9, " GB/s\n"));
+                          " GFLOP/s, ", kernel.estimated_bytes / seconds / 1e9, " GB/s"));
     }
   }
 }
-
-}  // namespace
 
 void realize_tensors(const std::vector<Tensor*>& tensors) {
   std::vector<Tensor*> pending;
@@ -96,7 +96,7 @@ void realize_tensors(const std::vector<Tensor*>& tensors) {
   std::vector<KernelFunction> functions;
   int compiled = 0, cached = 0, reused = 0;
   for (const ScheduledKernel& kernel : schedule.kernels) {
-    CompiledKernel result = compile_cpu_kernel(kernel);
+    LoadedKernel result = compile_cpu_kernel(kernel);
     functions.push_back(result.function);
     if (result.reused) ++reused;
     else if (result.from_cache) ++cached;
@@ -107,7 +107,7 @@ void realize_tensors(const std::vector<Tensor*>& tensors) {
     debug_print(str_cat("realize: ", schedule.kernels.size(), " kernels (", compiled, " compiled, ", cached,
                         " from the disk cache, ", reused, " already loaded); schedule ", schedule_ms, " ms, codegen ",
                         codegen_ms, " ms; arena ", schedule.arena_bytes, " bytes for ", schedule.intermediate_bytes,
-                        " bytes of intermediates\n"));
+                        " bytes of intermediates"));
 
   // Buffers: inputs are the graph's own, outputs are new, intermediates live in one arena.
   auto inputs = collect_buffers(roots);
@@ -134,8 +134,8 @@ void realize_tensors(const std::vector<Tensor*>& tensors) {
     }
   }
   start = Clock::now();
-  run_kernels(schedule, functions, pointers);
-  if (debug_level() >= 1) debug_print(str_cat("realize: ran in ", milliseconds_since(start), " ms\n"));
+  run_schedule(schedule, functions, pointers);
+  if (debug_level() >= 1) debug_print(str_cat("realize: ran in ", milliseconds_since(start), " ms"));
 
   for (size_t i = 0; i < pending.size(); ++i) {
     int buffer = schedule.outputs[i];

@@ -31,6 +31,12 @@ Tensor reduce(const Tensor& t, Ops op, const std::vector<int64_t>& axes, bool ke
 Tensor pad_zero(const Tensor& t, const std::vector<int64_t>& pads);
 // Realizes several tensors with one schedule (Tensor::realize and realize_all call this).
 void realize_tensors(const std::vector<Tensor*>& tensors);
+// Runs the kernels of `schedule` in order on the default thread pool, with the buffer of schedule
+// buffer b at buffer_pointers[b] (KILN_DEBUG=2 times each kernel).
+struct Schedule;
+using KernelFunction = void (*)(void* const* buffers, int64_t begin, int64_t end);
+void run_schedule(const Schedule& schedule, const std::vector<KernelFunction>& functions,
+                  const std::vector<void*>& buffer_pointers);
 // Forces t into its own buffer when realized (a fusion barrier).
 Tensor contiguous(const Tensor& t);
 

@@ -1,1 +1,440 @@
-// Placeholder: being written.
+// Movement composites (transpose … cumsum), built only from the primitives of tensor.cpp and other
+// Tensor methods. Wherever possible an op is a chain of views, so it costs nothing by itself: rangeify
+// turns it into index arithmetic inside whichever kernel reads it. Where a value comes from data
+// (gather/take indices) the op becomes a one-hot reduction; its cost is documented at the op.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "support/error.h"
+#include "tensor/tensor_internal.h"
+
+namespace kiln {
+namespace {
+
+using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+
+// The full-range shrink argument of `t`, for editing one axis.
+Ranges full_ranges(const Tensor& t) {
+  Ranges ranges;
+  for (int64_t size : t.shape()) ranges.emplace_back(0, size);
+  return ranges;
+}
+
+Tensor shrink_axis(const Tensor& t, int64_t axis, int64_t begin, int64_t end) {
+  Ranges ranges = full_ranges(t);
+  ranges[static_cast<size_t>(axis)] = {begin, end};
+  return t.shrink(ranges);
+}
+
+// Zero padding of one axis.
+Tensor pad_axis_zero(const Tensor& t, int64_t axis, int64_t before, int64_t after) {
+  std::vector<int64_t> pads(2 * static_cast<size_t>(axis) + 2, 0);
+  pads[2 * static_cast<size_t>(axis)] = before;
+  pads[2 * static_cast<size_t>(axis) + 1] = after;
+  return pad_zero(t, pads);
+}
+
+// Replaces axis `axis` of `t` (which must have `sizes`' product elements) with the axes `sizes`.
+Tensor split_axis(const Tensor& t, int64_t axis, const Shape& sizes) {
+  Shape shape = t.shape();
+  auto position = shape.begin() + axis;
+  position = shape.erase(position);
+  shape.insert(position, sizes.begin(), sizes.end());
+  return t.reshape(shape);
+}
+
+// Replaces axes [axis, axis + count) with one axis holding their product.
+Tensor merge_axes(const Tensor& t, int64_t axis, int64_t count) {
+  Shape shape = t.shape();
+  auto first = shape.begin() + axis, last = first + count;
+  int64_t product = std::accumulate(first, last, int64_t{1}, std::multiplies<>());
+  first = shape.erase(first, last);
+  shape.insert(first, product);
+  return t.reshape(shape);
+}
+
+// `t` repeated `times` times along `axis` as a view: (…, n, …) → (…, times·n, …), tile order.
+Tensor tile_axis(const Tensor& t, int64_t axis, int64_t times) {
+  Tensor with_repeat_axis = t.unsqueeze(axis);
+  Shape expanded = with_repeat_axis.shape();
+  expanded[static_cast<size_t>(axis)] = times;
+  return merge_axes(with_repeat_axis.expand(expanded), axis, 2);
+}
+
+// A bool tensor of `t`'s padded shape that is true where the padded value comes from `t` (a padded
+// constant true: rangeify lowers it to the bounds test of the padding itself, so it is free).
+Tensor padded_mask(const Shape& shape, const std::vector<int64_t>& pads) {
+  return pad_zero(Tensor::full(shape, 1.0, ScalarType::Bool), pads);
+}
+
+// The one-element slice [index, index+1) of an axis, broadcast to `count` elements.
+Tensor edge_block(const Tensor& t, int64_t axis, int64_t index, int64_t count) {
+  Tensor edge = shrink_axis(t, axis, index, index + 1);
+  Shape shape = edge.shape();
+  shape[static_cast<size_t>(axis)] = count;
+  return edge.expand(shape);
+}
+
+// Reflect padding of one axis by (before, after) >= 0, numpy's "reflect" (the edge is not repeated).
+// Pads below the axis size take two flipped slices and a concat; larger pads use the general form:
+// the reflected sequence is periodic with period 2(n-1), so it is one period tiled and shrunk.
+Tensor reflect_axis(const Tensor& t, int64_t axis, int64_t before, int64_t after) {
+  int64_t n = t.shape()[static_cast<size_t>(axis)];
+  if (before == 0 && after == 0) return t;
+  if (n == 0) throw UserError(str_cat("pad: reflect padding of an empty axis ", axis, " of shape ", shape_string(t.shape())));
+  if (n == 1) {  // a period of length 0: every reflection is the one element (numpy agrees)
+    return Tensor::concat({edge_block(t, axis, 0, before), t, edge_block(t, axis, 0, after)}, axis);
+  }
+  if (before < n && after < n) {
+    std::vector<Tensor> parts;
+    if (before > 0) parts.push_back(shrink_axis(t, axis, 1, before + 1).flip({axis}));
+    parts.push_back(t);
+    if (after > 0) parts.push_back(shrink_axis(t, axis, n - 1 - after, n - 1).flip({axis}));
+    return Tensor::concat(parts, axis);
+  }
+  int64_t period = 2 * (n - 1);
+  Tensor one_period = Tensor::concat({t, shrink_axis(t, axis, 1, n - 1).flip({axis})}, axis);
+  int64_t total = before + n + after;
+  int64_t start = ((-before) % period + period) % period;
+  int64_t copies = (start + total + period - 1) / period;
+  return shrink_axis(tile_axis(one_period, axis, copies), axis, start, start + total);
+}
+
+Tensor edge_axis(const Tensor& t, int64_t axis, int64_t before, int64_t after) {
+  int64_t n = t.shape()[static_cast<size_t>(axis)];
+  if (before == 0 && after == 0) return t;
+  if (n == 0) throw UserError(str_cat("pad: edge padding of an empty axis ", axis, " of shape ", shape_string(t.shape())));
+  std::vector<Tensor> parts;
+  if (before > 0) parts.push_back(edge_block(t, axis, 0, before));
+  parts.push_back(t);
+  if (after > 0) parts.push_back(edge_block(t, axis, n - 1, after));
+  return Tensor::concat(parts, axis);
+}
+
+// x[..., indices, ...] along `axis` of `prepared` by a one-hot reduction. `prepared` has the data
+// axis (size n) at `axis` and size-1 axes where the index axes go; `index` (already wrapped to
+// [0, n)) has size 1 at `axis`. Both broadcast to one shape; the data axis is then summed away.
+// Each output element costs n compares and adds (O(out·n)); an index outside [0, n) selects
+// nothing and gives 0. A sum of one selected value and zeros is exact, except that -0.0 becomes 0.0.
+Tensor one_hot_select(const Tensor& prepared, const Tensor& index, int64_t axis, int64_t n) {
+  Shape arange_shape(prepared.shape().size(), 1);
+  arange_shape[static_cast<size_t>(axis)] = n;
+  Tensor positions = Tensor::arange(n, index.dtype()).reshape(arange_shape);
+  Tensor hit = index.eq(positions);
+  Tensor zero = Tensor::scalar(0.0, prepared.dtype());
+  Tensor picked = hit.where(prepared, zero);
+  // bool has no exact sum in its own type (sum counts as i64): "any" is max.
+  if (prepared.dtype() == ScalarType::Bool) return picked.max({axis});
+  return picked.sum({axis});
+}
+
+// Indices as a signed integer tensor with negative entries counted from the end of an axis of n.
+Tensor wrap_indices(const Tensor& indices, int64_t n, std::string_view operation) {
+  ScalarType type = indices.dtype();
+  if (type == ScalarType::Float16 || type == ScalarType::BFloat16 || type == ScalarType::Float32 ||
+      type == ScalarType::Float64 || type == ScalarType::Bool)
+    throw UserError(str_cat(operation, ": indices must be integers, got ", scalar_type_name(type)));
+  Tensor wide = indices.cast(ScalarType::Int64);
+  Tensor size = Tensor::scalar(static_cast<double>(n), ScalarType::Int64);
+  return wide.lt(Tensor::scalar(0.0, ScalarType::Int64)).where(wide + size, wide);
+}
+
+// Σ_{j ≤ i} x[j] (inclusive) or Σ_{j < i} x[j] along `axis` as one masked reduction: x gets a new
+// axis i in front of `axis`, and the mask keeps j ≤ i (or j < i).
+Tensor masked_prefix_sum(const Tensor& x, int64_t axis, bool inclusive) {
+  int64_t n = x.shape()[static_cast<size_t>(axis)];
+  Tensor rows = x.unsqueeze(axis);
+  Shape expanded = rows.shape();
+  expanded[static_cast<size_t>(axis)] = n;
+  Shape i_shape(expanded.size(), 1), j_shape(expanded.size(), 1);
+  i_shape[static_cast<size_t>(axis)] = n;
+  j_shape[static_cast<size_t>(axis) + 1] = n;
+  Tensor i = Tensor::arange(n, ScalarType::Int32).reshape(i_shape);
+  Tensor j = Tensor::arange(n, ScalarType::Int32).reshape(j_shape);
+  Tensor dropped = inclusive ? i.lt(j) : i.lt(j + 1);  // j > i, or j >= i
+  Tensor zero = Tensor::scalar(0.0, x.dtype());
+  return dropped.where(zero, rows.expand(expanded)).sum({axis + 1});
+}
+
+}  // namespace
+
+Tensor Tensor::transpose(int64_t axis_a, int64_t axis_b) const {
+  int64_t a = normalize_axis(axis_a, ndim(), "transpose"), b = normalize_axis(axis_b, ndim(), "transpose");
+  std::vector<int64_t> order(static_cast<size_t>(ndim()));
+  std::iota(order.begin(), order.end(), 0);
+  std::swap(order[static_cast<size_t>(a)], order[static_cast<size_t>(b)]);
+  return permute(order);
+}
+
+Tensor Tensor::squeeze(std::vector<int64_t> axes) const {
+  std::vector<bool> drop(static_cast<size_t>(ndim()), false);
+  if (axes.empty()) {
+    for (size_t i = 0; i < drop.size(); ++i) drop[i] = shape()[i] == 1;
+  } else {
+    for (int64_t axis : normalize_axes(axes, ndim(), "squeeze")) {
+      if (shape()[static_cast<size_t>(axis)] != 1)
+        throw UserError(str_cat("squeeze: axis ", axis, " of shape ", shape_string(shape()), " has size ",
+                                shape()[static_cast<size_t>(axis)], ", not 1"));
+      drop[static_cast<size_t>(axis)] = true;
+    }
+  }
+  Shape kept;
+  for (size_t i = 0; i < drop.size(); ++i)
+    if (!drop[i]) kept.push_back(shape()[i]);
+  return reshape(kept);
+}
+
+Tensor Tensor::unsqueeze(int64_t axis) const {
+  int64_t position = normalize_axis(axis, ndim() + 1, "unsqueeze");
+  Shape out = shape();
+  out.insert(out.begin() + position, 1);
+  return reshape(out);
+}
+
+Tensor Tensor::flatten(int64_t start_axis, int64_t end_axis) const {
+  if (ndim() == 0) {  // a scalar flattens to one element, like torch
+    if ((start_axis != 0 && start_axis != -1) || (end_axis != 0 && end_axis != -1))
+      throw UserError(str_cat("flatten: axes (", start_axis, ", ", end_axis, ") are out of range for a scalar"));
+    return reshape({1});
+  }
+  int64_t start = normalize_axis(start_axis, ndim(), "flatten"), end = normalize_axis(end_axis, ndim(), "flatten");
+  if (start > end)
+    throw UserError(str_cat("flatten: start axis ", start_axis, " comes after end axis ", end_axis, " for shape ",
+                            shape_string(shape())));
+  return merge_axes(*this, start, end - start + 1);
+}
+
+Tensor Tensor::pad(std::vector<int64_t> pads, PadMode mode, double value) const {
+  if (pads.size() % 2 != 0 || static_cast<int64_t>(pads.size()) > 2 * ndim())
+    throw UserError(str_cat("pad: ", pads.size(), " pads for a tensor of shape ", shape_string(shape()),
+                            " (need (before, after) pairs for at most ", ndim(), " axes)"));
+  // Negative pads crop first, in every mode; what remains is non-negative padding.
+  Ranges crop = full_ranges(*this);
+  std::vector<int64_t> grow(pads.size(), 0);
+  for (size_t axis = 0; axis < pads.size() / 2; ++axis) {
+    int64_t before = pads[2 * axis], after = pads[2 * axis + 1], size = shape()[axis];
+    int64_t cut_before = std::max<int64_t>(0, -before), cut_after = std::max<int64_t>(0, -after);
+    if (cut_before + cut_after > size)
+      throw UserError(str_cat("pad: pads (", before, ", ", after, ") crop more than the ", size,
+                              " elements of axis ", axis, " of shape ", shape_string(shape())));
+    crop[axis] = {cut_before, size - cut_after};
+    grow[2 * axis] = std::max<int64_t>(0, before);
+    grow[2 * axis + 1] = std::max<int64_t>(0, after);
+  }
+  Tensor cropped = shrink(crop);
+  switch (mode) {
+    case PadMode::Constant: {
+      Tensor padded = pad_zero(cropped, grow);
+      if (value == 0.0 || padded.shape() == cropped.shape()) return padded;
+      // Padding with a value v: where(inside, x, v). The mask costs no memory (see padded_mask).
+      Tensor fill = Tensor::scalar(value, dtype());
+      return padded_mask(cropped.shape(), grow).where(padded, fill);
+    }
+    case PadMode::Reflect: {
+      Tensor result = cropped;
+      for (size_t axis = 0; axis < grow.size() / 2; ++axis)
+        result = reflect_axis(result, static_cast<int64_t>(axis), grow[2 * axis], grow[2 * axis + 1]);
+      return result;
+    }
+    case PadMode::Edge: {
+      Tensor result = cropped;
+      for (size_t axis = 0; axis < grow.size() / 2; ++axis)
+        result = edge_axis(result, static_cast<int64_t>(axis), grow[2 * axis], grow[2 * axis + 1]);
+      return result;
+    }
+  }
+  throw UserError("pad: unknown pad mode");
+}
+
+// A strided slice is a view: shrink to whole groups of `step` elements, reshape (count, step) and
+// keep column 0, so element i reads source index start + i·step. That is a pure affine index that
+// fuses into any consumer at no cost; a gather would instead be a one-hot reduction over the axis.
+// Negative steps flip the axis first (index n-1-i), which is again only index arithmetic.
+Tensor Tensor::slice(int64_t axis, int64_t start, int64_t stop, int64_t step) const {
+  int64_t a = normalize_axis(axis, ndim(), "slice");
+  if (step == 0) throw UserError("slice: step must not be zero");
+  int64_t n = shape()[static_cast<size_t>(a)];
+  // Python's slice.indices(n): negative bounds count from the end, then clamp.
+  auto clamp_bound = [&](int64_t bound, int64_t low, int64_t high) {
+    if (bound < 0) bound += n;
+    return std::clamp(bound, low, high);
+  };
+  int64_t first, last;  // the first index taken, and the bound it runs toward
+  if (step > 0) {
+    first = clamp_bound(start, 0, n);
+    last = clamp_bound(stop, 0, n);
+  } else {
+    first = clamp_bound(start, -1, n - 1);
+    last = clamp_bound(stop, -1, n - 1);
+  }
+  int64_t count = step > 0 ? (last > first ? (last - first + step - 1) / step : 0)
+                           : (first > last ? (first - last + (-step) - 1) / (-step) : 0);
+  Tensor source = *this;
+  int64_t stride = step;
+  if (step < 0) {
+    source = flip({a});
+    first = n - 1 - first;  // index in the flipped axis
+    stride = -step;
+  }
+  if (count == 0) return shrink_axis(source, a, 0, 0);
+  if (stride == 1) return shrink_axis(source, a, first, first + count);
+  // Take count·stride elements from `first`, padding the tail when the source is too short (the
+  // padding lies in the discarded columns, so it is never read).
+  int64_t available = n - first, wanted = count * stride;
+  Tensor window = shrink_axis(source, a, first, first + std::min(available, wanted));
+  if (available < wanted) window = pad_axis_zero(window, a, 0, wanted - available);
+  Tensor grouped = split_axis(window, a, {count, stride});
+  return merge_axes(shrink_axis(grouped, a + 1, 0, 1), a, 2);
+}
+
+// Concatenation pads every input to the full length of the axis and picks each element from the
+// one input whose range holds it: a chain of where() on padding masks. The masks are bounds tests
+// and each input's load is guarded by its own padding, so the whole concat is one kernel that
+// loads exactly one input per element. (Adding the zero-padded inputs would fuse too, but turns
+// -0.0 into 0.0 and needs a sum per dtype; where is exact for every dtype, bool included.)
+Tensor Tensor::concat(const std::vector<Tensor>& tensors, int64_t axis) {
+  if (tensors.empty()) throw UserError("concat: no tensors");
+  for (const Tensor& t : tensors)
+    if (!t.defined()) throw UserError("concat: an input is an empty (default-constructed) Tensor");
+  const Tensor& first = tensors[0];
+  if (first.ndim() == 0) throw UserError("concat: cannot concatenate scalars (0-d tensors)");
+  int64_t a = normalize_axis(axis, first.ndim(), "concat");
+  ScalarType type = first.dtype();
+  int64_t total = 0;
+  for (const Tensor& t : tensors) {
+    bool fits = t.ndim() == first.ndim();
+    for (int64_t i = 0; fits && i < t.ndim(); ++i) fits = i == a || t.shape()[i] == first.shape()[i];
+    if (!fits)
+      throw UserError(str_cat("concat: shapes ", shape_string(first.shape()), " and ", shape_string(t.shape()),
+                              " differ outside axis ", axis));
+    total += t.shape()[static_cast<size_t>(a)];
+    type = promote_types(DType(type), DType(t.dtype())).scalar();
+  }
+  std::vector<Tensor> parts;
+  for (const Tensor& t : tensors)
+    if (t.shape()[static_cast<size_t>(a)] > 0) parts.push_back(t.cast(type));
+  if (parts.empty()) return tensors[0].cast(type);
+  if (parts.size() == 1) return parts[0];
+  // Fill from the last input backwards: the last part is the default, each earlier one overrides
+  // its own range.
+  int64_t offset = total;
+  Tensor result;
+  for (size_t i = parts.size(); i-- > 0;) {
+    int64_t size = parts[i].shape()[static_cast<size_t>(a)];
+    offset -= size;
+    std::vector<int64_t> pads(2 * static_cast<size_t>(a) + 2, 0);
+    pads[2 * static_cast<size_t>(a)] = offset;
+    pads[2 * static_cast<size_t>(a) + 1] = total - offset - size;
+    Tensor padded = pad_zero(parts[i], pads);
+    result = result.defined() ? padded_mask(parts[i].shape(), pads).where(padded, result) : padded;
+  }
+  return result;
+}
+
+Tensor Tensor::stack(const std::vector<Tensor>& tensors, int64_t axis) {
+  if (tensors.empty()) throw UserError("stack: no tensors");
+  for (const Tensor& t : tensors) {
+    if (!t.defined()) throw UserError("stack: an input is an empty (default-constructed) Tensor");
+    if (t.shape() != tensors[0].shape())
+      throw UserError(str_cat("stack: shapes ", shape_string(tensors[0].shape()), " and ", shape_string(t.shape()),
+                              " differ"));
+  }
+  int64_t a = normalize_axis(axis, tensors[0].ndim() + 1, "stack");
+  std::vector<Tensor> expanded;
+  for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(a));
+  return concat(expanded, a);
+}
+
+std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes, int64_t axis) const {
+  int64_t a = normalize_axis(axis, ndim(), "split");
+  int64_t n = shape()[static_cast<size_t>(a)], total = 0;
+  for (int64_t size : sizes) {
+    if (size < 0) throw UserError(str_cat("split: negative size ", size));
+    total += size;
+  }
+  if (total != n)
+    throw UserError(str_cat("split: sizes add up to ", total, " but axis ", axis, " of shape ", shape_string(shape()),
+                            " has ", n, " elements"));
+  std::vector<Tensor> parts;
+  int64_t offset = 0;
+  for (int64_t size : sizes) {
+    parts.push_back(shrink_axis(*this, a, offset, offset + size));
+    offset += size;
+  }
+  return parts;
+}
+
+// torch.gather: out[i…, j, k…] = this[i…, indices[i…, j, k…], k…]. Where indices are smaller than
+// this on the other axes, this is cropped to them (torch reads only that corner).
+Tensor Tensor::gather(int64_t axis, const Tensor& indices) const {
+  int64_t a = normalize_axis(axis, ndim(), "gather");
+  if (indices.ndim() != ndim())
+    throw UserError(str_cat("gather: indices of shape ", shape_string(indices.shape()), " must have as many axes as ",
+                            shape_string(shape())));
+  int64_t n = shape()[static_cast<size_t>(a)];
+  Ranges crop;
+  for (int64_t i = 0; i < ndim(); ++i) {
+    int64_t want = indices.shape()[static_cast<size_t>(i)], have = shape()[static_cast<size_t>(i)];
+    if (i != a && want > have)
+      throw UserError(str_cat("gather: indices of shape ", shape_string(indices.shape()), " exceed ", shape_string(shape()),
+                              " on axis ", i));
+    crop.emplace_back(0, i == a ? have : want);
+  }
+  if (indices.numel() == 0) return Tensor::zeros(indices.shape(), dtype());
+  if (n == 0) throw UserError(str_cat("gather: axis ", axis, " of shape ", shape_string(shape()), " is empty"));
+  // Data: (…, 1, n, …) — the index axis a, then the data axis a+1. Indices: (…, m, 1, …).
+  Tensor prepared = shrink(crop).unsqueeze(a);
+  Tensor index = wrap_indices(indices, n, "gather").unsqueeze(a + 1);
+  return one_hot_select(prepared, index, a + 1, n);
+}
+
+// numpy.take along an axis: the shape becomes this.shape[:axis] + indices.shape + this.shape[axis+1:].
+Tensor Tensor::take(const Tensor& indices, int64_t axis) const {
+  int64_t a = normalize_axis(axis, ndim(), "take");
+  int64_t n = shape()[static_cast<size_t>(a)];
+  Shape out_shape(shape().begin(), shape().begin() + a);
+  out_shape.insert(out_shape.end(), indices.shape().begin(), indices.shape().end());
+  out_shape.insert(out_shape.end(), shape().begin() + a + 1, shape().end());
+  if (shape_numel(out_shape) == 0) return Tensor::zeros(out_shape, dtype());
+  if (n == 0) throw UserError(str_cat("take: axis ", axis, " of shape ", shape_string(shape()), " is empty"));
+  // Data: (pre…, 1 per index axis, n, post…); indices: (1 per pre axis, index axes…, 1, 1 per post axis).
+  auto index_axes = static_cast<int64_t>(indices.shape().size());
+  Shape data_shape(shape().begin(), shape().begin() + a);
+  data_shape.insert(data_shape.end(), static_cast<size_t>(index_axes), 1);
+  data_shape.insert(data_shape.end(), shape().begin() + a, shape().end());
+  Shape index_shape(static_cast<size_t>(a), 1);
+  index_shape.insert(index_shape.end(), indices.shape().begin(), indices.shape().end());
+  index_shape.insert(index_shape.end(), shape().size() - static_cast<size_t>(a), 1);
+  Tensor index = wrap_indices(indices, n, "take").reshape(index_shape);
+  return one_hot_select(reshape(data_shape), index, a + index_axes, n);
+}
+
+// Prefix sums as masked reductions: out[i] = Σ_j x[j]·[j ≤ i], with x broadcast along a new axis i.
+// That is one kernel but O(n²) work along the axis, fine for short axes. Longer axes are split into
+// blocks of length B: a prefix sum inside each block (O(n·B)) plus the exclusive prefix sum of the
+// block totals (O((n/B)²)), with B ≈ √n: O(n^1.5) work in three kernels (block totals, their
+// prefix, and the in-block prefix plus offset).
+Tensor Tensor::cumsum(int64_t axis) const {
+  if (ndim() == 0) return reshape({1}).cumsum(0).reshape({});
+  int64_t a = normalize_axis(axis, ndim(), "cumsum");
+  int64_t n = shape()[static_cast<size_t>(a)];
+  // Accumulate like sum (half floats in f32, bool counted in i64), rounding once at the end.
+  ScalarType out_type = dtype() == ScalarType::Bool ? ScalarType::Int64 : dtype();
+  ScalarType acc_type = (dtype() == ScalarType::Float16 || dtype() == ScalarType::BFloat16) ? ScalarType::Float32
+                                                                                          : out_type;
+  Tensor x = cast(acc_type);
+  if (n <= 1) return x.cast(out_type);
+  constexpr int64_t kDirectLimit = 512;
+  if (n <= kDirectLimit) return masked_prefix_sum(x, a, true).cast(out_type);
+  auto block = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(n))));
+  int64_t blocks = (n + block - 1) / block;
+  Tensor grouped = split_axis(pad_axis_zero(x, a, 0, blocks * block - n), a, {blocks, block});
+  Tensor inner = masked_prefix_sum(grouped, a + 1, true);
+  Tensor offsets = masked_prefix_sum(grouped.sum({a + 1}), a, false).unsqueeze(a + 1);
+  Tensor result = merge_axes(inner + offsets, a, 2);
+  return shrink_axis(result, a, 0, n).cast(out_type);
+}
+
+}  // namespace kiln

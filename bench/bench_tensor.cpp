@@ -1,0 +1,107 @@
+// Tensor benchmarks: fp32 matmul GFLOP/s (256³ to 2048³) and elementwise GB/s, each next to the
+// machine's measured peak (bench/peak.h). Kernels are compiled once, then timed alone: the best of
+// several runs, through the same thread pool realize() uses. End-to-end realize() time, which adds
+// scheduling and kernel lookup, is printed too.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "kiln/kiln.hpp"
+#include "passes/pipeline.h"
+#include "peak.h"
+#include "runtime/thread_pool.h"
+#include "schedule/schedule.h"
+#include "tensor/tensor_internal.h"
+
+using namespace kiln;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Compiles the graph of `output` (whose inputs are realized) and returns the best kernel time.
+struct Timing {
+  double kernel_seconds;
+  double realize_seconds;
+  size_t kernels;
+};
+
+Timing time_graph(const Tensor& output, const std::vector<Tensor>& inputs, int repeats) {
+  Schedule schedule = create_schedule({output.data().node});
+  std::vector<KernelFunction> functions;
+  for (const ScheduledKernel& kernel : schedule.kernels) functions.push_back(compile_cpu_kernel(kernel).function);
+  std::vector<std::shared_ptr<HostBuffer>> owned;
+  std::vector<void*> pointers(schedule.buffers.size());
+  auto arena = std::make_shared<HostBuffer>(dtypes::u8, schedule.arena_bytes);
+  for (size_t b = 0; b < schedule.buffers.size(); ++b) {
+    const ScheduledBuffer& buffer = schedule.buffers[b];
+    if (buffer.kind == ScheduledBuffer::Kind::Input) {
+      for (const Tensor& input : inputs)
+        if (input.data().buffer_id == buffer.input_id) pointers[b] = input.data().buffer->data();
+    } else if (buffer.kind == ScheduledBuffer::Kind::Output) {
+      owned.push_back(std::make_shared<HostBuffer>(buffer.dtype, buffer.count));
+      pointers[b] = owned.back()->data();
+    } else {
+      pointers[b] = static_cast<char*>(arena->data()) + buffer.arena_offset;
+    }
+  }
+  double best = 1e30;
+  for (int i = 0; i < repeats; ++i) {
+    auto start = Clock::now();
+    run_schedule(schedule, functions, pointers);
+    best = std::min(best, seconds_since(start));
+  }
+  double best_realize = 1e30;
+  for (int i = 0; i < std::max(1, repeats / 3); ++i) {
+    Tensor copy = output;
+    auto start = Clock::now();
+    copy.realize();
+    best_realize = std::min(best_realize, seconds_since(start));
+  }
+  return {best, best_realize, schedule.kernels.size()};
+}
+
+}  // namespace
+
+int main() {
+  int threads = default_thread_pool().thread_count();
+  kiln_bench::Peak peak = kiln_bench::measure_peak();
+  std::printf("machine: %d threads; peak fp32 %.1f GFLOP/s (1 core) %.1f GFLOP/s (all); stream %.1f GB/s (1) %.1f GB/s (all)\n",
+              threads, peak.gflops_one_core, peak.gflops_all_cores, peak.stream_gbs_one_thread, peak.stream_gbs_all_threads);
+
+  std::printf("\n%-22s %8s %12s %10s %14s\n", "matmul fp32", "kernels", "GFLOP/s", "of peak", "realize GFLOP/s");
+  for (int64_t n : {256, 512, 1024, 2048}) {
+    Tensor a = Tensor::uniform({n, n}, 1, -1, 1), b = Tensor::uniform({n, n}, 2, -1, 1);
+    a.realize();
+    b.realize();
+    Tensor c = a.matmul(b);
+    Timing t = time_graph(c, {a, b}, n >= 2048 ? 3 : 8);
+    double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+    char label[32];
+    std::snprintf(label, sizeof(label), "%lld^3", static_cast<long long>(n));
+    std::printf("%-22s %8zu %12.2f %9.1f%% %14.2f\n", label, t.kernels, flops / t.kernel_seconds / 1e9,
+                100.0 * flops / t.kernel_seconds / 1e9 / peak.gflops_all_cores, flops / t.realize_seconds / 1e9);
+  }
+
+  std::printf("\n%-22s %8s %12s %10s %14s\n", "elementwise fp32", "kernels", "GB/s", "of stream", "realize GB/s");
+  const int64_t count = int64_t{1} << 24;  // 64 MiB per operand: far beyond the caches
+  Tensor a = Tensor::uniform({count}, 3), b = Tensor::uniform({count}, 4);
+  a.realize();
+  b.realize();
+  struct Case {
+    const char* name;
+    Tensor output;
+    double bytes;
+  } cases[] = {
+      {"c = a + b", a + b, 3.0 * 4 * count},
+      {"c = a * 2 + 1", a * 2.0 + 1.0, 2.0 * 4 * count},
+      {"c = relu(a*b+a)", (a * b + a).relu(), 3.0 * 4 * count},
+  };
+  for (Case& c : cases) {
+    Timing t = time_graph(c.output, {a, b}, 8);
+    std::printf("%-22s %8zu %12.2f %9.1f%% %14.2f\n", c.name, t.kernels, c.bytes / t.kernel_seconds / 1e9,
+                100.0 * c.bytes / t.kernel_seconds / 1e9 / peak.stream_gbs_all_threads, c.bytes / t.realize_seconds / 1e9);
+  }
+  return 0;
+}

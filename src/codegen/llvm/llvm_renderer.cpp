@@ -1,0 +1,333 @@
+// The CPU renderer: control flow, memory and metadata; scalar semantics live in llvm_alu.cpp.
+//
+// Loops are emitted in rotated form (guard, body with the induction phi, latch compare at the END),
+// the shape LLVM's loop passes expect. Masked loads and stores become a branch around the access, so
+// an invalid (padding) index is never dereferenced; the vectoriser turns such diamonds into masked
+// vector loads and stores.
+#include "codegen/llvm/llvm_renderer.h"
+
+#include <map>
+#include <unordered_map>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "codegen/llvm/llvm_alu.h"
+#include "support/error.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr uint64_t buffer_alignment = 64;  // docs/kernel-ast.md
+
+struct OpenLoop {
+  const UOp* range;
+  llvm::PHINode* counter;
+  llvm::Value* stop;
+  llvm::BasicBlock* body;
+  llvm::BasicBlock* exit;
+};
+
+bool is_accumulator(const UOp& pointer) {
+  return pointer.op() == Ops::DEFINE_REG ||
+         (pointer.op() == Ops::AFTER && pointer.src(0)->op() == Ops::DEFINE_REG);
+}
+
+// The update `acc = op(acc, value)` of a lowered REDUCE: its first source loads the accumulator.
+bool is_accumulator_update(const UOp& node) {
+  if (node.src_count() != 2 || node.src(0)->op() != Ops::LOAD) return false;
+  const UOp& index = *node.src(0)->src(0);
+  return index.op() == Ops::INDEX && is_accumulator(*index.src(0));
+}
+
+class Renderer {
+ public:
+  Renderer(const LinearProgram& program, llvm::LLVMContext& context)
+      : program_(program),
+        context_(context),
+        module_(std::make_unique<llvm::Module>(program.name, context)),
+        builder_(context),
+        entry_builder_(context) {}
+
+  std::unique_ptr<llvm::Module> run() {
+    scan_buffers();
+    create_function();
+    for (const UOpPtr& node : program_.ops) render(*node);
+    if (!loops_.empty())
+      fail(str_cat("RANGE axis ", loops_.back().range->arg_int(), " is never closed by an END"));
+    builder_.CreateRetVoid();
+    entry_builder_.CreateBr(first_block_);
+    std::string problems;
+    llvm::raw_string_ostream problem_stream(problems);
+    if (llvm::verifyModule(*module_, &problem_stream)) fail("the generated LLVM IR is invalid: " + problems);
+    return std::move(module_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& message) const {
+    throw InternalError("LLVM renderer, kernel '" + program_.name + "': " + message, std::source_location::current(),
+                        print_linear(program_));
+  }
+
+  // Which slots exist and which are written, for the alias scopes (outputs never alias inputs).
+  void scan_buffers() {
+    for (const UOpPtr& node : program_.ops) {
+      if (node->op() == Ops::DEFINE_GLOBAL) {
+        int64_t slot = node->arg_int();
+        if (slot < 0) fail(str_cat("DEFINE_GLOBAL with negative slot ", slot));
+        slot_is_output_.try_emplace(slot, false);
+      }
+      if (node->op() == Ops::STORE && node->src(0)->op() == Ops::INDEX &&
+          node->src(0)->src(0)->op() == Ops::DEFINE_GLOBAL)
+        slot_is_output_[node->src(0)->src(0)->arg_int()] = true;
+    }
+    llvm::MDBuilder metadata(context_);
+    llvm::MDNode* domain = metadata.createAnonymousAliasScopeDomain("kiln.buffers");
+    for (auto& [slot, is_output] : slot_is_output_)
+      scopes_[slot] = metadata.createAnonymousAliasScope(domain, "buffer" + std::to_string(slot));
+  }
+
+  void create_function() {
+    llvm::Type* pointer = builder_.getPtrTy();
+    llvm::Type* i64 = builder_.getInt64Ty();
+    auto* type = llvm::FunctionType::get(builder_.getVoidTy(), {pointer, i64, i64}, false);
+    function_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, program_.name, *module_);
+    function_->setCallingConv(llvm::CallingConv::C);
+    function_->setDoesNotThrow();
+    function_->setDoesNotRecurse();
+    function_->setMustProgress();
+    function_->setWillReturn();
+    function_->setNoSync();
+    function_->setDoesNotFreeMemory();
+    // Keeps LLVM from turning loops into memset/memcpy calls: kernels reference no symbols.
+    function_->addFnAttr("no-builtins");
+    llvm::Argument* buffers = function_->getArg(0);
+    buffers->setName("buffers");
+    function_->getArg(1)->setName("begin");
+    function_->getArg(2)->setName("end");
+    // The table of buffer pointers is only read, and nothing writes it during the call.
+    for (auto kind : {llvm::Attribute::NoAlias, llvm::Attribute::NoCapture, llvm::Attribute::ReadOnly,
+                      llvm::Attribute::NonNull, llvm::Attribute::NoUndef})
+      buffers->addAttr(kind);
+    buffers->addAttr(llvm::Attribute::getWithAlignment(context_, llvm::Align(8)));
+    if (!slot_is_output_.empty())
+      buffers->addAttr(llvm::Attribute::getWithDereferenceableBytes(
+          context_, 8 * static_cast<uint64_t>(slot_is_output_.rbegin()->first + 1)));
+    entry_builder_.SetInsertPoint(llvm::BasicBlock::Create(context_, "entry", function_));
+    first_block_ = llvm::BasicBlock::Create(context_, "start", function_);
+    builder_.SetInsertPoint(first_block_);
+  }
+
+  llvm::Value* value_of(const UOpPtr& node) const {
+    auto found = values_.find(node.get());
+    if (found == values_.end()) fail(str_cat(op_name(node->op()), " is used before it is defined"));
+    return found->second;
+  }
+
+  void render(const UOp& node) {
+    llvm::Value* result = nullptr;
+    switch (node.op()) {
+      case Ops::CONST: result = llvm_constant(context_, node); break;
+      case Ops::DEFINE_GLOBAL: result = buffer_pointer(node); break;
+      case Ops::DEFINE_REG: result = accumulator(node); break;
+      case Ops::AFTER: result = value_of(node.src(0)); break;
+      case Ops::INDEX: result = element_pointer(node); break;
+      case Ops::LOAD: result = load(node); break;
+      case Ops::STORE: store(node); break;
+      case Ops::RANGE: result = open_loop(node); break;
+      case Ops::END:
+        for (size_t i = 1; i < node.src_count(); ++i) close_loop(*node.src(i));
+        break;
+      case Ops::CAST: result = llvm_cast(builder_, value_of(node.src(0)), node.src(0)->dtype(), node.dtype()); break;
+      case Ops::BITCAST:
+        result = llvm_bitcast(builder_, value_of(node.src(0)), node.src(0)->dtype(), node.dtype());
+        break;
+      default: {
+        if (!op_is_alu(node.op())) fail(str_cat(op_name(node.op()), " cannot be rendered for the CPU"));
+        std::vector<llvm::Value*> sources;
+        for (const UOpPtr& source : node.srcs()) sources.push_back(value_of(source));
+        DType operand = node.op() == Ops::WHERE ? node.src(1)->dtype() : node.src(0)->dtype();
+        DType shift_amount = node.src_count() > 1 ? node.src(1)->dtype() : operand;
+        result = llvm_alu(builder_, node.op(), operand, sources, shift_amount, is_accumulator_update(node));
+      }
+    }
+    if (result != nullptr) values_[&node] = result;
+  }
+
+  // buffers[slot], loaded once in the entry block; the pointee is 64-byte aligned.
+  llvm::Value* buffer_pointer(const UOp& node) {
+    llvm::Value* address = entry_builder_.CreateConstInBoundsGEP1_64(entry_builder_.getPtrTy(), function_->getArg(0),
+                                                                      static_cast<uint64_t>(node.arg_int()));
+    llvm::LoadInst* pointer = entry_builder_.CreateAlignedLoad(entry_builder_.getPtrTy(), address, llvm::Align(8),
+                                                               "buffer" + std::to_string(node.arg_int()));
+    llvm::MDNode* empty = llvm::MDNode::get(context_, {});
+    pointer->setMetadata(llvm::LLVMContext::MD_align,
+                         llvm::MDNode::get(context_, llvm::ConstantAsMetadata::get(
+                                                         entry_builder_.getInt64(buffer_alignment))));
+    pointer->setMetadata(llvm::LLVMContext::MD_nonnull, empty);
+    pointer->setMetadata(llvm::LLVMContext::MD_noundef, empty);
+    pointer->setMetadata(llvm::LLVMContext::MD_invariant_load, empty);
+    return pointer;
+  }
+
+  llvm::Value* accumulator(const UOp& node) {
+    DType dtype = node.dtype();
+    if (dtype.addrspace() != AddrSpace::Register || dtype.pointer_size() < 1)
+      fail("DEFINE_REG of type " + dtype.name() + " (a register array of known size is expected)");
+    return entry_builder_.CreateAlloca(llvm_memory_type(context_, dtype), entry_builder_.getInt64(dtype.pointer_size()),
+                                       "acc" + std::to_string(node.arg_int()));
+  }
+
+  llvm::Value* element_pointer(const UOp& node) {
+    if (node.src_count() < 2 || node.src_count() > 3) fail("INDEX takes a pointer, an index and an optional valid");
+    if (!node.src(0)->dtype().is_pointer()) fail("INDEX into a value of type " + node.src(0)->dtype().name());
+    llvm::Value* base = value_of(node.src(0));
+    llvm::Value* offset = builder_.CreateSExtOrTrunc(value_of(node.src(1)), builder_.getInt64Ty());
+    llvm::Type* element = llvm_memory_type(context_, node.src(0)->dtype());
+    // A masked index may be out of bounds where the mask is false; only unmasked ones are inbounds.
+    if (node.src_count() == 3) return builder_.CreateGEP(element, base, offset);
+    return builder_.CreateInBoundsGEP(element, base, offset);
+  }
+
+  // alias.scope / noalias for accesses to kernel buffers: reads of inputs and writes of outputs never
+  // alias each other. Two outputs, or two inputs, may.
+  void annotate(llvm::Instruction* access, const UOp& index) {
+    const UOp& base = *index.src(0);
+    if (base.op() != Ops::DEFINE_GLOBAL) return;
+    int64_t slot = base.arg_int();
+    bool is_output = slot_is_output_.at(slot);
+    std::vector<llvm::Metadata*> others;
+    for (auto& [other, other_is_output] : slot_is_output_)
+      if (other_is_output != is_output) others.push_back(scopes_.at(other));
+    access->setMetadata(llvm::LLVMContext::MD_alias_scope, llvm::MDNode::get(context_, {scopes_.at(slot)}));
+    if (!others.empty()) access->setMetadata(llvm::LLVMContext::MD_noalias, llvm::MDNode::get(context_, others));
+  }
+
+  const UOp& index_of_access(const UOp& node) const {
+    const UOp& index = *node.src(0);
+    if (index.op() != Ops::INDEX) fail(str_cat(op_name(node.op()), " through a ", op_name(index.op()), ", not an INDEX"));
+    return index;
+  }
+
+  llvm::Value* load(const UOp& node) {
+    const UOp& index = index_of_access(node);
+    DType dtype = node.dtype();
+    if (dtype != index.src(0)->dtype().pointee()) fail("LOAD of " + dtype.name() + " from " + index.src(0)->dtype().name());
+    llvm::Value* pointer = value_of(node.src(0));
+    auto read = [&] {
+      llvm::LoadInst* loaded = builder_.CreateAlignedLoad(llvm_memory_type(context_, dtype), pointer,
+                                                          llvm::Align(static_cast<uint64_t>(dtype.scalar_bytes())));
+      annotate(loaded, index);
+      return llvm_from_memory(builder_, loaded, dtype);
+    };
+    bool masked = index.src_count() == 3;
+    if (!masked) return read();
+    if (node.src_count() != 2) fail("a masked LOAD needs an alternative value (src[1])");
+    llvm::Value* alternative = value_of(node.src(1));
+    llvm::BasicBlock* before = builder_.GetInsertBlock();
+    llvm::BasicBlock* valid = llvm::BasicBlock::Create(context_, "load.valid", function_);
+    llvm::BasicBlock* merge = llvm::BasicBlock::Create(context_, "load.merge", function_);
+    builder_.CreateCondBr(value_of(index.src(2)), valid, merge);
+    builder_.SetInsertPoint(valid);
+    llvm::Value* loaded = read();
+    llvm::BasicBlock* valid_end = builder_.GetInsertBlock();
+    builder_.CreateBr(merge);
+    builder_.SetInsertPoint(merge);
+    llvm::PHINode* result = builder_.CreatePHI(loaded->getType(), 2);
+    result->addIncoming(loaded, valid_end);
+    result->addIncoming(alternative, before);
+    return result;
+  }
+
+  void store(const UOp& node) {
+    const UOp& index = index_of_access(node);
+    if (node.src_count() != 2) fail("STORE takes an INDEX and a value");
+    DType dtype = node.src(1)->dtype();
+    if (dtype != index.src(0)->dtype().pointee()) fail("STORE of " + dtype.name() + " into " + index.src(0)->dtype().name());
+    llvm::Value* pointer = value_of(node.src(0));
+    llvm::Value* value = value_of(node.src(1));
+    auto write = [&] {
+      llvm::StoreInst* stored = builder_.CreateAlignedStore(llvm_to_memory(builder_, value, dtype), pointer,
+                                                            llvm::Align(static_cast<uint64_t>(dtype.scalar_bytes())));
+      annotate(stored, index);
+    };
+    if (index.src_count() != 3) return write();
+    llvm::BasicBlock* valid = llvm::BasicBlock::Create(context_, "store.valid", function_);
+    llvm::BasicBlock* after = llvm::BasicBlock::Create(context_, "store.done", function_);
+    builder_.CreateCondBr(value_of(index.src(2)), valid, after);
+    builder_.SetInsertPoint(valid);
+    write();
+    builder_.CreateBr(after);
+    builder_.SetInsertPoint(after);
+  }
+
+  // Guard, then the body block with the counter phi. Axis 0 runs over [begin, end) ∩ [0, size).
+  llvm::Value* open_loop(const UOp& range) {
+    llvm::Value* size = value_of(range.src(0));
+    llvm::Type* type = size->getType();
+    llvm::Value* start = llvm::ConstantInt::get(type, 0);
+    llvm::Value* stop = size;
+    int64_t axis = range.arg_int();
+    if (axis == 0) {
+      llvm::Value* begin = builder_.CreateSExtOrTrunc(function_->getArg(1), type);
+      llvm::Value* end = builder_.CreateSExtOrTrunc(function_->getArg(2), type);
+      start = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, begin, start);
+      stop = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, end, size);
+    }
+    std::string name = "axis" + std::to_string(axis);
+    llvm::BasicBlock* preheader = builder_.GetInsertBlock();
+    llvm::BasicBlock* body = llvm::BasicBlock::Create(context_, name, function_);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(context_, name + ".exit", function_);
+    builder_.CreateCondBr(builder_.CreateICmpSLT(start, stop), body, exit);
+    builder_.SetInsertPoint(body);
+    llvm::PHINode* counter = builder_.CreatePHI(type, 2, name + ".i");
+    counter->addIncoming(start, preheader);
+    loops_.push_back(OpenLoop{&range, counter, stop, body, exit});
+    return counter;
+  }
+
+  void close_loop(const UOp& range) {
+    if (loops_.empty() || loops_.back().range != &range)
+      fail(str_cat("END closes RANGE axis ", range.arg_int(), ", which is not the innermost open loop"));
+    OpenLoop loop = loops_.back();
+    loops_.pop_back();
+    llvm::BasicBlock* latch = builder_.GetInsertBlock();
+    llvm::Value* next = builder_.CreateAdd(loop.counter, llvm::ConstantInt::get(loop.counter->getType(), 1), "", true, true);
+    llvm::BranchInst* back_edge = builder_.CreateCondBr(builder_.CreateICmpSLT(next, loop.stop), loop.body, loop.exit);
+    back_edge->setMetadata(llvm::LLVMContext::MD_loop, loop_metadata());
+    loop.counter->addIncoming(next, latch);
+    builder_.SetInsertPoint(loop.exit);
+  }
+
+  // A distinct loop ID marked mustprogress: kernel loops are finite counted loops.
+  llvm::MDNode* loop_metadata() {
+    llvm::Metadata* progress = llvm::MDNode::get(context_, llvm::MDString::get(context_, "llvm.loop.mustprogress"));
+    llvm::MDNode* loop = llvm::MDNode::getDistinct(context_, {nullptr, progress});
+    loop->replaceOperandWith(0, loop);
+    return loop;
+  }
+
+  const LinearProgram& program_;
+  llvm::LLVMContext& context_;
+  std::unique_ptr<llvm::Module> module_;
+  llvm::IRBuilder<> builder_;        // the code, in program order
+  llvm::IRBuilder<> entry_builder_;  // the entry block: buffer pointers and accumulator allocas
+  llvm::Function* function_ = nullptr;
+  llvm::BasicBlock* first_block_ = nullptr;
+  std::unordered_map<const UOp*, llvm::Value*> values_;
+  std::vector<OpenLoop> loops_;
+  std::map<int64_t, bool> slot_is_output_;
+  std::map<int64_t, llvm::MDNode*> scopes_;
+};
+
+}  // namespace
+
+std::unique_ptr<llvm::Module> render_llvm(const LinearProgram& program, llvm::LLVMContext& context) {
+  if (program.name.empty()) throw_internal_error("LLVM renderer: a kernel needs a name");
+  return Renderer(program, context).run();
+}
+
+}  // namespace kiln
