@@ -26,7 +26,7 @@ UOpPtr make_constant(const ScalarValue& value);
 // Two's-complement wrap of `value` into an integer type (unchanged for index and bool 0/1).
 int128 wrap_integer(int128 value, DType dtype);
 
-// Applies an ALU op (or CAST) to scalar values. Returns nothing when the result is undefined
+// Applies an ALU op (or CAST, BITCAST) to scalar values. Returns nothing when the result is undefined
 // (integer division by zero, out-of-range shift) or the op is not folded (transcendentals, whose
 // generated approximations need not match the host's libm).
 std::optional<ScalarValue> fold_alu(Ops op, DType result, std::span<const ScalarValue> sources);
