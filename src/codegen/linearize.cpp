@@ -9,7 +9,6 @@
 #include "codegen/linearize.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <memory>
 #include <sstream>
@@ -17,6 +16,8 @@
 
 #include "ir/build.h"
 #include "ir/printer.h"
+#include "ir/verifier.h"
+#include "rewrite/graph_rewrite.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -57,11 +58,21 @@ class Linearizer {
     if (ast_->src_count() == 0) fail("kernel '" + *name + "' stores nothing");
     for (const UOpPtr& store : ast_->srcs())
       if (store->op() != Ops::STORE) fail(str_cat("the kernel SINK holds a ", op_name(store->op()), ", not a STORE"));
+    // The base IR rules (ALU source types, constants) hold for kernel ASTs too.
+    if (verification_enabled()) verify(ast_, ir_spec(), "kernel AST given to linearize");
     compute_range_dependencies();
+
+    std::vector<const UOp*> outputs = output_ranges();
+    for (const UOp* node : toposort(ast_))
+      if (node->op() == Ops::REDUCE)
+        for (size_t i = 1; i < node->src_count(); ++i)
+          if (std::find(outputs.begin(), outputs.end(), node->src(i).get()) != outputs.end())
+            fail(str_cat("RANGE axis ", axis_of(node->src(i).get()),
+                         " is an output range and is also reduced inside its own loop by a REDUCE"));
 
     Frame body;
     Path path{&body};
-    for (const UOp* range : output_ranges()) path = open_loop(range->self(), path);
+    for (const UOp* range : outputs) path = open_loop(range->self(), path);
     for (const UOpPtr& store : ast_->srcs()) emit(store, path);
     while (path.size() > 1) close_loop(path);
     return LinearProgram{*name, std::move(body.code)};

@@ -125,7 +125,10 @@ ThreadPool::ThreadPool(int threads) : created_in_fork_generation_(0) {
   register_fork_handler();
   created_in_fork_generation_ = fork_generation.load(std::memory_order_relaxed);
   workers_.reserve(static_cast<size_t>(threads - 1));
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_main(); });
+  // The workers start from the epoch read here, not one they read themselves: a worker that starts
+  // late must still notice the jobs (and the shutdown) announced before it ran.
+  uint32_t start_epoch = epoch_.load(std::memory_order_relaxed);
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, start_epoch] { worker_main(start_epoch); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -143,8 +146,7 @@ ThreadPool::~ThreadPool() {
 
 bool ThreadPool::inside_parallel_for() { return body_depth > 0; }
 
-void ThreadPool::worker_main() {
-  uint32_t seen = epoch_.load(std::memory_order_acquire);
+void ThreadPool::worker_main(uint32_t seen) {
   for (;;) {
     if (!spin_until([&] { return epoch_.load(std::memory_order_acquire) != seen; }))
       epoch_.wait(seen, std::memory_order_acquire);

@@ -47,7 +47,7 @@ class ThreadPool {
 
  private:
   struct Job;
-  void worker_main();
+  void worker_main(uint32_t start_epoch);
   void help_current_job();
 
   std::vector<std::thread> workers_;

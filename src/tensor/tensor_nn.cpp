@@ -1,1 +1,605 @@
-// Placeholder: being written.
+// Neural-network composites (matmul, convolution, pooling, normalisation, softmax, resizing), built
+// only from primitives and other Tensor methods. Products are broadcasts followed by one sum, so
+// each contraction is one kernel; sliding windows are views (pool_windows), so a convolution reads
+// its input directly with no im2col buffer, and a bias and activation after it fuse into its kernel.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <numeric>
+#include <tuple>
+
+#include "support/error.h"
+#include "tensor/tensor_internal.h"
+
+namespace kiln {
+namespace {
+
+using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+
+bool is_half(ScalarType type) { return type == ScalarType::Float16 || type == ScalarType::BFloat16; }
+bool is_float(ScalarType type) { return DType(type).is_float(); }
+
+// The type products and sums are computed in: half floats widen to f32 (rounded once at the end).
+ScalarType compute_type(ScalarType type) { return is_half(type) ? ScalarType::Float32 : type; }
+// Float-only ops (softmax, norms, average pooling) turn integers and bool into f32, like mean().
+ScalarType float_result(ScalarType type) { return is_float(type) ? type : ScalarType::Float32; }
+
+ScalarType promoted(const Tensor& a, const Tensor& b) {
+  return promote_types(DType(a.dtype()), DType(b.dtype())).scalar();
+}
+
+void require_defined(const Tensor& t, std::string_view operation, std::string_view what) {
+  if (!t.defined()) throw UserError(str_cat(operation, ": ", what, " is an empty (default-constructed) Tensor"));
+}
+
+Ranges full_ranges(const Tensor& t) {
+  Ranges ranges;
+  for (int64_t size : t.shape()) ranges.emplace_back(0, size);
+  return ranges;
+}
+
+Tensor shrink_axis(const Tensor& t, int64_t axis, int64_t begin, int64_t end) {
+  Ranges ranges = full_ranges(t);
+  ranges[static_cast<size_t>(axis)] = {begin, end};
+  return t.shrink(ranges);
+}
+
+Tensor with_axis_sizes(const Tensor& t, int64_t axis, const Shape& sizes) {
+  Shape shape = t.shape();
+  auto position = shape.erase(shape.begin() + axis);
+  shape.insert(position, sizes.begin(), sizes.end());
+  return t.reshape(shape);
+}
+
+std::string list_string(const std::vector<int64_t>& values) {
+  std::string text = "[";
+  for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
+  return text + "]";
+}
+
+// A per-spatial-axis option: empty = `fallback` everywhere, one value = that value everywhere.
+std::vector<int64_t> per_axis(const std::vector<int64_t>& values, size_t axes, int64_t fallback, int64_t minimum,
+                              std::string_view operation, std::string_view name) {
+  std::vector<int64_t> result = values.empty() ? std::vector<int64_t>(axes, fallback)
+                                : values.size() == 1 ? std::vector<int64_t>(axes, values[0]) : values;
+  if (result.size() != axes)
+    throw UserError(str_cat(operation, ": ", name, " ", list_string(values), " must have one value per spatial axis (",
+                            axes, ")"));
+  for (int64_t v : result)
+    if (v < minimum) throw UserError(str_cat(operation, ": ", name, " ", list_string(values), " must be >= ", minimum));
+  return result;
+}
+
+// Padding as (begin pads…, end pads…); n values mean the same pad at both ends, one value the
+// same pad everywhere.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> begin_end_pads(const std::vector<int64_t>& padding, size_t axes,
+                                                                     bool allow_negative, std::string_view operation) {
+  std::vector<int64_t> begin(axes, 0), end(axes, 0);
+  if (padding.size() == 2 * axes) {
+    std::copy(padding.begin(), padding.begin() + static_cast<std::ptrdiff_t>(axes), begin.begin());
+    std::copy(padding.begin() + static_cast<std::ptrdiff_t>(axes), padding.end(), end.begin());
+  } else if (padding.size() == axes || padding.size() == 1) {
+    begin = end = std::vector<int64_t>(axes, padding[0]);
+    if (padding.size() == axes) begin = end = padding;
+  } else if (!padding.empty()) {
+    throw UserError(str_cat(operation, ": padding ", list_string(padding), " must have ", 2 * axes,
+                            " values (begin pads, then end pads) or ", axes));
+  }
+  if (!allow_negative)
+    for (int64_t p : padding)
+      if (p < 0) throw UserError(str_cat(operation, ": padding ", list_string(padding), " must not be negative"));
+  return {begin, end};
+}
+
+// pad() arguments for the spatial axes (after the first two).
+std::vector<int64_t> spatial_pad_list(const std::vector<int64_t>& begin, const std::vector<int64_t>& end) {
+  std::vector<int64_t> pads{0, 0, 0, 0};
+  for (size_t i = 0; i < begin.size(); ++i) {
+    pads.push_back(begin[i]);
+    pads.push_back(end[i]);
+  }
+  return pads;
+}
+
+// Replaces `axis` (size i) by the two axes (windows, kernel): element [o, j] is x[o·s + j·d]. Needs
+// (windows-1)·s + (kernel-1)·d < i. Only views, so the window is index arithmetic in the consumer.
+//  - Windows that do not overlap (d = 1, k <= s): group the axis as (o, s) and keep k of each group.
+//  - Otherwise (tinygrad's _pool trick): tile the axis, then read it as rows of length L = f·i + d.
+//    Row j starts at j·L ≡ j·d (mod i), so row j is x shifted by j·d; then take every s-th column.
+//    The index is (j·L + o·s) mod i, which the simplifier reduces to j·d + o·s from the bound above.
+Tensor window_axis(const Tensor& x, int64_t axis, int64_t kernel, int64_t stride, int64_t dilation, int64_t windows) {
+  int64_t i = x.shape()[static_cast<size_t>(axis)];
+  if (dilation == 1 && kernel <= stride) {
+    int64_t wanted = windows * stride;
+    Tensor window = shrink_axis(x, axis, 0, std::min(i, wanted));
+    if (wanted > i) {  // the tail lies past the last window's kernel: padding that is never read
+      std::vector<int64_t> pads(2 * static_cast<size_t>(axis) + 2, 0);
+      pads.back() = wanted - i;
+      window = pad_zero(window, pads);
+    }
+    return shrink_axis(with_axis_sizes(window, axis, {windows, stride}), axis + 1, 0, kernel);
+  }
+  int64_t factor = std::max<int64_t>(1, (windows * stride - dilation + i - 1) / i);
+  int64_t row = factor * i + dilation;
+  int64_t copies = (kernel * row + i - 1) / i;
+  Tensor tiled = x.unsqueeze(axis);
+  Shape expanded = tiled.shape();
+  expanded[static_cast<size_t>(axis)] = copies;
+  Shape merged = x.shape();
+  merged[static_cast<size_t>(axis)] = copies * i;
+  Tensor rows = with_axis_sizes(shrink_axis(tiled.expand(expanded).reshape(merged), axis, 0, kernel * row), axis,
+                                {kernel, row});
+  Tensor strided = with_axis_sizes(shrink_axis(rows, axis + 1, 0, windows * stride), axis + 1, {windows, stride});
+  Tensor picked = shrink_axis(strided, axis + 2, 0, 1);
+  Shape kernel_then_windows = picked.shape();
+  kernel_then_windows.erase(kernel_then_windows.begin() + axis + 2);
+  // (kernel, windows) → (windows, kernel)
+  std::vector<int64_t> order(kernel_then_windows.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::swap(order[static_cast<size_t>(axis)], order[static_cast<size_t>(axis) + 1]);
+  return picked.reshape(kernel_then_windows).permute(order);
+}
+
+// Sliding windows over the last n axes: (pre…, I1…In) → (pre…, O1…On, K1…Kn).
+Tensor pool_windows(const Tensor& x, const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
+                    const std::vector<int64_t>& dilation, const std::vector<int64_t>& windows) {
+  auto n = static_cast<int64_t>(kernel.size());
+  int64_t pre = x.ndim() - n;
+  Tensor result = x;
+  // Last axis first, so the positions of the axes still to do do not move.
+  for (int64_t i = n; i-- > 0;) {
+    auto s = static_cast<size_t>(i);
+    result = window_axis(result, pre + i, kernel[s], stride[s], dilation[s], windows[s]);
+  }
+  // Now (pre…, O1, K1, O2, K2, …).
+  std::vector<int64_t> order(static_cast<size_t>(pre));
+  std::iota(order.begin(), order.end(), 0);
+  for (int64_t i = 0; i < n; ++i) order.push_back(pre + 2 * i);
+  for (int64_t i = 0; i < n; ++i) order.push_back(pre + 2 * i + 1);
+  return result.permute(order);
+}
+
+std::vector<int64_t> last_axes(int64_t count, int64_t ndim) {
+  std::vector<int64_t> axes;
+  for (int64_t i = ndim - count; i < ndim; ++i) axes.push_back(i);
+  return axes;
+}
+
+// A per-channel parameter (C) as (1, C, 1, …) for an (N, C, …) tensor.
+Tensor per_channel(const Tensor& parameter, const Tensor& x, std::string_view operation, std::string_view name) {
+  require_defined(parameter, operation, name);
+  int64_t channels = x.shape()[1];
+  if (parameter.shape() != Shape{channels})
+    throw UserError(str_cat(operation, ": ", name, " of shape ", shape_string(parameter.shape()), " must have shape (",
+                            channels, ",) for input ", shape_string(x.shape())));
+  Shape shape(static_cast<size_t>(x.ndim()), 1);
+  shape[1] = channels;
+  return parameter.reshape(shape);
+}
+
+void require_batch_channels(const Tensor& x, int64_t minimum_ndim, std::string_view operation) {
+  if (x.ndim() < minimum_ndim)
+    throw UserError(str_cat(operation, ": input of shape ", shape_string(x.shape()), " needs at least ", minimum_ndim,
+                            " axes (N, C, …)"));
+}
+
+// Normalises over `axes` (kept as size 1): (x - mean) / sqrt(var + eps), two-pass for accuracy.
+Tensor normalize(const Tensor& x, const std::vector<int64_t>& axes, double epsilon) {
+  Tensor mean = x.mean(axes, true);
+  Tensor centered = x - mean;
+  Tensor variance = (centered * centered).mean(axes, true);
+  return centered * (variance + epsilon).sqrt().reciprocal();
+}
+
+struct PoolGeometry {
+  std::vector<int64_t> kernel, stride, dilation, pad_begin, pad_end, windows;
+  std::vector<int64_t> extra_end;  // ceil_mode: padding past pad_end for the last partial window
+};
+
+PoolGeometry pool_geometry(const Tensor& x, const PoolOptions& options, std::string_view operation) {
+  require_batch_channels(x, 3, operation);
+  size_t n = static_cast<size_t>(x.ndim()) - 2;
+  PoolGeometry g;
+  if (options.kernel.size() != n)
+    throw UserError(str_cat(operation, ": kernel ", list_string(options.kernel), " must have one size per spatial axis of ",
+                            shape_string(x.shape())));
+  g.kernel = per_axis(options.kernel, n, 1, 1, operation, "kernel");
+  g.stride = per_axis(options.stride.empty() ? g.kernel : options.stride, n, 1, 1, operation, "stride");
+  g.dilation = per_axis(options.dilation, n, 1, 1, operation, "dilation");
+  std::tie(g.pad_begin, g.pad_end) = begin_end_pads(options.padding, n, false, operation);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t input = x.shape()[i + 2], span = g.dilation[i] * (g.kernel[i] - 1) + 1;
+    int64_t total = input + g.pad_begin[i] + g.pad_end[i];
+    if (total < span)
+      throw UserError(str_cat(operation, ": the padded input of shape ", shape_string(x.shape()), " (padding ",
+                              list_string(options.padding), ") is smaller than the kernel ", list_string(g.kernel),
+                              " with dilation ", list_string(g.dilation)));
+    int64_t windows = options.ceil_mode ? (total - span + g.stride[i] - 1) / g.stride[i] + 1
+                                        : (total - span) / g.stride[i] + 1;
+    // PyTorch's rule: the last window must start inside the input or its begin padding.
+    if (options.ceil_mode && (windows - 1) * g.stride[i] >= input + g.pad_begin[i]) --windows;
+    g.windows.push_back(windows);
+    g.extra_end.push_back(std::max<int64_t>(0, (windows - 1) * g.stride[i] + span - total));
+  }
+  return g;
+}
+
+// The lowest value of a type: max pooling pads with it.
+double lowest_value(ScalarType type) {
+  switch (type) {
+    case ScalarType::Bool: return 0;
+    case ScalarType::Int8: return std::numeric_limits<int8_t>::lowest();
+    case ScalarType::Int16: return std::numeric_limits<int16_t>::lowest();
+    case ScalarType::Int32: return std::numeric_limits<int32_t>::lowest();
+    case ScalarType::Int64: return static_cast<double>(std::numeric_limits<int64_t>::lowest());
+    case ScalarType::UInt8: case ScalarType::UInt16: case ScalarType::UInt32: case ScalarType::UInt64: return 0;
+    default: return -std::numeric_limits<double>::infinity();
+  }
+}
+
+// y[o] = x[clamp(floor((a·o + b) / c), 0, n-1)] along `axis`, o in [0, out), as views only: repeat
+// each element c times (element j is x[j / c]), extend both ends with edge copies for the clamp,
+// then take every a-th element from b. So a resize is index arithmetic, with no gather.
+Tensor affine_index_map(const Tensor& x, int64_t axis, int64_t a, int64_t b, int64_t c, int64_t out) {
+  int64_t n = x.shape()[static_cast<size_t>(axis)];
+  if (out == 0) return shrink_axis(x, axis, 0, 0);
+  int64_t common = std::gcd(std::gcd(a, b < 0 ? -b : b), c);
+  a /= common, b /= common, c /= common;
+  Tensor repeated = x;
+  if (c > 1) {
+    Tensor column = x.unsqueeze(axis + 1);
+    Shape expanded = column.shape();
+    expanded[static_cast<size_t>(axis) + 1] = c;
+    Shape merged = x.shape();
+    merged[static_cast<size_t>(axis)] = n * c;
+    repeated = column.expand(expanded).reshape(merged);
+  }
+  int64_t first = b, last = a * (out - 1) + b;
+  int64_t before = std::max<int64_t>(0, -first), after = std::max<int64_t>(0, last - (n * c - 1));
+  if (before > 0 || after > 0) {
+    std::vector<int64_t> pads(2 * static_cast<size_t>(axis) + 2, 0);
+    pads[2 * static_cast<size_t>(axis)] = before;
+    pads.back() = after;
+    repeated = repeated.pad(pads, PadMode::Edge);
+  }
+  return repeated.slice(axis, first + before, last + before + 1, a);
+}
+
+// A host-computed per-position vector along `axis` of an ndim tensor, as a broadcastable constant.
+Tensor axis_constant(const std::vector<double>& values, int64_t axis, int64_t ndim, ScalarType type) {
+  Shape shape(static_cast<size_t>(ndim), 1);
+  shape[static_cast<size_t>(axis)] = static_cast<int64_t>(values.size());
+  return Tensor::from_vector(values, shape).cast(type);
+}
+
+}  // namespace
+
+// numpy matmul as one broadcast product and one sum: (…, n, 1, k) · (…, 1, m, k) summed over k.
+// The batch axes broadcast in the product, so the expanded operands are never materialised.
+Tensor Tensor::matmul(const Tensor& other) const {
+  require_defined(*this, "matmul", "the left operand");
+  require_defined(other, "matmul", "the right operand");
+  if (ndim() == 0 || other.ndim() == 0)
+    throw UserError(str_cat("matmul: operands must have at least one axis, got ", shape_string(shape()), " and ",
+                            shape_string(other.shape())));
+  Tensor a = ndim() == 1 ? reshape({1, dim(0)}) : *this;
+  Tensor b = other.ndim() == 1 ? other.reshape({other.dim(0), 1}) : other;
+  if (a.dim(-1) != b.dim(-2))
+    throw UserError(str_cat("matmul: shapes ", shape_string(shape()), " and ", shape_string(other.shape()),
+                            " do not align (", a.dim(-1), " != ", b.dim(-2), ")"));
+  ScalarType type = promoted(a, b), compute = compute_type(type);
+  Tensor left = a.cast(compute).unsqueeze(-2);
+  Tensor right = b.cast(compute).transpose(-1, -2).unsqueeze(-3);
+  Tensor product = left.mul(right).sum({-1});  // bool: AND, then the i64 count, then != 0 below
+  if (ndim() == 1) product = product.squeeze({-2});
+  if (other.ndim() == 1) product = product.squeeze({-1});
+  // An empty contraction is all zeros; say so directly instead of emitting a loop of no iterations.
+  if (a.dim(-1) == 0) return Tensor::zeros(product.shape(), type);
+  return product.cast(type);
+}
+
+// Direct convolution as a broadcast product of a window view and the weight, summed over
+// (C/groups, K1…Kn): (N, g, F/g, O…, C/g, K…) · (1, g, F/g, 1…, C/g, K…). One kernel, with the
+// bias add (and whatever elementwise op follows) in its epilogue.
+Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions& options) const {
+  require_defined(*this, "conv", "the input");
+  require_defined(weight, "conv", "the weight");
+  require_batch_channels(*this, 3, "conv");
+  size_t n = static_cast<size_t>(ndim()) - 2;
+  int64_t batch = dim(0), channels = dim(1), groups = options.groups;
+  if (weight.ndim() != ndim())
+    throw UserError(str_cat("conv: weight of shape ", shape_string(weight.shape()), " must have ", ndim(),
+                            " axes (F, C/groups, K…) for input ", shape_string(shape())));
+  int64_t filters = weight.dim(0);
+  if (groups < 1 || channels % groups != 0 || filters % groups != 0 || weight.dim(1) * groups != channels)
+    throw UserError(str_cat("conv: input ", shape_string(shape()), " and weight ", shape_string(weight.shape()),
+                            " do not fit groups = ", groups, " (need C and F divisible by groups, weight axis 1 = C/groups)"));
+  if (bias.defined() && bias.shape() != Shape{filters})
+    throw UserError(str_cat("conv: bias of shape ", shape_string(bias.shape()), " must have shape (", filters, ",)"));
+  if (!options.output_padding.empty() &&
+      std::any_of(options.output_padding.begin(), options.output_padding.end(), [](int64_t p) { return p != 0; }))
+    throw UserError("conv: output_padding applies to conv_transpose only");
+  std::vector<int64_t> stride = per_axis(options.stride, n, 1, 1, "conv", "stride");
+  std::vector<int64_t> dilation = per_axis(options.dilation, n, 1, 1, "conv", "dilation");
+  // Negative pads crop; conv_transpose relies on that.
+  auto [pad_begin, pad_end] = begin_end_pads(options.padding, n, true, "conv");
+  Shape kernel(weight.shape().begin() + 2, weight.shape().end());
+
+  ScalarType type = bias.defined() ? promote_types(DType(promoted(*this, weight)), DType(bias.dtype())).scalar()
+                                   : promoted(*this, weight);
+  if (type == ScalarType::Bool) throw UserError("conv: bool tensors are not supported");
+  ScalarType compute = compute_type(type);
+  Tensor padded = cast(compute).pad(spatial_pad_list(pad_begin, pad_end));
+  std::vector<int64_t> windows;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t span = dilation[i] * (kernel[i] - 1) + 1, size = padded.shape()[i + 2];
+    if (size < span)
+      throw UserError(str_cat("conv: the padded input of shape ", shape_string(padded.shape()),
+                              " is smaller than the dilated kernel of weight ", shape_string(weight.shape()),
+                              " (dilation ", list_string(dilation), ")"));
+    windows.push_back((size - span) / stride[i] + 1);
+  }
+  int64_t group_channels = channels / groups, group_filters = filters / groups;
+  Tensor view = pool_windows(padded, kernel, stride, dilation, windows);  // (N, C, O…, K…)
+  // (N, g, C/g, O…, K…) → (N, g, 1, O…, C/g, K…)
+  Shape grouped{batch, groups, group_channels};
+  grouped.insert(grouped.end(), view.shape().begin() + 2, view.shape().end());
+  std::vector<int64_t> order{0, 1};
+  for (size_t i = 0; i < n; ++i) order.push_back(3 + static_cast<int64_t>(i));
+  order.push_back(2);
+  for (size_t i = 0; i < n; ++i) order.push_back(3 + static_cast<int64_t>(n + i));
+  Tensor input = view.reshape(grouped).permute(order).unsqueeze(2);
+  // (F, C/g, K…) → (1, g, F/g, 1…, C/g, K…)
+  Shape weight_shape{1, groups, group_filters};
+  weight_shape.insert(weight_shape.end(), n, 1);
+  weight_shape.push_back(group_channels);
+  weight_shape.insert(weight_shape.end(), kernel.begin(), kernel.end());
+  Tensor weights = weight.cast(compute).reshape(weight_shape);
+  Tensor result = input.mul(weights).sum(last_axes(static_cast<int64_t>(n) + 1, input.ndim()));
+  Shape out_shape{batch, filters};
+  out_shape.insert(out_shape.end(), windows.begin(), windows.end());
+  result = result.reshape(out_shape);
+  if (bias.defined()) result = result + per_channel(bias.cast(compute), result, "conv", "bias");
+  return result.cast(type);
+}
+
+// Transposed convolution as a direct convolution: insert stride-1 zeros between input elements
+// (pad a new axis and merge, a view), flip the kernel and swap its channel axes per group, and pad
+// by d·(K-1) - pad (negative pads crop), plus output_padding at the end.
+Tensor Tensor::conv_transpose(const Tensor& weight, const Tensor& bias, const ConvOptions& options) const {
+  require_defined(*this, "conv_transpose", "the input");
+  require_defined(weight, "conv_transpose", "the weight");
+  require_batch_channels(*this, 3, "conv_transpose");
+  size_t n = static_cast<size_t>(ndim()) - 2;
+  int64_t channels = dim(1), groups = options.groups;
+  if (weight.ndim() != ndim())
+    throw UserError(str_cat("conv_transpose: weight of shape ", shape_string(weight.shape()), " must have ", ndim(),
+                            " axes (C, F/groups, K…) for input ", shape_string(shape())));
+  if (groups < 1 || channels % groups != 0 || weight.dim(0) != channels)
+    throw UserError(str_cat("conv_transpose: input ", shape_string(shape()), " and weight ", shape_string(weight.shape()),
+                            " do not fit groups = ", groups, " (need weight axis 0 = C, divisible by groups)"));
+  std::vector<int64_t> stride = per_axis(options.stride, n, 1, 1, "conv_transpose", "stride");
+  std::vector<int64_t> dilation = per_axis(options.dilation, n, 1, 1, "conv_transpose", "dilation");
+  std::vector<int64_t> output_padding = per_axis(options.output_padding, n, 0, 0, "conv_transpose", "output_padding");
+  auto [pad_begin, pad_end] = begin_end_pads(options.padding, n, false, "conv_transpose");
+  for (size_t i = 0; i < n; ++i)
+    if (dim(static_cast<int64_t>(i) + 2) == 0)
+      throw UserError(str_cat("conv_transpose: input of shape ", shape_string(shape()), " has an empty spatial axis"));
+
+  Tensor spread = *this;
+  for (size_t i = 0; i < n; ++i) {
+    if (stride[i] == 1) continue;
+    auto axis = static_cast<int64_t>(i) + 2;
+    int64_t size = spread.dim(axis);
+    std::vector<int64_t> pads(2 * static_cast<size_t>(axis) + 4, 0);
+    pads.back() = stride[i] - 1;  // zeros after each element, on a new axis after `axis`
+    Tensor gapped = pad_zero(spread.unsqueeze(axis + 1), pads);
+    Shape merged = spread.shape();
+    merged[static_cast<size_t>(axis)] = size * stride[i];
+    spread = shrink_axis(gapped.reshape(merged), axis, 0, (size - 1) * stride[i] + 1);
+  }
+  int64_t group_channels = channels / groups, group_filters = weight.dim(1);
+  Shape kernel(weight.shape().begin() + 2, weight.shape().end());
+  // (C, F/g, K…) → (g, C/g, F/g, K…) → (g, F/g, C/g, K…) → (F, C/g, K…), flipped in space.
+  Shape split{groups, group_channels, group_filters};
+  split.insert(split.end(), kernel.begin(), kernel.end());
+  std::vector<int64_t> order{0, 2, 1};
+  for (size_t i = 0; i < n; ++i) order.push_back(3 + static_cast<int64_t>(i));
+  Shape merged{groups * group_filters, group_channels};
+  merged.insert(merged.end(), kernel.begin(), kernel.end());
+  Tensor flipped = weight.reshape(split).permute(order).reshape(merged).flip(last_axes(static_cast<int64_t>(n), ndim()));
+  ConvOptions direct;
+  direct.dilation = dilation;
+  direct.groups = groups;
+  std::vector<int64_t> begin, end;
+  for (size_t i = 0; i < n; ++i) {
+    begin.push_back(dilation[i] * (kernel[i] - 1) - pad_begin[i]);
+    end.push_back(dilation[i] * (kernel[i] - 1) - pad_end[i] + output_padding[i]);
+  }
+  direct.padding = begin;
+  direct.padding.insert(direct.padding.end(), end.begin(), end.end());
+  return spread.conv(flipped, bias, direct);
+}
+
+Tensor Tensor::max_pool(const PoolOptions& options) const {
+  require_defined(*this, "max_pool", "the input");
+  PoolGeometry g = pool_geometry(*this, options, "max_pool");
+  std::vector<int64_t> ends;
+  for (size_t i = 0; i < g.pad_end.size(); ++i) ends.push_back(g.pad_end[i] + g.extra_end[i]);
+  Tensor padded = pad(spatial_pad_list(g.pad_begin, ends), PadMode::Constant, lowest_value(dtype()));
+  Tensor view = pool_windows(padded, g.kernel, g.stride, g.dilation, g.windows);
+  return view.max(last_axes(static_cast<int64_t>(g.kernel.size()), view.ndim()));
+}
+
+// Average pooling: a window sum divided by the number of elements counted. A window is a box, so
+// the count is a product of per-axis counts; they depend only on shapes, so they are computed here
+// and enter the kernel as small constant vectors (no second kernel for a pooled mask).
+Tensor Tensor::avg_pool(const PoolOptions& options) const {
+  require_defined(*this, "avg_pool", "the input");
+  PoolGeometry g = pool_geometry(*this, options, "avg_pool");
+  ScalarType type = float_result(dtype()), compute = compute_type(type);
+  std::vector<int64_t> ends;
+  for (size_t i = 0; i < g.pad_end.size(); ++i) ends.push_back(g.pad_end[i] + g.extra_end[i]);
+  Tensor padded = cast(compute).pad(spatial_pad_list(g.pad_begin, ends));
+  Tensor view = pool_windows(padded, g.kernel, g.stride, g.dilation, g.windows);
+  Tensor result = view.sum(last_axes(static_cast<int64_t>(g.kernel.size()), view.ndim()));
+  Tensor divisor;
+  for (size_t i = 0; i < g.kernel.size(); ++i) {
+    // Positions counted, in padded coordinates: the input, or the input and its explicit padding
+    // (never the extra ceil_mode tail, like PyTorch).
+    int64_t input = dim(static_cast<int64_t>(i) + 2);
+    int64_t low = options.count_include_pad ? 0 : g.pad_begin[i];
+    int64_t high = options.count_include_pad ? input + g.pad_begin[i] + g.pad_end[i] : g.pad_begin[i] + input;
+    std::vector<double> counts;
+    for (int64_t o = 0; o < g.windows[i]; ++o) {
+      int64_t count = 0;
+      for (int64_t k = 0; k < g.kernel[i]; ++k) {
+        int64_t position = o * g.stride[i] + k * g.dilation[i];
+        count += position >= low && position < high;
+      }
+      counts.push_back(static_cast<double>(count));
+    }
+    bool uniform = std::all_of(counts.begin(), counts.end(), [&](double c) { return c == counts[0]; });
+    Tensor axis_counts = counts.empty() || uniform ? Tensor::scalar(counts.empty() ? 1.0 : counts[0], compute)
+                                                   : axis_constant(counts, static_cast<int64_t>(i) + 2, ndim(), compute);
+    divisor = divisor.defined() ? divisor * axis_counts : axis_counts;
+  }
+  return (result / divisor).cast(type);
+}
+
+Tensor Tensor::global_max_pool() const {
+  require_batch_channels(*this, 2, "global_max_pool");
+  if (ndim() == 2) return *this;
+  return max(last_axes(ndim() - 2, ndim()), true);
+}
+
+Tensor Tensor::global_avg_pool() const {
+  require_batch_channels(*this, 2, "global_avg_pool");
+  ScalarType type = float_result(dtype());
+  if (ndim() == 2) return cast(type);
+  return cast(compute_type(type)).mean(last_axes(ndim() - 2, ndim()), true).cast(type);
+}
+
+// Stable softmax: exp(x - max) / Σ exp(x - max). Three kernels: the max, the sum (which recomputes
+// the exponentials), and the division (which recomputes them again instead of storing them).
+// exp(v) is written exp2(v·log2 e), the primitive every exp lowers to.
+Tensor Tensor::softmax(int64_t axis) const {
+  require_defined(*this, "softmax", "the input");
+  int64_t a = normalize_axis(axis, ndim(), "softmax");
+  ScalarType type = float_result(dtype()), compute = compute_type(type);
+  Tensor x = cast(compute);
+  if (numel() == 0) return cast(type);
+  Tensor exponentials = ((x - x.max({a}, true)) * std::numbers::log2e).exp2();
+  return (exponentials / exponentials.sum({a}, true)).cast(type);
+}
+
+// log_softmax = (x - max) - log Σ exp(x - max); the log is log2(·)·ln 2.
+Tensor Tensor::log_softmax(int64_t axis) const {
+  require_defined(*this, "log_softmax", "the input");
+  int64_t a = normalize_axis(axis, ndim(), "log_softmax");
+  ScalarType type = float_result(dtype()), compute = compute_type(type);
+  Tensor x = cast(compute);
+  if (numel() == 0) return cast(type);
+  Tensor shifted = x - x.max({a}, true);
+  Tensor total = (shifted * std::numbers::log2e).exp2().sum({a}, true);
+  return (shifted - total.log2() * std::numbers::ln2).cast(type);
+}
+
+Tensor Tensor::layer_norm(const Tensor& weight, const Tensor& bias, int64_t normalized_dims, double epsilon) const {
+  require_defined(*this, "layer_norm", "the input");
+  if (normalized_dims < 1 || normalized_dims > ndim())
+    throw UserError(str_cat("layer_norm: normalized_dims = ", normalized_dims, " is out of range for shape ",
+                            shape_string(shape())));
+  Shape normalized(shape().end() - normalized_dims, shape().end());
+  for (const Tensor* parameter : {&weight, &bias})
+    if (parameter->defined() && parameter->ndim() > normalized_dims)
+      throw UserError(str_cat("layer_norm: a weight or bias of shape ", shape_string(parameter->shape()),
+                              " must broadcast to the normalized shape ", shape_string(normalized)));
+  ScalarType type = float_result(dtype()), compute = compute_type(type);
+  Tensor y = normalize(cast(compute), last_axes(normalized_dims, ndim()), epsilon);
+  if (weight.defined()) y = y * weight.cast(compute);
+  if (bias.defined()) y = y + bias.cast(compute);
+  if (y.shape() != shape())
+    throw UserError(str_cat("layer_norm: a weight or bias does not broadcast to the normalized shape ",
+                            shape_string(normalized)));
+  return y.cast(type);
+}
+
+Tensor Tensor::group_norm(int64_t groups, const Tensor& weight, const Tensor& bias, double epsilon) const {
+  require_defined(*this, "group_norm", "the input");
+  require_batch_channels(*this, 2, "group_norm");
+  int64_t channels = dim(1);
+  if (groups < 1 || channels % groups != 0)
+    throw UserError(str_cat("group_norm: ", channels, " channels of shape ", shape_string(shape()),
+                            " do not split into ", groups, " groups"));
+  ScalarType type = float_result(dtype()), compute = compute_type(type);
+  int64_t per_group = channels / groups * (dim(0) * channels == 0 ? 0 : numel() / (dim(0) * channels));
+  Tensor grouped = cast(compute).reshape({dim(0), groups, per_group});
+  Tensor y = normalize(grouped, {2}, epsilon).reshape(shape());
+  if (weight.defined()) y = y * per_channel(weight.cast(compute), y, "group_norm", "weight");
+  if (bias.defined()) y = y + per_channel(bias.cast(compute), y, "group_norm", "bias");
+  return y.cast(type);
+}
+
+Tensor Tensor::batch_norm(const Tensor& scale, const Tensor& bias, const Tensor& mean, const Tensor& variance,
+                          double epsilon) const {
+  require_defined(*this, "batch_norm", "the input");
+  require_batch_channels(*this, 2, "batch_norm");
+  ScalarType type = float_result(dtype()), compute = compute_type(type);
+  auto channel = [&](const Tensor& p, std::string_view name) { return per_channel(p, *this, "batch_norm", name).cast(compute); };
+  // Fold the per-channel factors first: they are C values, the subtraction and product per element.
+  Tensor factor = (channel(variance, "variance") + epsilon).sqrt().reciprocal();
+  if (scale.defined()) factor = factor * channel(scale, "scale");
+  Tensor y = (cast(compute) - channel(mean, "mean")) * factor;
+  if (bias.defined()) y = y + channel(bias, "bias");
+  return y.cast(type);
+}
+
+// Resizing, one spatial axis after another. Source positions depend on shapes only, so they are
+// index maps (affine_index_map), not gathers:
+//  - nearest: src = floor(o·in/out);
+//  - linear: half-pixel centres, src = max(0, (o + ½)·in/out - ½), y = x[i0]·(1-λ) + x[i1]·λ with
+//    i0 = floor(src), i1 = min(i0 + 1, in - 1), λ = src - i0 (computed exactly, from integers).
+Tensor Tensor::interpolate(const std::vector<int64_t>& size, InterpolationMode mode) const {
+  require_defined(*this, "interpolate", "the input");
+  require_batch_channels(*this, 3, "interpolate");
+  if (static_cast<int64_t>(size.size()) != ndim() - 2)
+    throw UserError(str_cat("interpolate: size ", list_string(size), " must have one entry per spatial axis of ",
+                            shape_string(shape())));
+  for (int64_t s : size)
+    if (s < 0) throw UserError(str_cat("interpolate: negative output size in ", list_string(size)));
+  if (mode == InterpolationMode::Linear && !is_float(dtype()))
+    throw UserError(str_cat("interpolate: linear mode needs a float tensor, got ", scalar_type_name(dtype())));
+  ScalarType compute = compute_type(dtype());
+  Tensor y = mode == InterpolationMode::Linear ? cast(compute) : *this;
+  for (size_t i = 0; i < size.size(); ++i) {
+    auto axis = static_cast<int64_t>(i) + 2;
+    int64_t in = dim(axis), out = size[i];
+    if (in == out) continue;
+    if (in == 0 && out > 0)
+      throw UserError(str_cat("interpolate: cannot resize the empty axis ", axis, " of ", shape_string(shape()),
+                              " to ", out));
+    if (out == 0 || mode == InterpolationMode::Nearest) {
+      y = affine_index_map(y, axis, in, 0, out, out);
+      continue;
+    }
+    // 2·out·src = (2o + 1)·in - out, so i0 = floor(((2o + 1)·in - out) / (2·out)) with the clamp at 0.
+    std::vector<double> low_weight, high_weight;
+    for (int64_t o = 0; o < out; ++o) {
+      int64_t numerator = std::max<int64_t>(0, (2 * o + 1) * in - out);
+      double lambda = static_cast<double>(numerator % (2 * out)) / static_cast<double>(2 * out);
+      low_weight.push_back(1.0 - lambda);
+      high_weight.push_back(lambda);
+    }
+    std::vector<int64_t> pads(2 * static_cast<size_t>(axis) + 2, 0);
+    pads.back() = 1;
+    Tensor next = shrink_axis(y.pad(pads, PadMode::Edge), axis, 1, in + 1);  // next[i] = y[min(i + 1, in - 1)]
+    Tensor low = affine_index_map(y, axis, 2 * in, in - out, 2 * out, out);
+    Tensor high = affine_index_map(next, axis, 2 * in, in - out, 2 * out, out);
+    y = low * axis_constant(low_weight, axis, ndim(), compute) + high * axis_constant(high_weight, axis, ndim(), compute);
+  }
+  return y.cast(dtype());
+}
+
+}  // namespace kiln

@@ -4,7 +4,7 @@
 
 #include "codegen/linearize.h"
 #include "codegen_test_helpers.h"
-#include "ir_test_helpers.h"
+#include "support/ir_test_helpers.h"
 #include "support/error.h"
 
 using namespace kiln;
@@ -153,7 +153,9 @@ TEST_CASE("kernel ASTs that break the contract are internal errors naming the pr
   }
   SUBCASE("a reduced RANGE also used outside its REDUCE") {
     UOpPtr total = reduce(Ops::ADD, load(index(x, k)), {k});
-    CHECK(error_of(kernel("bad", {store(index(out, k), total)})).find("reduced inside its own loop") != std::string::npos);
+    std::string message = error_of(kernel("bad", {store(index(out, k), total)}));
+    CAPTURE(message);
+    CHECK(message.find("reduced inside its own loop") != std::string::npos);
   }
   SUBCASE("no kernel name") {
     UOpPtr unnamed = UOp::make(Ops::SINK, dtypes::void_, {store(index(out, i), load(index(x, i)))});

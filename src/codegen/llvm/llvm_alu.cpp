@@ -200,7 +200,12 @@ llvm::Value* integer_alu(llvm::IRBuilderBase& b, Ops op, DType dtype, llvm::Valu
 }
 
 llvm::Value* float_alu(llvm::IRBuilderBase& b, Ops op, DType dtype, llvm::Value* x, llvm::Value* y, bool reassociate) {
-  if (op == Ops::NEG) return b.CreateFNeg(x);  // exact in every float type
+  if (op == Ops::NEG) {
+    if (!is_narrow_float(dtype)) return b.CreateFNeg(x);
+    // A sign flip on the bits: x86 would widen a narrow fneg and call compiler-rt to narrow it back.
+    llvm::Value* bits = b.CreateXor(b.CreateBitCast(x, b.getInt16Ty()), b.getInt16(0x8000));
+    return b.CreateBitCast(bits, x->getType());
+  }
   x = widen(b, x, dtype);
   if (y != nullptr) y = widen(b, y, dtype);
   llvm::Value* result = nullptr;

@@ -185,7 +185,8 @@ class Renderer {
     if (node.src_count() < 2 || node.src_count() > 3) fail("INDEX takes a pointer, an index and an optional valid");
     if (!node.src(0)->dtype().is_pointer()) fail("INDEX into a value of type " + node.src(0)->dtype().name());
     llvm::Value* base = value_of(node.src(0));
-    llvm::Value* offset = builder_.CreateSExtOrTrunc(value_of(node.src(1)), builder_.getInt64Ty());
+    llvm::Value* offset = builder_.CreateIntCast(value_of(node.src(1)), builder_.getInt64Ty(),
+                                                 !node.src(1)->dtype().is_unsigned());
     llvm::Type* element = llvm_memory_type(context_, node.src(0)->dtype());
     // A masked index may be out of bounds where the mask is false; only unmasked ones are inbounds.
     if (node.src_count() == 3) return builder_.CreateGEP(element, base, offset);
