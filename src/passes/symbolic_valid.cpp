@@ -91,7 +91,8 @@ void collect_bounds(const UOp& clause, std::unordered_map<const UOp*, Narrowed>&
     collect_bounds(*clause.src(1), bounds);
     return;
   }
-  if (clause.op() != Ops::CMPLT) return;
+  // Only integer comparisons bound integers (a float clause such as `x < 0.5` says nothing here).
+  if (clause.op() != Ops::CMPLT || !clause.src(0)->dtype().is_int()) return;
   const UOp& left = *clause.src(0);
   const UOp& right = *clause.src(1);
   if (is_variable_like(left) && right.op() == Ops::CONST) narrow(bounds, left, int128_min, right.const_int() - 1);

@@ -16,6 +16,7 @@
 //    broadcast element would redo it, where a load is one memory access.
 // Cheap elementwise work (a cast, a relu, padding) is recomputed: memory traffic costs more.
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
@@ -215,6 +216,16 @@ class Rangeifier {
                      {UOp::make(Ops::INDEX, global->dtype(), {global, flat, valid}), alternative});
   }
 
+  // The value of a reduction over nothing.
+  static UOpPtr reduce_identity(Ops op, DType type) {
+    if (op == Ops::ADD) return type.is_float() ? const_float(type, 0.0) : type.is_bool() ? const_bool(false) : const_int(type, 0);
+    if (op == Ops::MUL) return type.is_float() ? const_float(type, 1.0) : type.is_bool() ? const_bool(true) : const_int(type, 1);
+    KILN_ASSERT(op == Ops::MAX, str_cat("rangeify: unknown reduction ", op_name(op)));
+    if (type.is_float()) return const_float(type, -INFINITY);
+    if (type.is_bool()) return const_bool(false);
+    return UOp::make(Ops::CONST, type, {}, static_cast<int64_t>(min_value(type)));
+  }
+
   bool must_materialize(const UOp* node, bool through_expand) {
     if (buffer_of_.contains(node) || node->op() == Ops::BUFFER || node->op() == Ops::CONTIGUOUS) return true;
     if (node->op() == Ops::REDUCE_AXIS) return through_expand || consumers_[node].size() > 1;
@@ -321,6 +332,8 @@ class Rangeifier {
         const Shape& source_shape = shapes_.of(source);
         Index source_index = index;
         std::vector<UOpPtr> ranges;
+        for (size_t i = 1; i < arg.size(); ++i)
+          if (source_shape[static_cast<size_t>(arg[i])] == 0) return reduce_identity(static_cast<Ops>(arg[0]), node->dtype());
         for (size_t i = 1; i < arg.size(); ++i) {
           auto axis = static_cast<size_t>(arg[i]);
           if (source_shape[axis] == 1) {

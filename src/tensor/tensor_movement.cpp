@@ -4,7 +4,6 @@
 // (gather/take indices) the op becomes a one-hot reduction; its cost is documented at the op.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <numeric>
 
 #include "support/error.h"
@@ -227,7 +226,8 @@ Tensor Tensor::pad(std::vector<int64_t> pads, PadMode mode, double value) const 
   switch (mode) {
     case PadMode::Constant: {
       Tensor padded = pad_zero(cropped, grow);
-      if (value == 0.0 || padded.shape() == cropped.shape()) return padded;
+      // Zero padding is the primitive; -0.0 is not zero padding (its sign must survive).
+      if ((value == 0.0 && !std::signbit(value)) || padded.shape() == cropped.shape()) return padded;
       // Padding with a value v: where(inside, x, v). The mask costs no memory (see padded_mask).
       Tensor fill = Tensor::scalar(value, dtype());
       return padded_mask(cropped.shape(), grow).where(padded, fill);

@@ -2,6 +2,9 @@
 // concurrent callers, nested calls, and the thread-count configuration.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -197,6 +200,28 @@ TEST_SUITE("runtime") {
       if (round % 2000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     CHECK(total == int64_t{20000} * (63 * 64 / 2));
+  }
+
+  TEST_CASE("a pool created before fork() runs inline in the child") {
+    ThreadPool pool(4);
+    check_exact_cover(pool, 1000, 1);  // the workers are up and have run a job
+    pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      // The child has no workers: waiting for them would hang, so every call must run inline.
+      int calls = 0;
+      int64_t covered = 0;
+      pool.parallel_for(1000, [&](int64_t begin, int64_t end) {
+        ++calls;
+        covered += end - begin;
+      });
+      ::_exit(calls == 1 && covered == 1000 ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    check_exact_cover(pool, 1000, 1);  // and the parent's pool is unaffected
   }
 
   TEST_CASE("thread counts: explicit, KILN_THREADS, hardware") {

@@ -173,6 +173,16 @@ inline void check_close(const Tensor& actual, const Array& expected, double atol
 
 inline void check_exact(const Tensor& actual, const Array& expected) { check_close(actual, expected, 0.0, 0.0); }
 
+// `fn` must throw a kiln::Error whose message contains `fragment`.
+inline void check_error(const std::function<void()>& fn, const std::string& fragment) {
+  try {
+    fn();
+    FAIL("expected an error containing '" << fragment << "'");
+  } catch (const Error& error) {
+    CHECK_MESSAGE(std::string(error.what()).find(fragment) != std::string::npos, "message: ", error.what());
+  }
+}
+
 // How many kernels realizing `t` takes.
 inline size_t kernel_count(const Tensor& t) { return create_schedule({t.data().node}).kernels.size(); }
 

@@ -17,6 +17,7 @@ using nn_test::all_types;
 using nn_test::Array;
 using nn_test::as_type;
 using nn_test::check_close;
+using nn_test::check_error;
 using nn_test::check_exact;
 using nn_test::for_each_index;
 using nn_test::kernel_count;
@@ -157,15 +158,6 @@ Array ref_cumsum(const Array& a, int64_t axis) {
   return out;
 }
 
-void check_error(const std::function<void()>& fn, const std::string& fragment) {
-  try {
-    fn();
-    FAIL("expected an error containing '" << fragment << "'");
-  } catch (const Error& error) {
-    CHECK_MESSAGE(std::string(error.what()).find(fragment) != std::string::npos, "message: ", error.what());
-  }
-}
-
 // Non-negative small integers: valid in every dtype (bool turns them into 0/1).
 Array data_for(const Shape& shape, uint64_t seed) { return random_integers(shape, seed, 0, 100); }
 
@@ -195,6 +187,15 @@ TEST_CASE("transpose, squeeze, unsqueeze and flatten are views with the referenc
   flat.shape = {15};
   check_exact(to_tensor(b).transpose().flatten(), flat);
   CHECK(kernel_count(to_tensor(b).transpose().flatten().unsqueeze(0)) == 1);
+  // Views move data only: exact for every dtype.
+  for (ScalarType type : all_types()) {
+    CAPTURE(scalar_type_name(type));
+    Array d = as_type(data_for({2, 1, 3}, 35), type);
+    Array flat_t = ref_permute(d, {2, 1, 0});
+    flat_t.shape = {6};
+    check_exact(to_tensor(d, type).transpose(0, 2).flatten(), flat_t);
+    check_exact(to_sliced_view(d, type).squeeze().unsqueeze(1).flatten(0, 1), [&] { Array r = d; r.shape = {2, 3}; return r; }());
+  }
   check_error([&] { (void)t.squeeze({0}); }, "squeeze: axis 0");
   check_error([&] { (void)t.transpose(0, 4); }, "transpose: axis 4");
   check_error([&] { (void)t.flatten(2, 1); }, "flatten");
@@ -300,6 +301,10 @@ TEST_CASE("concat is one kernel for any number of inputs, every dtype, exact") {
   check_exact(out, ref_concat({a, empty, b, c2}, 0));
   CHECK(kernel_count(out) == 1);
   check_exact(Tensor::concat({to_tensor(a), to_tensor(a)}, -1), ref_concat({a, a}, 2));
+  // An expanded (broadcast) input.
+  Array row = random_array({1, 3, 4}, 36), rows({3, 3, 4});
+  for_each_index(rows.shape, [&](const std::vector<int64_t>& i) { rows.at(i) = row.at({0, i[1], i[2]}); });
+  check_exact(Tensor::concat({to_tensor(row).expand({3, 3, 4}), to_tensor(a)}, 0), ref_concat({rows, a}, 0));
   // -0.0 keeps its sign (a where, not a sum of padded inputs).
   Tensor negative_zero = Tensor::concat({Tensor::full({1}, -0.0), Tensor::full({1}, 1.0)}, 0);
   CHECK(std::signbit(negative_zero.to_vector<float>()[0]));
@@ -360,6 +365,13 @@ TEST_CASE("gather: torch semantics, negative indices, every dtype, one kernel") 
     Array idx = random_integers({3, 4}, 24, -6, 6);
     check_exact(to_tensor(d, type).gather(1, to_tensor(idx, ScalarType::Int64)), ref_gather(d, 1, idx));
   }
+  // Expanded data and expanded indices.
+  Array row = random_array({1, 5, 3}, 37), rows({4, 5, 3});
+  for_each_index(rows.shape, [&](const std::vector<int64_t>& i) { rows.at(i) = row.at({0, i[1], i[2]}); });
+  Array index_row = random_integers({1, 2, 3}, 38, -5, 5), index_rows({4, 2, 3});
+  for_each_index(index_rows.shape, [&](const std::vector<int64_t>& i) { index_rows.at(i) = index_row.at({0, i[1], i[2]}); });
+  check_exact(to_tensor(row).expand({4, 5, 3}).gather(1, to_tensor(index_row, ScalarType::Int64).expand({4, 2, 3})),
+              ref_gather(rows, 1, index_rows));
   CHECK(to_tensor(a).gather(1, Tensor::zeros({4, 0, 3}, ScalarType::Int64)).shape() == Shape{4, 0, 3});
   check_error([&] { (void)to_tensor(a).gather(1, Tensor::zeros({4, 2}, ScalarType::Int64)); }, "gather: indices of shape (4, 2)");
   check_error([&] { (void)to_tensor(a).gather(1, Tensor::zeros({5, 2, 3}, ScalarType::Int64)); }, "exceed");
@@ -401,7 +413,9 @@ TEST_CASE("cumsum: short axes (one kernel), long axes (blocked), dtypes") {
   for (int64_t n : {513, 1000, 2500}) {
     CAPTURE(n);
     Array long_axis = random_array({2, n}, 30 + static_cast<uint64_t>(n));
-    check_close(to_tensor(long_axis).cumsum(1), ref_cumsum(long_axis, 1), 1e-4, 1e-5);
+    Tensor out = to_tensor(long_axis).cumsum(1);
+    check_close(out, ref_cumsum(long_axis, 1), 1e-4, 1e-5);
+    CHECK(kernel_count(out) == 3);
   }
   Array ints = random_integers({4, 600}, 31, -50, 50);
   Tensor int_sum = to_tensor(ints, ScalarType::Int32).cumsum(1);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <functional>
 #include <numeric>
 
 #include "kiln/kiln.hpp"
