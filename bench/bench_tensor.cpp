@@ -66,7 +66,7 @@ Timing time_graph(const Tensor& output, const std::vector<Tensor>& inputs, int r
 
 int main() {
   int threads = default_thread_pool().thread_count();
-  kiln_bench::Peak peak = kiln_bench::measure_peak();
+  const kiln::bench::PeakNumbers& peak = kiln::bench::machine_peak();
   std::printf("machine: %d threads; peak fp32 %.1f GFLOP/s (1 core) %.1f GFLOP/s (all); stream %.1f GB/s (1) %.1f GB/s (all)\n",
               threads, peak.gflops_one_core, peak.gflops_all_cores, peak.stream_gbs_one_thread, peak.stream_gbs_all_threads);
 

@@ -82,6 +82,7 @@ inline long double int_max(S t) {
 // The 64-bit two's complement pattern of an integer value in (-2^64, 2^65): modular arithmetic
 // on these patterns is exactly the wrap-around arithmetic of every integer dtype.
 inline uint64_t to_bits64(long double v) {
+  REQUIRE(std::isfinite(v));
   long double two64 = std::ldexp(1.0L, 64);
   while (v < 0) v += two64;
   while (v >= two64) v -= two64;

@@ -150,7 +150,7 @@ TEST_CASE("elementwise: float functions match long double references, every dtyp
       HostTensor got = from_tensor(f.op(to_tensor(x)));
       Comparison result = compare(got, expected, tolerance, &x);
       if (verbose()) std::printf("%-10s %-5s worst %.2Lf ulp\n", f.name, type_name(t).c_str(), result.worst_ulps);
-      INFO(f.name, " on ", type_name(t), ": ", result.message);
+      INFO(std::string(f.name), " on ", type_name(t), ": ", result.message);
       CHECK(result.ok);
     }
   }
@@ -237,7 +237,7 @@ TEST_CASE("elementwise: exact unary ops, every dtype") {
       HostTensor x = exact_inputs(t, 0x55 + static_cast<uint64_t>(t));
       S out = op.result_type(t);
       HostTensor expected = map_unary(x, out, [&](long double v) { return op.reference(v, t); });
-      INFO(op.name, " on ", type_name(t));
+      INFO(std::string(op.name), " on ", type_name(t));
       CHECK_TENSOR(op.op(to_tensor(x)), expected, Tolerance{}, &x);
     }
   }
@@ -538,7 +538,7 @@ TEST_CASE("elementwise: binary ops on every pair of operand values (broadcast [n
         where = " a=" + value_text(a_values[index / static_cast<size_t>(m)]) +
                 " b=" + value_text(b_values[index % static_cast<size_t>(m)]);
       }
-      INFO(op.name, " on ", type_name(t), ": ", result.message, where);
+      INFO(std::string(op.name), " on ", type_name(t), ": ", result.message, where);
       CHECK(result.ok);
     }
   }

@@ -105,7 +105,7 @@ void check_reduction(Kind k, const Tensor& tensor, const HostTensor& x, std::vec
         for (long double v : values) {
           exact += v;
           magnitude += std::fabs(v);
-          modular += to_bits64(v);
+          if (is_int_type(x.type) || x.type == S::Bool) modular += to_bits64(v);
         }
         if (k == Kind::Mean) {
           long double count = n;
@@ -117,7 +117,7 @@ void check_reduction(Kind k, const Tensor& tensor, const HostTensor& x, std::vec
         exact = 1;
         for (long double v : values) {
           exact *= v;
-          modular *= to_bits64(v);
+          if (is_int_type(x.type) || x.type == S::Bool) modular *= to_bits64(v);
         }
         magnitude = std::fabs(exact);
         break;
@@ -196,6 +196,10 @@ TEST_CASE("reduce: non-contiguous inputs, size-1 and empty axes") {
     }
   }
   // Size-1 axes reduce to themselves; empty axes give the identity (mean: NaN, like numpy 0/0).
+  // KNOWN PIPELINE BUG (reported, not fixed here): reducing a zero-sized axis currently throws
+  // "linearize: REDUCE reduces over a CONST, not a RANGE" (the size-0 RANGE is folded to CONST 0
+  // before linearize). Reproducer: Tensor::zeros({0, 3}).sum({0}).realize(). These checks fail
+  // until that is fixed; they are the contract.
   HostTensor single = host(S::Float32, {1, 3}, {1, 2, 3});
   CHECK_TENSOR(to_tensor(single).sum({0}), host(S::Float32, {3}, {1, 2, 3}), Tolerance{});
   CHECK_TENSOR(Tensor::zeros({0, 3}).sum({0}), host(S::Float32, {3}, {0, 0, 0}), Tolerance{});
