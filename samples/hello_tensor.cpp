@@ -14,7 +14,7 @@ int main() {
 
   // Inputs: 4 samples with 8 features each. Tensors copy host data when they are created.
   std::vector<float> features(4 * 8);
-  for (size_t i = 0; i < features.size(); ++i) features[i] = static_cast<float>(i % 8) * 0.25f - 1.0f;
+  for (size_t i = 0; i < features.size(); ++i) features[i] = static_cast<float>(i * 7 % 13) * 0.15f - 0.9f;
   Tensor x = Tensor::from_vector(features, {4, 8});
 
   // Weights: seeded random numbers, so every run (and every machine) sees the same values.
@@ -27,8 +27,10 @@ int main() {
   Tensor hidden = (x.matmul(w1) + b1).relu();
   Tensor probabilities = (hidden.matmul(w2) + b2).softmax(/*axis=*/1);
 
-  // Reading the values realizes the graph: kiln fuses it into a few kernels, compiles them with
-  // LLVM for this CPU, and runs them on a thread pool.
+  // realize() runs the graph: kiln fuses it into a few kernels, compiles them with LLVM for this
+  // CPU, and runs them on a thread pool. Afterwards `probabilities` is a plain buffer, so the argmax
+  // below reads it instead of computing the network again.
+  probabilities.realize();
   std::vector<float> result = probabilities.to_vector<float>();
   std::vector<int64_t> predicted = probabilities.argmax(1).to_vector<int64_t>();
 

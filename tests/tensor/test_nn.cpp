@@ -305,9 +305,6 @@ TEST_CASE("conv + bias + relu is one kernel; non-contiguous inputs; dtypes") {
   Tensor empty = Tensor::zeros({0, 3, 8, 7}).conv(to_tensor(w), to_tensor(b), options);
   CHECK(empty.shape() == Shape{0, 5, 4, 5});
   // The bias add and a relu after the convolution are its epilogue: still one kernel.
-  // PIPELINE BUG (reported; passes with the fix): relu's where(x < 0.0f, …) makes the valid-mask
-  // simplifier (passes/symbolic_valid.cpp, collect_bounds) call const_int() on the float constant
-  // 0.0f and throw "CONST has no integer argument". Same failure as test_fusion's relu tests.
   Tensor fused = to_tensor(x).conv(to_tensor(w), to_tensor(b), options).relu();
   CHECK(kernel_count(fused) == 1);
   Array relu = expected;
@@ -524,8 +521,6 @@ Array ref_softmax(const Array& x, int64_t axis, bool log) {
   return out;
 }
 
-// PIPELINE BUG (reported; passes with the fix): exp2's lowering contains a where on a float
-// comparison, which hits the same collect_bounds const_int() throw as relu above.
 TEST_CASE("softmax and log_softmax: stable, any axis, at most three kernels") {
   Array x = random_array({3, 5, 7}, 500, -4, 4);
   for (int64_t axis : {0, 1, 2, -1}) {

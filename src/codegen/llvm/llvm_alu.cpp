@@ -43,7 +43,7 @@ llvm::Value* f32_to_bf16(llvm::IRBuilderBase& b, llvm::Value* value) {
   llvm::Value* quiet_nan = b.CreateOr(b.CreateLShr(bits, 16), 0x40);
   llvm::Value* is_nan = b.CreateFCmpUNO(value, value);
   llvm::Value* half = b.CreateTrunc(b.CreateSelect(is_nan, quiet_nan, rounded), b.getInt16Ty());
-  return b.CreateBitCast(half, b.getBFloatTy());
+  return half;
 }
 
 // f32 → the float dtype `to` (f16, bf16 or f32 itself).
@@ -225,6 +225,14 @@ llvm::Value* float_alu(llvm::IRBuilderBase& b, Ops op, DType dtype, llvm::Value*
   return is_narrow_float(dtype) ? from_f32(b, result, dtype) : result;
 }
 
+// The i16 bit pattern of `value` rounded to bf16 (to nearest even).
+llvm::Constant* bf16_constant(llvm::LLVMContext& context, double value) {
+  llvm::APFloat rounded(value);
+  bool inexact = false;
+  rounded.convert(llvm::APFloat::BFloat(), llvm::APFloat::rmNearestTiesToEven, &inexact);
+  return llvm::ConstantInt::get(llvm::Type::getInt16Ty(context), rounded.bitcastToAPInt());
+}
+
 }  // namespace
 
 llvm::Type* llvm_register_type(llvm::LLVMContext& context, DType dtype) {
@@ -237,7 +245,9 @@ llvm::Type* llvm_register_type(llvm::LLVMContext& context, DType dtype) {
     case ScalarType::Int32: case ScalarType::UInt32: return llvm::Type::getInt32Ty(context);
     case ScalarType::Int64: case ScalarType::UInt64: case ScalarType::Index: return llvm::Type::getInt64Ty(context);
     case ScalarType::Float16: return llvm::Type::getHalfTy(context);
-    case ScalarType::BFloat16: return llvm::Type::getBFloatTy(context);
+    // bf16 values live in i16 registers: x86 without AVX512-BF16 would lower any `bfloat` value
+    // (even a select) by widening it and calling compiler-rt to narrow it back.
+    case ScalarType::BFloat16: return llvm::Type::getInt16Ty(context);
     case ScalarType::Float32: return llvm::Type::getFloatTy(context);
     case ScalarType::Float64: return llvm::Type::getDoubleTy(context);
     case ScalarType::Void: break;
@@ -262,6 +272,7 @@ llvm::Constant* llvm_constant(llvm::LLVMContext& context, const UOp& node) {
   DType dtype = node.dtype();
   llvm::Type* type = llvm_register_type(context, dtype);
   if (dtype.is_bool()) return llvm::ConstantInt::get(type, node.arg_bool() ? 1 : 0);
+  if (dtype.scalar() == ScalarType::BFloat16) return bf16_constant(context, node.arg_float());
   if (dtype.is_float()) return llvm::ConstantFP::get(type, node.arg_float());  // rounds to nearest even
   // Integers are stored in their type's range (u64 as its bit pattern); truncation keeps the value.
   return llvm::ConstantInt::get(type, static_cast<uint64_t>(node.arg_int()), dtype.is_signed());
@@ -300,6 +311,8 @@ llvm::Value* llvm_cast(llvm::IRBuilderBase& builder, llvm::Value* value, DType f
     return builder.CreateICmpNE(value, llvm::ConstantInt::get(value->getType(), 0));
   }
   if (from.is_bool()) {
+    if (to.scalar() == ScalarType::BFloat16)
+      return builder.CreateSelect(value, bf16_constant(context, 1.0), bf16_constant(context, 0.0));
     if (to.is_float()) {
       llvm::Type* type = llvm_register_type(context, to);
       return builder.CreateSelect(value, llvm::ConstantFP::get(type, 1.0), llvm::ConstantFP::get(type, 0.0));
