@@ -31,8 +31,9 @@ int128 floor_divide(int128 a, int128 d) { return a >= 0 ? a / d : -((-a + d - 1)
 
 // (Σ a_i·t_i + k) / d and % d for a constant d > 0:
 //  1. g = gcd(a_i…, k, d) > 1:  N/d → (N/g)/(d/g),  N%d → ((N/g)%(d/g))*g  (exact for any sign).
-//  2. N >= 0: write N = d·Q + R with Q the terms whose coefficient d divides (and the multiple of d
-//     in k), R the rest. If R >= 0:  N/d → Q + R/d,  N%d → R%d  (floor and truncation agree).
+//  2. N >= 0: write N = d·Q + R. For %, R takes every coefficient modulo d (so (r + 11k) % 10 →
+//     (r + k) % 10); for /, Q takes the terms d divides exactly. If R >= 0:  N/d → Q + R/d,
+//     N%d → R%d  (floor and truncation agree).
 //  3. N >= 0 and R's range lies in one bucket [q·d, (q+1)·d):  N/d → Q + q,  N%d → R - q·d.
 UOpPtr fold_sum_by_divisor(const Match& m) {
   const UOp& node = *m.get("op");
@@ -59,10 +60,13 @@ UOpPtr fold_sum_by_divisor(const Match& m) {
   }
 
   if (numerator->vmin() < 0) return nullptr;
+  // Split every coefficient a = d·q + r with 0 <= r < d: N = d·Q + R. With N >= 0 and R >= 0,
+  // N/d = Q + R/d and N%d = R%d (floor and truncation agree), and R has the smallest coefficients.
   LinearSum quotient, remainder;
   for (const LinearTerm& term : sum.terms) {
-    if (term.coefficient % divisor == 0) quotient.terms.push_back({term.base, term.coefficient / divisor});
-    else remainder.terms.push_back(term);
+    int128 q = floor_divide(term.coefficient, divisor), r = term.coefficient - q * divisor;
+    if (q != 0) quotient.terms.push_back({term.base, q});
+    if (r != 0) remainder.terms.push_back({term.base, r});
   }
   quotient.constant = floor_divide(sum.constant, divisor);
   remainder.constant = sum.constant - quotient.constant * divisor;
@@ -78,10 +82,20 @@ UOpPtr fold_sum_by_divisor(const Match& m) {
     UOpPtr folded = build_sum(remainder, dtype);
     return folded == numerator ? nullptr : folded;
   }
-  if (quotient.terms.empty() && quotient.constant == 0) return nullptr;
   UOpPtr divisor_node = integer_constant(dtype, divisor);
-  if (is_division) return build_sum(quotient, dtype) + rest / divisor_node;
-  return rest % divisor_node;
+  if (!is_division) return rest == numerator ? nullptr : rest % divisor_node;
+  // A quotient is only worth splitting off for terms that d divides exactly: (11·x)/10 stays.
+  LinearSum exact_quotient, rest_terms;
+  for (const LinearTerm& term : sum.terms) {
+    if (term.coefficient % divisor == 0) exact_quotient.terms.push_back({term.base, term.coefficient / divisor});
+    else rest_terms.terms.push_back(term);
+  }
+  exact_quotient.constant = floor_divide(sum.constant, divisor);
+  rest_terms.constant = sum.constant - exact_quotient.constant * divisor;
+  UOpPtr exact_rest = build_sum(rest_terms, dtype);
+  if (exact_rest->vmin() < 0) return nullptr;
+  if (exact_quotient.terms.empty() && exact_quotient.constant == 0) return nullptr;
+  return build_sum(exact_quotient, dtype) + exact_rest / divisor_node;
 }
 
 }  // namespace

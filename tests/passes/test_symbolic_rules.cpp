@@ -438,7 +438,7 @@ std::vector<RuleCase> divmod_cases() {
 
       {"index", divmod, "(x*c1)%c2 → 0 when c2 divides c1", with_folding, [] { return (s() * 6) % 3; }, "0"},
       {"4 does not divide 6: the common factor 2 comes out", divmod, "(x*c1)%c2 → 0 when c2 divides c1",
-       with_folding, [] { return (i() * 6) % 4; }, "i*3%2*2", false},
+       with_folding, [] { return (i() * 6) % 4; }, "i%2*2", false},
 
       {"index", divmod, "(x%c1)%c2 → x%c2 when c2 divides c1", with_folding, [] { return (s() % 6) % 3; }, "s%3"},
       {"4 does not divide 6: stays", divmod, "(x%c1)%c2 → x%c2 when c2 divides c1", with_folding,
@@ -475,8 +475,12 @@ std::vector<RuleCase> divmod_cases() {
       // differ there ((4-1)/4 is 0, not 1 + (-1)/4 = 1).
       {"a negative remainder part stays", divmod, fold_sum, with_folding,
        [] { return (variable("i", 1, 9) * 4 + j4() * -1) / 4; }, "(i*4+j*-1)/4", false},
-      {"a negative remainder part stays under %", divmod, fold_sum, with_folding,
-       [] { return (variable("i", 1, 9) * 4 + j4() * -1) % 4; }, "(i*4+j*-1)%4", false},
+      // Under % the coefficients are taken modulo d instead: -1 ≡ 3, and j*3 is never negative.
+      {"a negative coefficient is taken modulo d under %", divmod, fold_sum, with_folding,
+       [] { return (variable("i", 1, 9) * 4 + j4() * -1) % 4; }, "j*3%4"},
+      // A convolution's window index: (r + 11k) % 10 with r < 8, k < 3 is r + k.
+      {"coefficients modulo d, then one bucket", divmod, fold_sum, with_folding,
+       [] { return (variable("r", 0, 7) + variable("k", 0, 2) * 11) % 10; }, "k+r"},
       {"a possibly negative numerator stays", divmod, fold_sum, with_folding, [] { return (s() * 8 + j4()) / 4; },
        "(s*8+j)/4", false},
       {"nothing to split: stays", divmod, fold_sum, with_folding, [] { return (i() + j()) / 4; }, "(i+j)/4", false},
