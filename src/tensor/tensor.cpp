@@ -429,10 +429,17 @@ Tensor Tensor::permute(std::vector<int64_t> order) const {
     seen[static_cast<size_t>(axis)] = true;
     out.push_back(shape()[static_cast<size_t>(axis)]);
   }
+  // A permute of a permute is one permute (and none when they cancel), so x.T.T is x itself.
+  UOpPtr source = data().node;
+  if (source->op() == Ops::PERMUTE) {
+    const auto& inner = source->arg_list();
+    for (int64_t& axis : order) axis = inner[static_cast<size_t>(axis)];
+    source = source->src(0);
+  }
   bool identity = true;
   for (size_t i = 0; i < order.size(); ++i) identity = identity && order[i] == static_cast<int64_t>(i);
-  if (identity) return *this;
-  return make_tensor(movement(Ops::PERMUTE, data().node, order), out, data().dtype, {this});
+  if (identity) return make_tensor(source, out, data().dtype, {this});
+  return make_tensor(movement(Ops::PERMUTE, source, order), out, data().dtype, {this});
 }
 
 Tensor Tensor::expand(Shape new_shape) const {
