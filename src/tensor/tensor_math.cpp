@@ -151,12 +151,13 @@ struct ReducedAngle {
 
 ReducedAngle reduce_half_pi(const Tensor& x) {
   bool f32 = single(x);
-  // π/2 as three terms, each the rounding of what the previous ones leave.
+  // π/2 as three terms, each the rounding of what the previous ones leave. For f32 a long double
+  // π/2 (64 bits) is precise enough; f64 needs ~150 bits, so its terms are written out.
   constexpr long double half_pi = 1.570796326794896619231321691639751442L;
-  double p1 = f32 ? static_cast<double>(static_cast<float>(half_pi)) : static_cast<double>(half_pi);
+  double p1 = f32 ? static_cast<double>(static_cast<float>(half_pi)) : 1.5707963267948966;
   long double rest = half_pi - static_cast<long double>(p1);
-  double p2 = f32 ? static_cast<double>(static_cast<float>(rest)) : static_cast<double>(rest);
-  double p3 = static_cast<double>(rest - static_cast<long double>(p2));
+  double p2 = f32 ? static_cast<double>(static_cast<float>(rest)) : 6.123233995736766e-17;
+  double p3 = f32 ? static_cast<double>(rest - static_cast<long double>(p2)) : -1.4973849048591698e-33;
   Tensor q = nearest_integer(x * constant(x, 2.0 / std::numbers::pi));
   Pair first = two_product(q, constant(x, p1));
   Pair second = two_product(q, constant(x, p2));
@@ -181,8 +182,8 @@ Tensor cos_kernel(const Tensor& x) {
   Tensor one = constant(x, 1.0), half = constant(x, 0.5);
   Tensor sin_r = r.hi.sin() + r.lo * (one - half * r.hi * r.hi);
   constexpr long double half_pi = 1.570796326794896619231321691639751442L;
-  double p1 = f32 ? static_cast<double>(static_cast<float>(half_pi)) : static_cast<double>(half_pi);
-  double p2 = static_cast<double>(half_pi - static_cast<long double>(p1));
+  double p1 = f32 ? static_cast<double>(static_cast<float>(half_pi)) : 1.5707963267948966;
+  double p2 = f32 ? static_cast<double>(half_pi - static_cast<long double>(p1)) : 6.123233995736766e-17;
   Pair u = two_sum(constant(x, p1), r.hi.neg());
   Pair w = fast_two_sum(u.hi, (u.lo + constant(x, p2)) - r.lo);
   Tensor cos_r = w.hi.sin() + w.lo * r.hi;
@@ -342,6 +343,8 @@ void require_not_bool(const Tensor& a, std::string_view operation) {
 }
 
 // C fmod for floats, exact while |a/b| < 2^24 (f32) / 2^53 (f64): q = trunc(a/b), then
+// (KNOWN GAP: for larger quotients the result is wrong, not just approximate; numpy is exact there.
+// An exact version needs an iterative reduction.)
 // a - q*b is taken exactly (TwoProduct) and q corrected by one where a/b rounded across an
 // integer. For larger quotients q itself is rounded and the result is approximate; beyond
 // |b| > 2^100 (f32) / 2^900 (f64) the splitting would overflow and a - q*b is used as is.
