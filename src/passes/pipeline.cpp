@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "codegen/kernel_cache.h"
+#include "compiler_source_hash.h"
 #include "ir/printer.h"
 #include "passes/symbolic.h"
 #include "passes/transcendental.h"
@@ -54,6 +55,8 @@ LoadedKernel compile_cpu_kernel(const ScheduledKernel& kernel) {
   key.ast_hash = lowered->hash();
   key.ast_text = print_graph(lowered);
   key.target = cpu_target_id();
+  // The version alone would let a rebuilt compiler load objects from an older build.
+  key.version = str_cat(KILN_VERSION_STRING, "+", KILN_COMPILER_SOURCE_HASH);
   KernelCache& cache = KernelCache::instance();
   std::optional<std::string> object = cache.load(key);
   result.from_cache = object.has_value();

@@ -79,13 +79,13 @@ inline long double int_max(S t) {
   return is_signed_type(t) ? std::ldexp(1.0L, type_bits(t) - 1) - 1 : std::ldexp(1.0L, type_bits(t)) - 1;
 }
 
-// The 64-bit two's complement pattern of an integer value in (-2^64, 2^65): modular arithmetic
+// The 64-bit two's complement pattern of an integer value (reduced modulo 2^64): modular arithmetic
 // on these patterns is exactly the wrap-around arithmetic of every integer dtype.
 inline uint64_t to_bits64(long double v) {
   REQUIRE(std::isfinite(v));
   long double two64 = std::ldexp(1.0L, 64);
-  while (v < 0) v += two64;
-  while (v >= two64) v -= two64;
+  v = std::fmod(v, two64);  // exact, and O(1) even for values far outside the range
+  if (v < 0) v += two64;
   return static_cast<uint64_t>(v);
 }
 

@@ -477,11 +477,14 @@ std::vector<BinaryOp> binary_ops() {
        [](long double a, long double b, S) { return static_cast<long double>(to_bits64(a) ^ to_bits64(b)); }, same,
        integer_or_bool},
       {"shift_left", [](const Tensor& a, const Tensor& b) { return a.shift_left(b); },
-       [](long double a, long double b, S) { return static_cast<long double>(to_bits64(a) << static_cast<int>(b)); },
+       // Amounts outside [0, bits) are excluded below; the reference must still not overflow on them.
+       [](long double a, long double b, S) {
+         return b < 0 || b >= 64 ? 0.0L : static_cast<long double>(to_bits64(a) << static_cast<int>(b));
+       },
        same, [](S t) { return is_int_type(t); },
        [](long double, long double b, S t) { return b >= 0 && b < type_bits(t); }},
       {"shift_right", [](const Tensor& a, const Tensor& b) { return a.shift_right(b); },
-       [](long double a, long double b, S) { return std::floor(std::ldexp(a, -static_cast<int>(b))); }, same,
+       [](long double a, long double b, S) { return b < 0 || b >= 64 ? 0.0L : std::floor(std::ldexp(a, -static_cast<int>(b))); }, same,
        [](S t) { return is_int_type(t); }, [](long double, long double b, S t) { return b >= 0 && b < type_bits(t); }},
       {"lt", [](const Tensor& a, const Tensor& b) { return a.lt(b); },
        [](long double a, long double b, S) -> long double { return a < b; }, to_bool, always},
@@ -522,6 +525,8 @@ TEST_CASE("elementwise: binary ops on every pair of operand values (broadcast [n
   for (const BinaryOp& op : binary_ops()) {
     for (S t : kAllTypes) {
       if (!op.supports(t)) continue;
+      std::string operation = std::string(op.name) + " on " + type_name(t);
+      CAPTURE(operation);
       std::vector<long double> a_values = binary_values(op, t, 0x77 + static_cast<uint64_t>(t));
       std::vector<long double> b_values = binary_values(op, t, 0x99 + static_cast<uint64_t>(t));
       auto n = static_cast<int64_t>(a_values.size()), m = static_cast<int64_t>(b_values.size());

@@ -196,10 +196,6 @@ TEST_CASE("reduce: non-contiguous inputs, size-1 and empty axes") {
     }
   }
   // Size-1 axes reduce to themselves; empty axes give the identity (mean: NaN, like numpy 0/0).
-  // KNOWN PIPELINE BUG (reported, not fixed here): reducing a zero-sized axis currently throws
-  // "linearize: REDUCE reduces over a CONST, not a RANGE" (the size-0 RANGE is folded to CONST 0
-  // before linearize). Reproducer: Tensor::zeros({0, 3}).sum({0}).realize(). These checks fail
-  // until that is fixed; they are the contract.
   HostTensor single = host(S::Float32, {1, 3}, {1, 2, 3});
   CHECK_TENSOR(to_tensor(single).sum({0}), host(S::Float32, {3}, {1, 2, 3}), Tolerance{});
   CHECK_TENSOR(Tensor::zeros({0, 3}).sum({0}), host(S::Float32, {3}, {0, 0, 0}), Tolerance{});

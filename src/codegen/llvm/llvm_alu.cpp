@@ -199,6 +199,17 @@ llvm::Value* integer_alu(llvm::IRBuilderBase& b, Ops op, DType dtype, llvm::Valu
   }
 }
 
+// max(x, y) with NaN winning and -0 < +0. Written out rather than as llvm.maximum: LLVM 19's x86
+// lowering of the vectorised intrinsic returned +0 for maximum(NaN, +0) (seen in an f16 minimum).
+// Equal values are merged by AND-ing their bits, which picks +0 from {-0, +0} and is exact otherwise.
+llvm::Value* float_maximum(llvm::IRBuilderBase& b, llvm::Value* x, llvm::Value* y) {
+  llvm::Type* bits_type = b.getIntNTy(x->getType()->getPrimitiveSizeInBits().getFixedValue());
+  llvm::Value* equal = b.CreateBitCast(b.CreateAnd(b.CreateBitCast(x, bits_type), b.CreateBitCast(y, bits_type)), x->getType());
+  llvm::Value* ordered = b.CreateSelect(b.CreateFCmpOGT(x, y), x, b.CreateSelect(b.CreateFCmpOLT(x, y), y, equal));
+  llvm::Value* any_nan = b.CreateFCmpUNO(x, y);
+  return b.CreateSelect(any_nan, b.CreateFAdd(x, y), ordered);  // x + y is a quiet NaN when either is NaN
+}
+
 llvm::Value* float_alu(llvm::IRBuilderBase& b, Ops op, DType dtype, llvm::Value* x, llvm::Value* y, bool reassociate) {
   if (op == Ops::NEG) {
     if (!is_narrow_float(dtype)) return b.CreateFNeg(x);
@@ -217,7 +228,7 @@ llvm::Value* float_alu(llvm::IRBuilderBase& b, Ops op, DType dtype, llvm::Value*
     case Ops::SUB: result = b.CreateFSub(x, y); break;
     case Ops::MUL: result = b.CreateFMul(x, y); break;
     case Ops::FDIV: result = b.CreateFDiv(x, y); break;
-    case Ops::MAX: result = b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, x, y); break;  // NaN wins
+    case Ops::MAX: result = float_maximum(b, x, y); break;
     default: unsupported(op, dtype);
   }
   if (reassociate && (op == Ops::ADD || op == Ops::MUL))
