@@ -10,6 +10,7 @@
 #include "ir/verifier.h"
 #include "rewrite/graph_rewrite.h"
 #include "support/error.h"
+#include "support/exact_sums.h"
 #include "support/float_rounding.h"
 
 namespace kiln {
@@ -57,23 +58,7 @@ UOpPtr is_nan(const UOpPtr& x) { return ne(x, x); }
 UOpPtr bitcast(const UOpPtr& x, DType dtype) { return UOp::make(Ops::BITCAST, dtype, {x}); }
 
 // An unevaluated sum hi + lo with |lo| <= ulp(hi)/2: twice the working precision.
-struct Pair {
-  UOpPtr hi, lo;
-};
-
-// hi + lo == a + b exactly with hi = fl(a + b), whatever the magnitudes (Knuth's TwoSum).
-Pair two_sum(const UOpPtr& a, const UOpPtr& b) {
-  UOpPtr sum = a + b;
-  UOpPtr b_part = sum - a;
-  UOpPtr a_part = sum - b_part;
-  return {sum, (a - a_part) + (b - b_part)};
-}
-
-// The same when |a| >= |b| (Dekker's Fast2Sum: three ops instead of six).
-Pair fast_two_sum(const UOpPtr& a, const UOpPtr& b) {
-  UOpPtr sum = a + b;
-  return {sum, b - (sum - a)};
-}
+using Pair = ExactPair<UOpPtr>;  // two_sum and fast_two_sum: support/exact_sums.h
 
 // Veltkamp's split of a into two halves of at most 12 (f32) or 26 (f64) significant bits each, so
 // that products of halves are exact.

@@ -37,6 +37,10 @@ struct Schedule;
 using KernelFunction = void (*)(void* const* buffers, int64_t begin, int64_t end);
 void run_schedule(const Schedule& schedule, const std::vector<KernelFunction>& functions,
                   const std::vector<void*>& buffer_pointers);
+// shrink() arguments that keep every axis whole, for editing one axis; and a shrink of one axis.
+using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+Ranges full_ranges(const Tensor& t);
+Tensor shrink_axis(const Tensor& t, int64_t axis, int64_t begin, int64_t end);
 // Forces t into its own buffer when realized (a fusion barrier).
 Tensor contiguous(const Tensor& t);
 

@@ -12,6 +12,7 @@
 #include <numbers>
 
 #include "support/error.h"
+#include "support/exact_sums.h"
 #include "tensor/tensor_internal.h"
 
 namespace kiln {
@@ -42,23 +43,7 @@ bool single(const Tensor& x) { return x.dtype() == S::Float32; }
 // ---- double-float building blocks (exact under round-to-nearest and no FMA contraction, which
 // the code generator promises; see src/passes/transcendental.h) ----
 
-struct Pair {
-  Tensor hi, lo;
-};
-
-// hi + lo == a + b exactly (Knuth's TwoSum).
-Pair two_sum(const Tensor& a, const Tensor& b) {
-  Tensor sum = a + b;
-  Tensor b_part = sum - a;
-  Tensor a_part = sum - b_part;
-  return {sum, (a - a_part) + (b - b_part)};
-}
-
-// The same when |a| >= |b| (Dekker's Fast2Sum).
-Pair fast_two_sum(const Tensor& a, const Tensor& b) {
-  Tensor sum = a + b;
-  return {sum, b - (sum - a)};
-}
+using Pair = ExactPair<Tensor>;  // two_sum and fast_two_sum: support/exact_sums.h
 
 // Veltkamp's split into halves whose pairwise products are exact.
 Pair split(const Tensor& a) {

@@ -10,11 +10,7 @@
 #include "tensor/tensor_internal.h"
 
 namespace kiln {
-namespace {
 
-using Ranges = std::vector<std::pair<int64_t, int64_t>>;
-
-// The full-range shrink argument of `t`, for editing one axis.
 Ranges full_ranges(const Tensor& t) {
   Ranges ranges;
   for (int64_t size : t.shape()) ranges.emplace_back(0, size);
@@ -26,6 +22,9 @@ Tensor shrink_axis(const Tensor& t, int64_t axis, int64_t begin, int64_t end) {
   ranges[static_cast<size_t>(axis)] = {begin, end};
   return t.shrink(ranges);
 }
+
+namespace {
+
 
 // Zero padding of one axis.
 Tensor pad_axis_zero(const Tensor& t, int64_t axis, int64_t before, int64_t after) {

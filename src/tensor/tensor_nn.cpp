@@ -15,8 +15,6 @@
 namespace kiln {
 namespace {
 
-using Ranges = std::vector<std::pair<int64_t, int64_t>>;
-
 bool is_half(ScalarType type) { return type == ScalarType::Float16 || type == ScalarType::BFloat16; }
 bool is_float(ScalarType type) { return DType(type).is_float(); }
 
@@ -31,18 +29,6 @@ ScalarType promoted(const Tensor& a, const Tensor& b) {
 
 void require_defined(const Tensor& t, std::string_view operation, std::string_view what) {
   if (!t.defined()) throw UserError(str_cat(operation, ": ", what, " is an empty (default-constructed) Tensor"));
-}
-
-Ranges full_ranges(const Tensor& t) {
-  Ranges ranges;
-  for (int64_t size : t.shape()) ranges.emplace_back(0, size);
-  return ranges;
-}
-
-Tensor shrink_axis(const Tensor& t, int64_t axis, int64_t begin, int64_t end) {
-  Ranges ranges = full_ranges(t);
-  ranges[static_cast<size_t>(axis)] = {begin, end};
-  return t.shrink(ranges);
 }
 
 Tensor with_axis_sizes(const Tensor& t, int64_t axis, const Shape& sizes) {

@@ -501,6 +501,16 @@ inline Comparison compare(const HostTensor& got, const HostTensor& expected, con
   return result;
 }
 
+// The message of the kiln::Error that `action` throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
 }  // namespace kiln::test
 
 // Compares a Tensor (realized here) with host values; prints the worst element on failure.

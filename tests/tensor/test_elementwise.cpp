@@ -52,14 +52,6 @@ long double arith(S t, long double a, long double b, char op) {
   }
 }
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
 
 const std::vector<long double> kFloatSpecials = {0.0L, -0.0L, 1.0L, -1.0L, 0.5L, -0.5L, kInf, -kInf, kNaN, 2.0L, -3.0L};
 

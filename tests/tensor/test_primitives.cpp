@@ -7,9 +7,12 @@
 #include <numeric>
 
 #include "kiln/kiln.hpp"
+#include "tensor_test_helpers.h"
 
 namespace kiln {
 namespace {
+
+using test::error_of;
 
 std::vector<float> iota_floats(size_t count, float start = 0.0f) {
   std::vector<float> values(count);
@@ -17,14 +20,6 @@ std::vector<float> iota_floats(size_t count, float start = 0.0f) {
   return values;
 }
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
 
 TEST_SUITE("tensor") {
 

@@ -19,14 +19,6 @@ namespace kiln::test {
 namespace {
 TEST_SUITE("tensor") {
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
 
 long double epsilon(S t) { return std::ldexp(1.0L, 1 - float_format(t).precision); }
 
