@@ -112,7 +112,7 @@ void realize_tensors(const std::vector<Tensor*>& tensors) {
   // Buffers: inputs are the graph's own, outputs are new, intermediates live in one arena.
   auto inputs = collect_buffers(roots);
   std::vector<std::shared_ptr<HostBuffer>> output_buffers(schedule.buffers.size());
-  auto arena = std::make_shared<HostBuffer>(dtypes::u8, schedule.arena_bytes);
+  auto arena = std::make_shared<HostBuffer>(dtypes::u8, schedule.arena_bytes, HostBuffer::Fill::None);
   std::vector<void*> pointers(schedule.buffers.size(), nullptr);
   for (size_t b = 0; b < schedule.buffers.size(); ++b) {
     const ScheduledBuffer& buffer = schedule.buffers[b];
@@ -125,7 +125,8 @@ void realize_tensors(const std::vector<Tensor*>& tensors) {
         break;
       }
       case ScheduledBuffer::Kind::Output:
-        output_buffers[b] = std::make_shared<HostBuffer>(buffer.dtype, buffer.count);
+        // Every element of an output is stored by its kernel, so it needs no zeroing first.
+        output_buffers[b] = std::make_shared<HostBuffer>(buffer.dtype, buffer.count, HostBuffer::Fill::None);
         pointers[b] = output_buffers[b]->data();
         break;
       case ScheduledBuffer::Kind::Intermediate:
