@@ -60,22 +60,9 @@ UOpPtr bitcast(const UOpPtr& x, DType dtype) { return UOp::make(Ops::BITCAST, dt
 // An unevaluated sum hi + lo with |lo| <= ulp(hi)/2: twice the working precision.
 using Pair = ExactPair<UOpPtr>;  // two_sum and fast_two_sum: support/exact_sums.h
 
-// Veltkamp's split of a into two halves of at most 12 (f32) or 26 (f64) significant bits each, so
-// that products of halves are exact.
-Pair split(const UOpPtr& a) {
-  UOpPtr scaled = a * num(a, 4097.0, 134217729.0);  // 2^12 + 1, 2^27 + 1
-  UOpPtr hi = scaled - (scaled - a);
-  return {hi, a - hi};
-}
-
-// hi + lo == a * b exactly with hi = fl(a * b) (Dekker's TwoProduct), barring overflow and
-// underflow. Built without a fused multiply-add, which the op set does not promise.
-Pair two_product(const UOpPtr& a, const UOpPtr& b) {
-  UOpPtr product = a * b;
-  Pair x = split(a), y = split(b);
-  UOpPtr error = (((x.hi * y.hi - product) + x.hi * y.lo) + x.lo * y.hi) + x.lo * y.lo;
-  return {product, error};
-}
+// Veltkamp's split factor of a's type (2^12 + 1 for f32, 2^27 + 1 for f64).
+UOpPtr split_factor(const UOpPtr& a) { return num(a, 4097.0, 134217729.0); }
+Pair two_product(const UOpPtr& a, const UOpPtr& b) { return kiln::two_product(a, b, split_factor(a)); }
 
 // 2^k for an integer k (of the bits type) in the normal exponent range, assembled from its bits.
 UOpPtr power_of_two(const UOpPtr& k, const Format& format) {

@@ -45,20 +45,9 @@ bool single(const Tensor& x) { return x.dtype() == S::Float32; }
 
 using Pair = ExactPair<Tensor>;  // two_sum and fast_two_sum: support/exact_sums.h
 
-// Veltkamp's split into halves whose pairwise products are exact.
-Pair split(const Tensor& a) {
-  Tensor scaled = a * constant(a, single(a) ? 4097.0 : 134217729.0);  // 2^12 + 1, 2^27 + 1
-  Tensor hi = scaled - (scaled - a);
-  return {hi, a - hi};
-}
-
-// hi + lo == a * b exactly (Dekker's TwoProduct), barring overflow and underflow.
-Pair two_product(const Tensor& a, const Tensor& b) {
-  Tensor product = a * b;
-  Pair x = split(a), y = split(b);
-  Tensor error = (((x.hi * y.hi - product) + x.hi * y.lo) + x.lo * y.hi) + x.lo * y.lo;
-  return {product, error};
-}
+// Veltkamp's split factor of a's type (2^12 + 1 for f32, 2^27 + 1 for f64).
+Tensor split_factor(const Tensor& a) { return constant(a, single(a) ? 4097.0 : 134217729.0); }
+Pair two_product(const Tensor& a, const Tensor& b) { return kiln::two_product(a, b, split_factor(a)); }
 
 // The nearest integer (ties away from zero; callers only need "an integer within 1/2 + ulp").
 Tensor nearest_integer(const Tensor& t) {
