@@ -6,6 +6,8 @@ KILN_PACKAGES=(
   llvm-19-dev zlib1g-dev libzstd-dev   # LLVM 19 as a library (code generation)
   doctest-dev                          # unit tests
   libz3-dev                            # Z3 proofs of the rewrite rules (tests)
+  libprotobuf-dev libonnx-dev          # ONNX importer: protobuf runtime + Debian's generated ONNX schema (onnx_proto)
+  libonnx-testdata                     # ONNX backend node tests the conformance runner checks against
 )
 
 # Installs missing packages when running as root; otherwise prints the command and fails.

@@ -1,0 +1,81 @@
+// OnnxModel: a parsed, validated ONNX model that can be turned into lazy Tensors and run.
+//
+// Loading checks what can be checked without inputs (protobuf parse, truncation, opset imports,
+// initializers, topological order, dangling inputs); run() binds user inputs (dtypes, ranks, static
+// and symbolic dimensions), builds every node through an OpRegistry and realizes the graph outputs
+// with one schedule. Models are untrusted: every problem is a kiln::UserError with a message that
+// names the node, op type, domain and opset where there is one.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "kiln/kiln.hpp"
+#include "op_registry.h"
+
+namespace onnx {
+class ModelProto;
+}
+
+namespace kiln::onnx_import {
+
+// One dimension of a graph input or output: a fixed size, a named symbolic size (dim_param), or
+// unknown (neither given).
+struct OnnxDim {
+  std::optional<int64_t> size;
+  std::string symbol;
+};
+
+struct OnnxValueInfo {
+  std::string name;
+  bool is_tensor = true;           // false for sequence / map / optional types (not supported yet)
+  std::optional<ScalarType> dtype; // nullopt when the model leaves it out
+  std::optional<std::vector<OnnxDim>> dims;  // nullopt when the model gives no shape (any rank)
+  bool has_initializer = false;    // inputs only: an initializer gives the default value
+};
+
+class OnnxModel {
+ public:
+  // Reads and validates the model; external data is resolved inside the file's directory.
+  static OnnxModel load_file(const std::string& path);
+  // Parses a model held in memory; external data (if any) is resolved inside `model_directory`
+  // (empty: external data is an error).
+  static OnnxModel load_buffer(const void* data, size_t size, std::string model_directory = {});
+
+  OnnxModel(OnnxModel&&) noexcept;
+  OnnxModel& operator=(OnnxModel&&) noexcept;
+  ~OnnxModel();
+
+  // The inputs a caller must (or may, for initializer-backed ones) give, in graph order.
+  const std::vector<OnnxValueInfo>& inputs() const { return inputs_; }
+  const std::vector<OnnxValueInfo>& outputs() const { return outputs_; }
+  // The opset the model imports for `domain` ("" or "ai.onnx" = default domain), if any.
+  std::optional<int64_t> opset(const std::string& domain) const;
+  const std::map<std::string, int64_t>& opset_imports() const { return opsets_; }
+
+  // Builds the graph for these inputs and realizes every graph output (one schedule). Initializers
+  // that the graph also lists as inputs may be overridden by the caller. Returns the outputs in
+  // graph order.
+  std::vector<std::pair<std::string, Tensor>> run(const std::vector<std::pair<std::string, Tensor>>& inputs,
+                                                  const OpRegistry& registry = default_registry()) const;
+
+ private:
+  OnnxModel();
+  void validate_and_index();
+  std::unordered_map<std::string, Tensor> bind_inputs(const std::vector<std::pair<std::string, Tensor>>& given) const;
+
+  std::unique_ptr<onnx::ModelProto> proto_;
+  std::string model_directory_;
+  std::map<std::string, int64_t> opsets_;  // canonical domain ("" for ai.onnx) → version
+  std::vector<OnnxValueInfo> inputs_;      // graph inputs that are not initializers, plus those that are
+  std::vector<OnnxValueInfo> outputs_;
+  std::unordered_map<std::string, Tensor> initializers_;  // decoded once at load time
+  std::vector<int> node_order_;  // topological order of graph nodes (indices into graph.node)
+};
+
+}  // namespace kiln::onnx_import

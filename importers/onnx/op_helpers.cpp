@@ -1,0 +1,69 @@
+// Shared helpers of the ONNX op families (see op_helpers.h).
+#include "op_helpers.h"
+
+#include <algorithm>
+
+namespace kiln::onnx_import {
+
+bool is_floating(ScalarType type) {
+  return type == ScalarType::Float16 || type == ScalarType::BFloat16 || type == ScalarType::Float32 ||
+         type == ScalarType::Float64;
+}
+
+bool is_integral(ScalarType type) {
+  switch (type) {
+    case ScalarType::Int8: case ScalarType::Int16: case ScalarType::Int32: case ScalarType::Int64:
+    case ScalarType::UInt8: case ScalarType::UInt16: case ScalarType::UInt32: case ScalarType::UInt64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int64_t normalize_axis(const OnnxNode& node, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    node.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<int64_t> normalize_axes(const OnnxNode& node, const std::vector<int64_t>& axes, int64_t rank) {
+  std::vector<int64_t> result;
+  result.reserve(axes.size());
+  for (int64_t axis : axes) result.push_back(normalize_axis(node, axis, rank));
+  return result;
+}
+
+std::optional<std::vector<int64_t>> ints_attr_or_input(const OnnxNode& node, const std::string& attribute,
+                                                       size_t index, int64_t input_since) {
+  if (node.opset() < input_since) {
+    if (!node.has_attribute(attribute)) return std::nullopt;
+    return node.attr_ints(attribute);
+  }
+  if (!node.has_input(index)) return std::nullopt;
+  return node.input_ints(index);
+}
+
+int64_t shape_product(const Shape& shape, size_t begin, size_t end) {
+  int64_t product = 1;
+  for (size_t i = begin; i < end && i < shape.size(); ++i) product *= shape[i];
+  return product;
+}
+
+Shape broadcast_shapes(const OnnxNode& node, const Shape& a, const Shape& b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape result(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      node.fail("shapes do not broadcast (dimension " + std::to_string(da) + " vs " + std::to_string(db) + ")");
+    result[i] = da == 1 ? db : da;
+  }
+  return result;
+}
+
+Tensor int64_vector(const std::vector<int64_t>& values) {
+  return Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
+}
+
+}  // namespace kiln::onnx_import

@@ -1,0 +1,35 @@
+// Small helpers the ONNX op families share: dtype classes, axis normalisation, and reading an
+// operand that moved from an attribute to an input at some opset (Squeeze, Reduce*, Split, Pad…).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "op_registry.h"
+
+namespace kiln::onnx_import {
+
+bool is_floating(ScalarType type);
+bool is_integral(ScalarType type);  // signed or unsigned integers, not bool
+
+// `axis` in [-rank, rank) → [0, rank), or node.fail naming the axis.
+int64_t normalize_axis(const OnnxNode& node, int64_t axis, int64_t rank);
+std::vector<int64_t> normalize_axes(const OnnxNode& node, const std::vector<int64_t>& axes, int64_t rank);
+
+// An int list that is the attribute `attribute` before opset `input_since` and input `index` from
+// then on (the attribute-to-input moves of ONNX). nullopt when the model gives neither.
+std::optional<std::vector<int64_t>> ints_attr_or_input(const OnnxNode& node, const std::string& attribute,
+                                                       size_t index, int64_t input_since);
+
+// Product of shape[begin, end).
+int64_t shape_product(const Shape& shape, size_t begin, size_t end);
+
+// Numpy broadcast of two shapes, or node.fail.
+Shape broadcast_shapes(const OnnxNode& node, const Shape& a, const Shape& b);
+
+// An i64 1-D tensor holding `values`.
+Tensor int64_vector(const std::vector<int64_t>& values);
+
+}  // namespace kiln::onnx_import

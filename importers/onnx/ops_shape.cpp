@@ -1,0 +1,391 @@
+// ONNX shape and indexing operators: reshaping and reordering views, slicing and padding,
+// shape queries and constant generators, and the gathers. Operands that describe shapes (Reshape's
+// shape, Slice's starts, Pad's pads…) are realized with input_ints(), which folds shape subgraphs.
+#include <algorithm>
+#include <limits>
+
+#include "op_helpers.h"
+#include "op_registry.h"
+
+namespace kiln::onnx_import {
+namespace {
+
+using Outputs = std::vector<Tensor>;
+
+Outputs reshape(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  // Opset 5 moved the target shape from an attribute to an input.
+  std::vector<int64_t> shape = node.opset() < 5 ? node.attr_ints("shape") : node.input_ints(1);
+  // allowzero (opset 14): 0 is a real zero-size dimension; otherwise it copies the input's.
+  bool allow_zero = node.opset() >= 14 && node.attr_int("allowzero", 0) != 0;
+  if (!allow_zero) {
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] != 0) continue;
+      if (static_cast<int64_t>(i) >= x.ndim()) node.fail("shape entry 0 at position " + std::to_string(i) + " has no input dimension to copy");
+      shape[i] = x.shape()[i];
+    }
+  }
+  return {x.reshape(shape)};
+}
+
+Outputs flatten(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  int64_t rank = x.ndim();
+  int64_t axis = node.attr_int("axis", 1);
+  if (axis < 0) axis += rank;  // negative axes since opset 11
+  if (axis < 0 || axis > rank) node.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  const Shape& shape = x.shape();
+  return {x.reshape({shape_product(shape, 0, static_cast<size_t>(axis)),
+                     shape_product(shape, static_cast<size_t>(axis), shape.size())})};
+}
+
+Outputs squeeze(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  // Opset 13 moved axes from an attribute to an optional input; absent = every size-1 axis.
+  std::vector<int64_t> axes = ints_attr_or_input(node, "axes", 1, 13).value_or(std::vector<int64_t>{});
+  if (axes.empty()) return {x.squeeze({})};
+  axes = normalize_axes(node, axes, x.ndim());
+  for (int64_t axis : axes)
+    if (x.dim(axis) != 1) node.fail("cannot squeeze axis " + std::to_string(axis) + " of size " + std::to_string(x.dim(axis)));
+  return {x.squeeze(axes)};
+}
+
+Outputs unsqueeze(const OnnxNode& node) {
+  Tensor x = node.input(0);
+  // Opset 13 moved axes from an attribute to an input. The axes index the output's dimensions.
+  std::optional<std::vector<int64_t>> given = ints_attr_or_input(node, "axes", 1, 13);
+  if (!given) node.fail("missing axes");
+  int64_t out_rank = x.ndim() + static_cast<int64_t>(given->size());
+  std::vector<int64_t> axes = normalize_axes(node, *given, out_rank);
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) node.fail("repeated axis");
+  for (int64_t axis : axes) x = x.unsqueeze(axis);
+  return {x};
+}
+
+Outputs transpose(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  std::vector<int64_t> order;
+  if (node.has_attribute("perm")) {
+    order = normalize_axes(node, node.attr_ints("perm"), x.ndim());
+  } else {
+    for (int64_t i = x.ndim() - 1; i >= 0; --i) order.push_back(i);
+  }
+  return {x.permute(order)};
+}
+
+Outputs expand(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  // ONNX Expand broadcasts both ways: a target 1 keeps the input's dimension.
+  return {x.expand(broadcast_shapes(node, x.shape(), node.input_ints(1)))};
+}
+
+Outputs tile(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  std::vector<int64_t> repeats = node.input_ints(1);
+  if (static_cast<int64_t>(repeats.size()) != x.ndim()) node.fail("repeats must have one entry per input axis");
+  // (1, d0, 1, d1, …) → expand (r0, d0, r1, d1, …) → merge pairs: each axis repeated as a block.
+  Shape interleaved, expanded, result;
+  for (size_t i = 0; i < repeats.size(); ++i) {
+    interleaved.insert(interleaved.end(), {1, x.shape()[i]});
+    expanded.insert(expanded.end(), {repeats[i], x.shape()[i]});
+    result.push_back(repeats[i] * x.shape()[i]);
+  }
+  return {x.reshape(interleaved).expand(expanded).reshape(result)};
+}
+
+Outputs concat(const OnnxNode& node) {
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < node.input_count(); ++i)
+    if (node.has_input(i)) parts.push_back(node.input(i));
+  if (parts.empty()) node.fail("no inputs");
+  int64_t axis = normalize_axis(node, node.attr_int("axis"), parts[0].ndim());
+  return {Tensor::concat(parts, axis)};
+}
+
+Outputs split(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  int64_t axis = normalize_axis(node, node.attr_int("axis", 0), x.ndim());
+  int64_t length = x.dim(axis);
+  // Opset 13 moved `split` from an attribute to an optional input; opset 18 added num_outputs.
+  std::vector<int64_t> sizes = ints_attr_or_input(node, "split", 1, 13).value_or(std::vector<int64_t>{});
+  if (sizes.empty()) {
+    if (node.opset() < 18 || !node.has_attribute("num_outputs"))
+      node.fail("unsupported: Split into equal parts without 'split' or 'num_outputs' (the output count is not visible to op builders)");
+    int64_t count = node.attr_int("num_outputs");
+    if (count <= 0) node.fail("num_outputs must be positive");
+    // Opset 18: chunks of ceil(length / count), the last one smaller when it does not divide.
+    int64_t chunk = (length + count - 1) / count;
+    for (int64_t start = 0; start < length; start += chunk) sizes.push_back(std::min(chunk, length - start));
+    while (static_cast<int64_t>(sizes.size()) < count) sizes.push_back(0);
+  }
+  return x.split(sizes, axis);
+}
+
+Outputs slice(const OnnxNode& node) {
+  Tensor x = node.input(0);
+  // Opset 10 moved starts/ends/axes to inputs and added steps.
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (node.opset() < 10) {
+    starts = node.attr_ints("starts");
+    ends = node.attr_ints("ends");
+    axes = node.attr_ints("axes", std::vector<int64_t>{});
+  } else {
+    starts = node.input_ints(1);
+    ends = node.input_ints(2);
+    if (node.has_input(3)) axes = node.input_ints(3);
+    if (node.has_input(4)) steps = node.input_ints(4);
+  }
+  if (ends.size() != starts.size()) node.fail("starts and ends differ in length");
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size()) node.fail("starts, ends, axes and steps differ in length");
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t axis = normalize_axis(node, axes[i], x.ndim());
+    if (steps[i] == 0) node.fail("step must not be zero");
+    // Tensor::slice clamps like Python's slice, which is ONNX's rule for out-of-range bounds
+    // (INT64_MAX / INT64_MIN included).
+    x = x.slice(axis, starts[i], ends[i], steps[i]);
+  }
+  return {x};
+}
+
+// Wrap padding (opset 19) per axis: the last `before` elements go in front, the first `after` behind.
+Tensor wrap_pad(const OnnxNode& node, Tensor x, const std::vector<int64_t>& pads) {
+  size_t rank = pads.size() / 2;
+  for (size_t axis = 0; axis < rank; ++axis) {
+    int64_t before = pads[2 * axis], after = pads[2 * axis + 1];
+    auto a = static_cast<int64_t>(axis);
+    int64_t n = x.dim(a);
+    if (before < 0 || after < 0) {
+      x = x.slice(a, std::max<int64_t>(0, -before), n - std::max<int64_t>(0, -after));
+      before = std::max<int64_t>(0, before);
+      after = std::max<int64_t>(0, after);
+      n = x.dim(a);
+    }
+    if (before == 0 && after == 0) continue;
+    if (before > n || after > n) node.fail("unsupported: wrap padding larger than the axis");
+    std::vector<Tensor> parts;
+    if (before > 0) parts.push_back(x.slice(a, n - before, n));
+    parts.push_back(x);
+    if (after > 0) parts.push_back(x.slice(a, 0, after));
+    x = Tensor::concat(parts, a);
+  }
+  return x;
+}
+
+Outputs pad(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  int64_t rank = x.ndim();
+  std::string mode = node.attr_string("mode", "constant");
+  std::vector<int64_t> onnx_pads;
+  double value = 0.0;
+  std::vector<int64_t> axes;
+  if (node.opset() < 11) {
+    // Opset 1 named the attribute "paddings"; 2 renamed it "pads". Opset 11 made both inputs.
+    onnx_pads = node.has_attribute("pads") ? node.attr_ints("pads") : node.attr_ints("paddings");
+    value = node.attr_float("value", 0.0);
+  } else {
+    onnx_pads = node.input_ints(1);
+    if (node.has_input(2) && node.input(2).numel() > 0) value = node.input_doubles(2).at(0);
+    if (node.has_input(3)) axes = normalize_axes(node, node.input_ints(3), rank);  // opset 18
+  }
+  if (axes.empty())
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  if (onnx_pads.size() != 2 * axes.size()) node.fail("pads must hold a begin and an end per padded axis");
+  // ONNX lists all begins then all ends; Tensor::pad wants (before, after) per axis.
+  std::vector<int64_t> pads(static_cast<size_t>(2 * rank), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto axis = static_cast<size_t>(axes[i]);
+    pads[2 * axis] = onnx_pads[i];
+    pads[2 * axis + 1] = onnx_pads[i + axes.size()];
+  }
+  if (mode == "constant") return {x.pad(pads, PadMode::Constant, value)};
+  if (mode == "reflect") return {x.pad(pads, PadMode::Reflect)};
+  if (mode == "edge") return {x.pad(pads, PadMode::Edge)};
+  if (mode == "wrap") return {wrap_pad(node, x, pads)};
+  node.fail("unsupported: Pad mode '" + mode + "'");
+}
+
+Outputs shape(const OnnxNode& node) {
+  const Shape& dims = node.input(0).shape();
+  auto rank = static_cast<int64_t>(dims.size());
+  // start/end (opset 15) take a clamped sub-range of the dimensions.
+  int64_t start = node.opset() >= 15 ? node.attr_int("start", 0) : 0;
+  int64_t end = node.opset() >= 15 ? node.attr_int("end", rank) : rank;
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  std::vector<int64_t> values;
+  for (int64_t i = start; i < end; ++i) values.push_back(dims[static_cast<size_t>(i)]);
+  return {int64_vector(values)};
+}
+
+Outputs size(const OnnxNode& node) {
+  return {Tensor::from_vector(std::vector<int64_t>{node.input(0).numel()}, {})};
+}
+
+Outputs constant_of_shape(const OnnxNode& node) {
+  std::vector<int64_t> dims = node.input_ints(0);
+  if (!node.has_attribute("value")) return {Tensor::zeros(dims, ScalarType::Float32)};
+  Tensor value = node.attr_tensor("value");
+  if (value.numel() != 1) node.fail("value must hold one element");
+  return {value.reshape({}).expand(dims)};
+}
+
+Outputs range(const OnnxNode& node) {
+  ScalarType type = node.input(0).dtype();
+  double start = node.input_doubles(0).at(0), limit = node.input_doubles(1).at(0), delta = node.input_doubles(2).at(0);
+  if (delta == 0) node.fail("delta must not be zero");
+  // ONNX: max(ceil((limit − start) / delta), 0) elements, start + i·delta.
+  if (is_integral(type)) {
+    int64_t first = node.input_ints(0).at(0), last = node.input_ints(1).at(0), step = node.input_ints(2).at(0);
+    int64_t count = std::max<int64_t>(0, (last - first + step + (step > 0 ? -1 : 1)) / step);
+    std::vector<int64_t> values;
+    for (int64_t i = 0; i < count; ++i) values.push_back(first + i * step);
+    return {int64_vector(values).cast(type)};
+  }
+  return {Tensor::arange(start, limit, delta, type)};
+}
+
+Outputs eye_like(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  if (x.ndim() != 2) node.fail("input must be 2-D");
+  ScalarType type = node.has_attribute("dtype") ? scalar_type_from_onnx(static_cast<int32_t>(node.attr_int("dtype"))) : x.dtype();
+  return {Tensor::eye(x.dim(0), x.dim(1), node.attr_int("k", 0), type)};
+}
+
+Outputs trilu(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  if (x.ndim() < 2) node.fail("input must have at least 2 dimensions");
+  int64_t k = node.has_input(1) ? node.input_ints(1).at(0) : 0;
+  bool upper = node.attr_int("upper", 1) != 0;
+  int64_t rows = x.dim(-2), columns = x.dim(-1);
+  // Keep element (i, j) when j − i ≥ k (upper) or j − i ≤ k (lower).
+  Tensor offset = Tensor::arange(columns).reshape({1, columns}) - Tensor::arange(rows).reshape({rows, 1});
+  Tensor bound = Tensor::scalar(static_cast<double>(k), ScalarType::Int64);
+  Tensor keep = upper ? offset.ge(bound) : offset.le(bound);
+  return {keep.where(x, Tensor::zeros({}, x.dtype()))};
+}
+
+Outputs gather(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  int64_t axis = normalize_axis(node, node.attr_int("axis", 0), x.ndim());
+  return {x.take(node.input(1), axis)};  // negative indices wrap, as ONNX allows
+}
+
+Outputs gather_elements(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  int64_t axis = normalize_axis(node, node.attr_int("axis", 0), x.ndim());
+  return {x.gather(axis, node.input(1))};
+}
+
+// GatherND: index tuples of length k address the first k data axes after batch_dims. Both are
+// flattened to (B, …): the tuple becomes one linear index into the flattened (B·prod(d₀…d_{k−1}),
+// rest…) data, then one take.
+Outputs gather_nd(const OnnxNode& node) {
+  const Tensor& data = node.input(0);
+  Tensor indices = node.input(1).cast(ScalarType::Int64);
+  auto batch_dims = static_cast<size_t>(node.attr_int("batch_dims", 0));
+  const Shape& data_shape = data.shape();
+  const Shape& index_shape = indices.shape();
+  if (index_shape.empty()) node.fail("indices must have at least one dimension");
+  auto k = static_cast<size_t>(index_shape.back());
+  if (batch_dims + k > data_shape.size()) node.fail("index tuples are longer than the data's rank");
+  int64_t batch = shape_product(data_shape, 0, batch_dims);
+  int64_t addressed = shape_product(data_shape, batch_dims, batch_dims + k);
+  int64_t queries = shape_product(index_shape, batch_dims, index_shape.size() - 1);
+  Shape rest(data_shape.begin() + static_cast<std::ptrdiff_t>(batch_dims + k), data_shape.end());
+  Tensor tuples = indices.reshape({batch, queries, static_cast<int64_t>(k)});
+  Tensor linear = Tensor::zeros({batch, queries}, ScalarType::Int64);
+  for (size_t j = 0; j < k; ++j) {
+    int64_t extent = data_shape[batch_dims + j];
+    Tensor component = tuples.slice(2, static_cast<int64_t>(j), static_cast<int64_t>(j) + 1).reshape({batch, queries});
+    Tensor zero = Tensor::scalar(0, ScalarType::Int64), size_value = Tensor::scalar(static_cast<double>(extent), ScalarType::Int64);
+    component = component.lt(zero).where(component + size_value, component);  // negative indices
+    linear = linear * size_value + component;
+  }
+  Tensor batch_offset = (Tensor::arange(batch) * Tensor::scalar(static_cast<double>(addressed), ScalarType::Int64)).reshape({batch, 1});
+  Shape flat_data{batch * addressed};
+  flat_data.insert(flat_data.end(), rest.begin(), rest.end());
+  Tensor gathered = data.reshape(flat_data).take(linear + batch_offset, 0);
+  Shape out_shape(index_shape.begin(), index_shape.end() - 1);
+  out_shape.insert(out_shape.end(), rest.begin(), rest.end());
+  return {gathered.reshape(out_shape)};
+}
+
+Outputs depth_to_space(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  if (x.ndim() != 4) node.fail("input must be 4-D");
+  int64_t b = node.attr_int("blocksize");
+  int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  if (c % (b * b) != 0) node.fail("channels are not a multiple of blocksize²");
+  std::string mode = node.attr_string("mode", "DCR");  // mode arrived in opset 11; DCR is the old behaviour
+  Tensor moved;
+  if (mode == "DCR") {
+    moved = x.reshape({n, b, b, c / (b * b), h, w}).permute({0, 3, 4, 1, 5, 2});
+  } else if (mode == "CRD") {
+    moved = x.reshape({n, c / (b * b), b, b, h, w}).permute({0, 1, 4, 2, 5, 3});
+  } else {
+    node.fail("unsupported: DepthToSpace mode '" + mode + "'");
+  }
+  return {moved.reshape({n, c / (b * b), h * b, w * b})};
+}
+
+Outputs space_to_depth(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  if (x.ndim() != 4) node.fail("input must be 4-D");
+  int64_t b = node.attr_int("blocksize");
+  int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  if (h % b != 0 || w % b != 0) node.fail("spatial size is not a multiple of blocksize");
+  return {x.reshape({n, c, h / b, b, w / b, b}).permute({0, 3, 5, 1, 2, 4}).reshape({n, c * b * b, h / b, w / b})};
+}
+
+Outputs one_hot(const OnnxNode& node) {
+  Tensor indices = node.input(0);
+  if (!is_integral(indices.dtype())) indices = indices.trunc().cast(ScalarType::Int64);  // float indices allowed
+  else indices = indices.cast(ScalarType::Int64);
+  auto depth = static_cast<int64_t>(node.input_doubles(1).at(0));
+  const Tensor& values = node.input(2);
+  int64_t out_rank = indices.ndim() + 1;
+  int64_t axis = normalize_axis(node, node.attr_int("axis", -1), out_rank);
+  Tensor depth_value = Tensor::scalar(static_cast<double>(depth), ScalarType::Int64);
+  Tensor wrapped = indices.lt(Tensor::scalar(0, ScalarType::Int64)).where(indices + depth_value, indices);
+  Shape positions_shape(static_cast<size_t>(out_rank), 1);
+  positions_shape[static_cast<size_t>(axis)] = depth;
+  Tensor hot = wrapped.unsqueeze(axis).eq(Tensor::arange(depth).reshape(positions_shape));
+  Tensor off = values.slice(0, 0, 1).reshape({}), on = values.slice(0, 1, 2).reshape({});
+  return {hot.where(on, off)};
+}
+
+}  // namespace
+
+void register_shape_ops(OpRegistry& registry) {
+  registry.add("Reshape", reshape);
+  registry.add("Flatten", flatten);
+  registry.add("Squeeze", squeeze);
+  registry.add("Unsqueeze", unsqueeze);
+  registry.add("Transpose", transpose);
+  registry.add("Expand", expand, 8);
+  registry.add("Tile", tile, 6);
+  registry.add("Concat", concat);
+  registry.add("Split", split);
+  registry.add("Slice", slice);
+  registry.add("Pad", pad);
+  registry.add("Shape", shape);
+  registry.add("Size", size);
+  registry.add("ConstantOfShape", constant_of_shape, 9);
+  registry.add("Range", range, 11);
+  registry.add("EyeLike", eye_like, 9);
+  registry.add("Trilu", trilu, 14);
+  registry.add("Gather", gather);
+  registry.add("GatherElements", gather_elements, 11);
+  registry.add("GatherND", gather_nd, 11);
+  registry.add("DepthToSpace", depth_to_space);
+  registry.add("SpaceToDepth", space_to_depth);
+  registry.add("OneHot", one_hot, 9);
+}
+
+}  // namespace kiln::onnx_import

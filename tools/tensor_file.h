@@ -1,0 +1,19 @@
+// Reading the tensors of ONNX test data sets: each input_K.pb / output_K.pb file is one serialized
+// onnx.TensorProto.
+#pragma once
+
+#include <string>
+
+#include "kiln/kiln.hpp"
+
+namespace kiln::tools {
+
+struct NamedTensor {
+  std::string name;  // the TensorProto's name; may be empty
+  Tensor tensor;
+};
+
+// Parses `path` as a TensorProto (kiln::Error when it is not one, or has an unsupported dtype).
+NamedTensor read_tensor_file(const std::string& path);
+
+}  // namespace kiln::tools

@@ -1,0 +1,368 @@
+// `kiln test-onnx`: runs ONNX backend-test folders and compares with their reference outputs.
+//
+// Each test runs in a forked child process with a deadline, so that a crash (a kiln bug) or a hang
+// in one test becomes a FAIL line and the run goes on. The parent never touches the compiler: it
+// only walks folders and waits for children, so forking from it is safe (no threads to lose).
+#include "test_onnx.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "onnx_model.h"
+#include "support/error.h"
+#include "tensor_file.h"
+
+namespace kiln::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The ONNX backend tests' rule (numpy.testing.assert_allclose): |actual - expected| <= atol + rtol * |expected|.
+constexpr double kRelativeTolerance = 1e-3;
+constexpr double kAbsoluteTolerance = 1e-7;
+constexpr int kDefaultTimeoutSeconds = 60;
+
+void print_help(std::ostream& out) {
+  out << "usage: kiln test-onnx [options] DIR...\n"
+         "\n"
+         "Each DIR is an ONNX test folder (model.onnx plus test_data_set_N/input_K.pb and output_K.pb)\n"
+         "or a folder holding such folders (searched recursively). Every test runs in its own child\n"
+         "process; a crash or a hang is reported as a failure and the run continues.\n"
+         "Outputs must match the references in dtype and shape, and in value within\n"
+         "|actual - expected| <= 1e-7 + 1e-3 * |expected| (NaN equals NaN; integers and bools exactly).\n"
+         "\n"
+         "Prints 'FAIL name: reason' per failing test, then 'N passed, M failed, K skipped' (skipped:\n"
+         "no test data). Exit status 0 when nothing failed.\n"
+         "\n"
+         "options:\n"
+         "  --timeout S      seconds one test may take, compile included (default 60)\n"
+         "  --report-only    exit with status 0 even when tests fail\n"
+         "  -v, --verbose    also print 'PASS name' and 'SKIP name: reason' lines\n"
+         "  -h, --help       show this help\n";
+}
+
+enum class Outcome { Pass, Fail, Skip };
+
+struct Result {
+  Outcome outcome = Outcome::Fail;
+  std::string message;
+};
+
+std::string first_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  return line.empty() ? std::string("(no message)") : line;
+}
+
+void find_tests(const fs::path& folder, std::vector<fs::path>& tests) {
+  if (fs::exists(folder / "model.onnx")) {
+    tests.push_back(folder);
+    return;
+  }
+  std::vector<fs::path> children;
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.is_directory()) children.push_back(entry.path());
+  std::sort(children.begin(), children.end());
+  for (const auto& child : children) find_tests(child, tests);
+}
+
+// Files named prefix + number + ".pb", ordered by the number (input_10 after input_9).
+std::vector<fs::path> numbered_files(const fs::path& folder, const std::string& prefix) {
+  std::vector<std::pair<long, fs::path>> found;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || entry.path().extension() != ".pb") continue;
+    const std::string number = name.substr(prefix.size(), name.size() - prefix.size() - 3);
+    if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos) continue;
+    found.emplace_back(std::stol(number), entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<fs::path> paths;
+  for (auto& [index, path] : found) paths.push_back(path);
+  return paths;
+}
+
+std::string shape_text(const Shape& shape) {
+  std::ostringstream out;
+  out << "(";
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << ")";
+  return out.str();
+}
+
+// Empty when `actual` matches `expected`, else the reason (max error and its index).
+std::string compare(const Tensor& actual, const Tensor& expected) {
+  if (actual.dtype() != expected.dtype())
+    return str_cat("dtype ", scalar_type_name(actual.dtype()), ", expected ", scalar_type_name(expected.dtype()));
+  if (actual.shape() != expected.shape())
+    return str_cat("shape ", shape_text(actual.shape()), ", expected ", shape_text(expected.shape()));
+  const ScalarType type = expected.dtype();
+  const bool is_float = type == ScalarType::Float16 || type == ScalarType::BFloat16 || type == ScalarType::Float32 ||
+                        type == ScalarType::Float64;
+  if (!is_float) {
+    // Integers and bools are compared exactly (u64 through its own type so no value is rounded).
+    auto first_difference = [&](const auto& got, const auto& want) -> std::string {
+      size_t mismatches = 0, first = 0;
+      for (size_t i = 0; i < want.size(); ++i)
+        if (got[i] != want[i] && mismatches++ == 0) first = i;
+      if (mismatches == 0) return {};
+      return str_cat(mismatches, " of ", want.size(), " values differ; first at index ", first, ": got ",
+                     +got[first], ", expected ", +want[first]);
+    };
+    if (type == ScalarType::UInt64)
+      return first_difference(actual.to_vector<uint64_t>(), expected.to_vector<uint64_t>());
+    return first_difference(actual.cast(ScalarType::Int64).to_vector<int64_t>(),
+                            expected.cast(ScalarType::Int64).to_vector<int64_t>());
+  }
+  const std::vector<double> got = actual.to_vector<double>();
+  const std::vector<double> want = expected.to_vector<double>();
+  size_t mismatches = 0, worst = 0;
+  double worst_excess = -1.0, worst_error = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double a = got[i], e = want[i];
+    if (std::isnan(a) && std::isnan(e)) continue;
+    if (std::isinf(e) || std::isinf(a)) {
+      if (a == e) continue;
+      ++mismatches;
+      if (worst_excess < INFINITY) worst = i, worst_excess = INFINITY, worst_error = INFINITY;
+      continue;
+    }
+    const double error = std::isnan(a) || std::isnan(e) ? NAN : std::fabs(a - e);
+    const double allowed = kAbsoluteTolerance + kRelativeTolerance * std::fabs(e);
+    if (error <= allowed) continue;
+    ++mismatches;
+    const double excess = std::isnan(error) ? INFINITY : error - allowed;
+    if (excess > worst_excess) worst = i, worst_excess = excess, worst_error = error;
+  }
+  if (mismatches == 0) return {};
+  return str_cat(mismatches, " of ", want.size(), " values differ; max error ", worst_error, " at index ", worst,
+                 " (got ", got[worst], ", expected ", want[worst], ")");
+}
+
+// One test folder, in the child process.
+Result run_test(const fs::path& folder) {
+  std::vector<fs::path> data_sets;
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0)
+      data_sets.push_back(entry.path());
+  std::sort(data_sets.begin(), data_sets.end());
+  if (data_sets.empty()) return {Outcome::Skip, "no test_data_set_N folder"};
+
+  const auto model = onnx_import::OnnxModel::load_file((folder / "model.onnx").string());
+  // Test inputs are matched by their TensorProto name when it names a model input, else by
+  // position among the inputs that have no initializer (the ones a caller must give).
+  // Sequence, map and optional values are not supported yet; say so instead of misreading their
+  // .pb files (a SequenceProto does not parse as a TensorProto in any useful way).
+  for (const auto* values : {&model.inputs(), &model.outputs()})
+    for (const auto& info : *values)
+      if (!info.is_tensor)
+        return {Outcome::Fail, str_cat(values == &model.inputs() ? "input '" : "output '", info.name,
+                                       "' is not a tensor (sequence, map and optional values are not supported)")};
+  std::vector<std::string> required_inputs;
+  for (const auto& info : model.inputs())
+    if (!info.has_initializer) required_inputs.push_back(info.name);
+  for (const auto& data_set : data_sets) {
+    const std::string set_name = data_set.filename().string();
+    std::vector<std::pair<std::string, Tensor>> inputs;
+    const auto input_files = numbered_files(data_set, "input_");
+    for (size_t k = 0; k < input_files.size(); ++k) {
+      NamedTensor input = read_tensor_file(input_files[k].string());
+      std::string name = input.name;
+      const bool names_an_input = std::any_of(model.inputs().begin(), model.inputs().end(),
+                                              [&](const auto& info) { return info.name == name; });
+      if (!names_an_input) {
+        if (k >= required_inputs.size())
+          return {Outcome::Fail, str_cat(set_name, ": ", input_files[k].filename().string(), " has no matching model input")};
+        name = required_inputs[k];
+      }
+      inputs.emplace_back(name, input.tensor);
+    }
+    const auto outputs = model.run(inputs);
+    const auto output_files = numbered_files(data_set, "output_");
+    if (output_files.size() != outputs.size())
+      return {Outcome::Fail, str_cat(set_name, ": the model has ", outputs.size(), " outputs but the data set has ",
+                                     output_files.size())};
+    for (size_t k = 0; k < output_files.size(); ++k) {
+      NamedTensor expected = read_tensor_file(output_files[k].string());
+      std::string mismatch = compare(outputs[k].second, expected.tensor);
+      if (!mismatch.empty())
+        return {Outcome::Fail, str_cat(set_name, ", output '", outputs[k].first, "': ", mismatch)};
+    }
+  }
+  return {Outcome::Pass, {}};
+}
+
+// Runs one test in a child process; the child writes "P", "S reason" or "F reason" to a pipe.
+Result run_isolated(const fs::path& folder, int timeout_seconds) {
+  int channel[2];
+  if (pipe(channel) != 0) return {Outcome::Fail, str_cat("pipe() failed: ", std::strerror(errno))};
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  const pid_t child = fork();
+  if (child < 0) {
+    close(channel[0]);
+    close(channel[1]);
+    return {Outcome::Fail, str_cat("fork() failed: ", std::strerror(errno))};
+  }
+  if (child == 0) {
+    close(channel[0]);
+    Result result;
+    try {
+      result = run_test(folder);
+    } catch (const std::exception& error) {
+      result = {Outcome::Fail, first_line(error.what())};
+    } catch (...) {
+      result = {Outcome::Fail, "unknown exception"};
+    }
+    std::string message = (result.outcome == Outcome::Pass ? "P" : result.outcome == Outcome::Skip ? "S " : "F ") +
+                          first_line(result.message.empty() ? std::string("-") : result.message);
+    size_t written = 0;
+    while (written < message.size()) {
+      ssize_t n = write(channel[1], message.data() + written, message.size() - written);
+      if (n <= 0) break;
+      written += static_cast<size_t>(n);
+    }
+    std::fflush(nullptr);
+    _exit(0);  // skip static destructors and atexit handlers shared with the parent's state
+  }
+
+  close(channel[1]);
+  std::string message;
+  bool timed_out = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd descriptor{channel[0], POLLIN, 0};
+    int ready = poll(&descriptor, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    char buffer[4096];
+    ssize_t n = read(channel[0], buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // end of file: the child closed the pipe (finished or died)
+    message.append(buffer, static_cast<size_t>(n));
+  }
+  close(channel[0]);
+  if (timed_out) kill(child, SIGKILL);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) return {Outcome::Fail, str_cat("timed out after ", timeout_seconds, " s")};
+  if (WIFSIGNALED(status))
+    return {Outcome::Fail, str_cat("crashed: signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")")};
+  if (message.empty())
+    return {Outcome::Fail, str_cat("the test process exited with status ", WEXITSTATUS(status), " without a result")};
+  if (message[0] == 'P') return {Outcome::Pass, {}};
+  return {message[0] == 'S' ? Outcome::Skip : Outcome::Fail, message.size() > 2 ? message.substr(2) : std::string()};
+}
+
+}  // namespace
+
+int test_onnx_command(const std::vector<std::string>& arguments) {
+  int timeout_seconds = kDefaultTimeoutSeconds;
+  bool report_only = false, verbose = false;
+  std::vector<fs::path> roots;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const std::string& argument = arguments[i];
+    if (argument == "-h" || argument == "--help") {
+      print_help(std::cout);
+      return 0;
+    } else if (argument == "--timeout" || argument.rfind("--timeout=", 0) == 0) {
+      std::string value;
+      if (argument == "--timeout") {
+        if (i + 1 >= arguments.size()) {
+          std::cerr << "kiln test-onnx: --timeout needs a number of seconds\n";
+          return 2;
+        }
+        value = arguments[++i];
+      } else {
+        value = argument.substr(std::strlen("--timeout="));
+      }
+      char* end = nullptr;
+      long seconds = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || seconds <= 0 || seconds > 86400) {
+        std::cerr << "kiln test-onnx: --timeout wants a whole number of seconds from 1 to 86400, not '" << value << "'\n";
+        return 2;
+      }
+      timeout_seconds = static_cast<int>(seconds);
+    } else if (argument == "--report-only") {
+      report_only = true;
+    } else if (argument == "-v" || argument == "--verbose") {
+      verbose = true;
+    } else if (!argument.empty() && argument[0] == '-') {
+      std::cerr << "kiln test-onnx: unknown option '" << argument << "' (try 'kiln test-onnx --help')\n";
+      return 2;
+    } else {
+      roots.emplace_back(argument);
+    }
+  }
+  if (roots.empty()) {
+    std::cerr << "kiln test-onnx: no test folder given (try 'kiln test-onnx --help')\n";
+    return 2;
+  }
+
+  std::vector<fs::path> tests;
+  for (const auto& root : roots) {
+    std::error_code error;
+    if (!fs::is_directory(root, error)) {
+      std::cerr << "kiln test-onnx: '" << root.string() << "' is not a folder\n";
+      return 2;
+    }
+    try {
+      find_tests(root, tests);
+    } catch (const fs::filesystem_error& failure) {
+      std::cerr << "kiln test-onnx: cannot read '" << root.string() << "': " << failure.what() << "\n";
+      return 2;
+    }
+  }
+  if (tests.empty()) {
+    std::cerr << "kiln test-onnx: no test folders (with a model.onnx) under the given paths\n";
+    return 2;
+  }
+
+  // Children killed by a signal must not take the runner with them through SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
+  int passed = 0, failed = 0, skipped = 0;
+  for (const auto& test : tests) {
+    const std::string name = test.filename().string();
+    Result result = run_isolated(test, timeout_seconds);
+    switch (result.outcome) {
+      case Outcome::Pass:
+        ++passed;
+        if (verbose) std::cout << "PASS " << name << "\n";
+        break;
+      case Outcome::Skip:
+        ++skipped;
+        if (verbose) std::cout << "SKIP " << name << ": " << result.message << "\n";
+        break;
+      case Outcome::Fail:
+        ++failed;
+        std::cout << "FAIL " << name << ": " << result.message << "\n";
+        break;
+    }
+    std::cout.flush();
+  }
+  std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
+  return failed == 0 || report_only ? 0 : 1;
+}
+
+}  // namespace kiln::tools
