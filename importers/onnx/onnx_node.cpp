@@ -19,6 +19,8 @@ OnnxNode::OnnxNode(const onnx::NodeProto& proto, int64_t opset, std::vector<std:
                    std::string model_directory)
     : proto_(proto), opset_(opset), inputs_(std::move(inputs)), model_directory_(std::move(model_directory)) {}
 
+size_t OnnxNode::output_count() const { return static_cast<size_t>(proto_.output_size()); }
+
 const std::string& OnnxNode::name() const { return proto_.name(); }
 const std::string& OnnxNode::op_type() const { return proto_.op_type(); }
 const std::string& OnnxNode::domain() const { return proto_.domain(); }

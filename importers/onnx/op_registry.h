@@ -36,6 +36,9 @@ class OnnxNode {
   const std::string& domain() const;  // "" for ai.onnx
   int64_t opset() const { return opset_; }
 
+  // How many outputs the node declares (trailing optional outputs may be left out of the model).
+  size_t output_count() const;
+
   // Inputs: an empty input name (an omitted optional input) is nullopt.
   size_t input_count() const { return inputs_.size(); }
   bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].has_value(); }

@@ -174,9 +174,28 @@ Outputs global_lp_pool(const OnnxNode& node) {
 Outputs global_max_pool(const OnnxNode& node) { return {node.input(0).global_max_pool()}; }
 Outputs global_average_pool(const OnnxNode& node) { return {node.input(0).global_avg_pool()}; }
 
+// Training-mode batch norm (opset 14's training_mode=1): normalise with the batch's own statistics
+// over every axis but 1, and return the updated running statistics
+// (running · momentum + batch · (1 − momentum), with the population variance).
+Outputs batch_norm_training(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  double epsilon = node.attr_float("epsilon", 1e-5), momentum = node.attr_float("momentum", 0.9);
+  std::vector<int64_t> axes{0};
+  for (int64_t i = 2; i < x.ndim(); ++i) axes.push_back(i);
+  Shape channel_shape(static_cast<size_t>(x.ndim()), 1);
+  channel_shape[1] = x.dim(1);
+  Tensor mean = x.mean(axes, true);
+  Tensor variance = (x - mean).square().mean(axes, true);
+  Tensor y = (x - mean) * (variance + constant(x, epsilon)).rsqrt() * node.input(1).reshape(channel_shape) +
+             node.input(2).reshape(channel_shape);
+  Tensor keep = constant(x, momentum), take = constant(x, 1.0 - momentum);
+  Tensor running_mean = node.input(3) * keep + mean.reshape({x.dim(1)}) * take;
+  Tensor running_variance = node.input(4) * keep + variance.reshape({x.dim(1)}) * take;
+  return {y, running_mean, running_variance};
+}
+
 Outputs batch_norm(const OnnxNode& node) {
-  // training_mode (opset 14) would update running statistics; only inference is supported.
-  if (node.opset() >= 14 && node.attr_int("training_mode", 0) != 0) node.fail("unsupported: BatchNormalization training_mode=1");
+  if (node.opset() >= 14 && node.attr_int("training_mode", 0) != 0) return batch_norm_training(node);
   if (node.opset() < 9 && node.attr_int("spatial", 1) == 0) node.fail("unsupported: BatchNormalization spatial=0");
   double epsilon = node.attr_float("epsilon", 1e-5);
   return {node.input(0).batch_norm(node.input(1), node.input(2), node.input(3), node.input(4), epsilon)};

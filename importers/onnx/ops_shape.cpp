@@ -208,6 +208,28 @@ Outputs pad(const OnnxNode& node) {
   node.fail("unsupported: Pad mode '" + mode + "'");
 }
 
+// CenterCropPad (opset 18): each listed axis is centre-cropped or zero-padded to the target size;
+// the odd element goes to the end in both cases (crop start ⌊(in−out)/2⌋, pad begin ⌊(out−in)/2⌋).
+Outputs center_crop_pad(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  std::vector<int64_t> target = node.input_ints(1);
+  std::vector<int64_t> axes;
+  if (node.has_attribute("axes")) {
+    axes = normalize_axes(node, node.attr_ints("axes"), x.ndim());
+  } else {
+    for (int64_t i = 0; i < x.ndim(); ++i) axes.push_back(i);
+  }
+  if (target.size() != axes.size()) node.fail("shape must have one entry per axis");
+  std::vector<int64_t> pads(static_cast<size_t>(2 * x.ndim()), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t difference = target[i] - x.dim(axes[i]);
+    int64_t before = difference >= 0 ? difference / 2 : -((-difference) / 2);
+    pads[static_cast<size_t>(2 * axes[i])] = before;
+    pads[static_cast<size_t>(2 * axes[i] + 1)] = difference - before;
+  }
+  return {x.pad(pads)};
+}
+
 Outputs shape(const OnnxNode& node) {
   const Shape& dims = node.input(0).shape();
   auto rank = static_cast<int64_t>(dims.size());
@@ -374,6 +396,7 @@ void register_shape_ops(OpRegistry& registry) {
   registry.add("Split", split);
   registry.add("Slice", slice);
   registry.add("Pad", pad);
+  registry.add("CenterCropPad", center_crop_pad, 18);
   registry.add("Shape", shape);
   registry.add("Size", size);
   registry.add("ConstantOfShape", constant_of_shape, 9);

@@ -105,9 +105,14 @@ void collect_bounds(const UOp& clause, std::unordered_map<const UOp*, Narrowed>&
 // exact only under `valid` must stay defined where `valid` fails: `0<d ? a/max(d, 1) : 0` would
 // become `0<d ? a/d : 0`, a division by zero at d = 0 (shift amounts likewise). A divisor or shift
 // amount that is a constant or a variable-like node, with every value of its range allowed, keeps
-// that under any narrowing; with any other the value is left alone.
+// that under any narrowing; with any other the value is left alone. Values that load are never
+// narrowed (see below).
 bool stays_defined_when_narrowed(const std::vector<const UOp*>& value_nodes) {
   for (const UOp* node : value_nodes) {
+    // A memory access runs whatever the condition: narrowing its index or its own valid mask
+    // under the condition (a load's `r < 128` mask becoming `true` inside `r < 128 ? load : 0`)
+    // would turn a guarded load into an out-of-bounds read where the condition fails.
+    if (node->op() == Ops::INDEX) return false;
     bool is_division = node->op() == Ops::IDIV || node->op() == Ops::MOD;
     bool is_shift = node->op() == Ops::SHL || node->op() == Ops::SHR;
     if (!is_division && !is_shift) continue;

@@ -118,8 +118,26 @@ TEST_CASE("a padded input loads under a mask and never out of bounds") {
   REQUIRE(schedule.kernels.size() == 1);
   int masked_loads = 0;
   for (const UOp* node : toposort(schedule.kernels[0].ast))
-    if (node->op() == Ops::INDEX && node->src_count() == 3 && node->src(0)->arg_int() != 0) ++masked_loads;
+    if (node->op() == Ops::INDEX && node->src_count() == 3 && node->src(0)->arg_int() != 0 && !node->src(2)->is_const())
+      ++masked_loads;
   CHECK(masked_loads == 1);
+}
+
+TEST_CASE("a reduction under padding keeps its loads masked (WHERE evaluates both arms)") {
+  // where(r0 < 4, sum(load a[r0, k] * load b[k]), 0): the simplifier must not drop the loads' own
+  // `r0 < 4` masks because the WHERE already tests it; the loads run for r0 >= 4 too.
+  Tensor a = input({4, 8}), b = input({8, 1});
+  Tensor out = pad_zero((a.cast(ScalarType::Float32) * b.reshape({1, 8})).sum({1}), {0, 4});
+  Schedule schedule = schedule_of({out});
+  REQUIRE(schedule.kernels.size() == 1);
+  int loads = 0;
+  for (const UOp* node : toposort(schedule.kernels[0].ast)) {
+    if (node->op() != Ops::INDEX || node->src(0)->arg_int() == 0) continue;
+    ++loads;
+    REQUIRE(node->src_count() == 3);
+    CHECK_FALSE(node->src(2)->is_const());
+  }
+  CHECK(loads == 2);
 }
 
 }  // TEST_SUITE
