@@ -62,6 +62,11 @@ Shape broadcast_shapes(const OnnxNode& node, const Shape& a, const Shape& b) {
   return result;
 }
 
+std::vector<Tensor> declared_outputs(const OnnxNode& node, std::vector<Tensor> outputs) {
+  if (outputs.size() > node.output_count()) outputs.resize(node.output_count());
+  return outputs;
+}
+
 Tensor int64_vector(const std::vector<int64_t>& values) {
   return Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
 }

@@ -29,6 +29,10 @@ int64_t shape_product(const Shape& shape, size_t begin, size_t end);
 // Numpy broadcast of two shapes, or node.fail.
 Shape broadcast_shapes(const OnnxNode& node, const Shape& a, const Shape& b);
 
+// Drops the optional trailing outputs the node does not declare (a builder may compute them all;
+// returning more results than the node has outputs is an error).
+std::vector<Tensor> declared_outputs(const OnnxNode& node, std::vector<Tensor> outputs);
+
 // An i64 1-D tensor holding `values`.
 Tensor int64_vector(const std::vector<int64_t>& values);
 

@@ -201,9 +201,8 @@ Outputs dropout(const OnnxNode& node) {
     double ratio = node.has_input(1) ? node.input_doubles(1).at(0) : 0.5;
     if (ratio != 0.0) node.fail("unsupported: Dropout in training mode (random masks)");
   }
-  // Only the output: the optional mask would be all true, but the builder cannot see whether the
-  // node declares it (returning more outputs than the node has is an error).
-  return {x};
+  // Inference keeps every element: the optional mask is all true.
+  return declared_outputs(node, {x, Tensor::ones(x.shape(), ScalarType::Bool)});
 }
 
 // ---- inverse trigonometric and hyperbolic functions, from exp/log/sqrt and a series ----

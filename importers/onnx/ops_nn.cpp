@@ -141,10 +141,71 @@ PoolOptions pool_options(const OnnxNode& node, const Tensor& x) {
   return options;
 }
 
+// MaxPool's optional Indices output (opset 8): the flat row-major index into the whole input of
+// each window's first maximum. Every kernel offset is one strided view of the (−∞-padded) input and
+// of a matching tensor of flat indices; a running strict comparison keeps the first maximum.
+Tensor max_pool_indices(const OnnxNode& node, const Tensor& x, const PoolOptions& options, const Shape& out_shape) {
+  bool column_major = node.attr_int("storage_order", 0) != 0;
+  if (!is_floating(x.dtype())) node.fail("unsupported: MaxPool Indices for non-float input");
+  size_t spatial = options.kernel.size();
+  std::vector<int64_t> pads(4, 0);
+  pads.resize(2 * (spatial + 2), 0);
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t begin = options.padding.empty() ? 0 : options.padding[i];
+    int64_t end = options.padding.empty() ? 0 : options.padding[i + spatial];
+    // Enough at the end for the last window (ceil_mode windows may run past the padding).
+    int64_t needed = (out_shape[2 + i] - 1) * options.stride[i] + (options.kernel[i] - 1) * options.dilation[i] + 1;
+    int64_t have = x.shape()[2 + i] + begin + end;
+    pads[2 * (i + 2)] = begin;
+    pads[2 * (i + 2) + 1] = end + std::max<int64_t>(0, needed - have);
+  }
+  Tensor values = x.pad(pads, PadMode::Constant, -INFINITY);
+  // Flat index: (n·C + c)·prod(spatial) + the spatial offset, row-major (storage_order 0) or
+  // column-major over the spatial axes (storage_order 1).
+  const Shape& shape = x.shape();
+  int64_t plane = shape_product(shape, 2, shape.size());
+  Tensor positions = (Tensor::arange(shape[0] * shape[1]) * Tensor::scalar(static_cast<double>(plane), ScalarType::Int64))
+                         .reshape(Shape{shape[0], shape[1]});
+  for (size_t i = 0; i < spatial; ++i) positions = positions.unsqueeze(-1);
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t stride = column_major ? shape_product(shape, 2, 2 + i) : shape_product(shape, 3 + i, shape.size());
+    Shape along(shape.size(), 1);
+    along[2 + i] = shape[2 + i];
+    positions = positions + (Tensor::arange(shape[2 + i]) * Tensor::scalar(static_cast<double>(stride), ScalarType::Int64)).reshape(along);
+  }
+  positions = positions.pad(pads, PadMode::Constant, -1.0);
+  Tensor best, best_index;
+  int64_t offsets = shape_product(options.kernel, 0, spatial);
+  for (int64_t flat = 0; flat < offsets; ++flat) {
+    Tensor candidate = values, candidate_index = positions;
+    int64_t rest = flat;
+    for (size_t i = spatial; i-- > 0;) {
+      int64_t k = rest % options.kernel[i];
+      rest /= options.kernel[i];
+      auto axis = static_cast<int64_t>(i + 2);
+      int64_t start = k * options.dilation[i];
+      int64_t stop = start + (out_shape[2 + i] - 1) * options.stride[i] + 1;
+      candidate = candidate.slice(axis, start, stop, options.stride[i]);
+      candidate_index = candidate_index.slice(axis, start, stop, options.stride[i]);
+    }
+    if (flat == 0) {
+      best = candidate;
+      best_index = candidate_index;
+      continue;
+    }
+    Tensor better = candidate.gt(best);
+    best = better.where(candidate, best);
+    best_index = better.where(candidate_index, best_index);
+  }
+  return best_index;
+}
+
 Outputs max_pool(const OnnxNode& node) {
   const Tensor& x = node.input(0);
-  // The optional Indices output (opset 8) is not produced; a model that consumes it fails there.
-  return {x.max_pool(pool_options(node, x))};
+  PoolOptions options = pool_options(node, x);
+  Tensor y = x.max_pool(options);
+  if (node.output_count() < 2) return {y};
+  return {y, max_pool_indices(node, x, options, y.shape())};
 }
 
 Outputs average_pool(const OnnxNode& node) {
@@ -191,7 +252,7 @@ Outputs batch_norm_training(const OnnxNode& node) {
   Tensor keep = constant(x, momentum), take = constant(x, 1.0 - momentum);
   Tensor running_mean = node.input(3) * keep + mean.reshape({x.dim(1)}) * take;
   Tensor running_variance = node.input(4) * keep + variance.reshape({x.dim(1)}) * take;
-  return {y, running_mean, running_variance};
+  return declared_outputs(node, {y, running_mean, running_variance});
 }
 
 Outputs batch_norm(const OnnxNode& node) {
@@ -228,7 +289,7 @@ Outputs layer_norm(const OnnxNode& node) {
   Tensor mean = x.mean(axes, true);
   Tensor centered = x - mean;
   Tensor inv_std = ((centered * centered).mean(axes, true) + constant(x, epsilon)).rsqrt();
-  return {wide ? y.cast(input.dtype()) : y, mean, inv_std};
+  return declared_outputs(node, {wide ? y.cast(input.dtype()) : y, mean, inv_std});
 }
 
 // RMSNormalization (opset 23): x / √(mean(x²) + ε) · scale over the axes from `axis` on.

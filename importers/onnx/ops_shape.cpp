@@ -110,11 +110,12 @@ Outputs split(const OnnxNode& node) {
   // Opset 13 moved `split` from an attribute to an optional input; opset 18 added num_outputs.
   std::vector<int64_t> sizes = ints_attr_or_input(node, "split", 1, 13).value_or(std::vector<int64_t>{});
   if (sizes.empty()) {
-    if (node.opset() < 18 || !node.has_attribute("num_outputs"))
-      node.fail("unsupported: Split into equal parts without 'split' or 'num_outputs' (the output count is not visible to op builders)");
-    int64_t count = node.attr_int("num_outputs");
-    if (count <= 0) node.fail("num_outputs must be positive");
-    // Opset 18: chunks of ceil(length / count), the last one smaller when it does not divide.
+    // No sizes: num_outputs (opset 18) or, before, the node's output count gives the number of
+    // chunks, each ceil(length / count) long with a smaller last one (opset 18's rule; before
+    // 18 the length had to divide evenly, which the same rule covers).
+    int64_t count = node.opset() >= 18 && node.has_attribute("num_outputs") ? node.attr_int("num_outputs")
+                                                                             : static_cast<int64_t>(node.output_count());
+    if (count <= 0) node.fail("Split needs at least one output");
     int64_t chunk = (length + count - 1) / count;
     for (int64_t start = 0; start < length; start += chunk) sizes.push_back(std::min(chunk, length - start));
     while (static_cast<int64_t>(sizes.size()) < count) sizes.push_back(0);

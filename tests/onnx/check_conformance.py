@@ -4,7 +4,7 @@
 The test fails when a test outside the list fails, and when a listed test passes (so the list
 stays exact). The list has one line per test, `test_name: reason`; `#` starts a comment.
 
-usage: check_conformance.py KILN DATA_DIR EXPECTED_FAILURES [--update]
+usage: check_conformance.py KILN DATA_DIR EXPECTED_FAILURES [--update] [-- RUNNER_OPTION...]
   --update rewrites EXPECTED_FAILURES from this run, keeping the reasons already written and taking
            the runner's failure message for new entries. Exits 77 (skip) when DATA_DIR is absent.
 """
@@ -26,13 +26,17 @@ def read_expected(path):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    update = "--update" in sys.argv
+    argv = sys.argv[1:]
+    runner_options = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[:argv.index("--")] if "--" in argv else argv
+    args = [a for a in argv if not a.startswith("--")]
+    update = "--update" in argv
     kiln, data, expected_path = pathlib.Path(args[0]), pathlib.Path(args[1]), pathlib.Path(args[2])
     if not data.is_dir():
         print(f"skip: {data} is not here")
         return 77
-    run = subprocess.run([str(kiln), "test-onnx", "--report-only", str(data)], capture_output=True, text=True)
+    run = subprocess.run([str(kiln), "test-onnx", "--report-only", *runner_options, str(data)],
+                         capture_output=True, text=True)
     failures = {}
     for line in run.stdout.splitlines():
         match = re.match(r"FAIL (\S+): (.*)", line)
