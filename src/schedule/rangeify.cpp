@@ -12,8 +12,8 @@
 //  - it is a reduction used by more than one node, or reached through an EXPAND (a broadcast):
 //    recomputing it per broadcast element would repeat the whole reduction loop (softmax's max and
 //    sum, a norm's mean); or
-//  - it is elementwise work of at least kExpensiveOps nodes (ALU ops, views, loads) reached through
-//    an EXPAND: each broadcast element would redo it, where a load is one memory access.
+//  - it is elementwise work of at least kExpensiveOps ALU ops reached through an EXPAND: each
+//    broadcast element would redo it, where a load is one memory access.
 // Cheap elementwise work (a cast, a relu, padding) is recomputed: memory traffic costs more.
 #include <algorithm>
 #include <cmath>
@@ -58,7 +58,7 @@ UOpPtr and_valid(const UOpPtr& valid, const UOpPtr& condition) {
   return valid & condition;
 }
 
-// The cost of recomputing a value: its nodes down to buffers and reductions (transcendentals count
+// The cost of recomputing a value: ALU ops down to buffers and reductions (transcendentals count
 // as the ~20 ops their approximations take). Capped, so the walk stays small.
 int recompute_cost(const UOp* root) {
   int cost = 0;
@@ -68,15 +68,10 @@ int recompute_cost(const UOp* root) {
     const UOp* node = stack.back();
     stack.pop_back();
     if (!seen.insert(node).second) continue;
-    // A load (a buffer or a materialised value) costs one; so does every view op, which becomes
-    // index arithmetic and, for PAD, a mask: a concatenation of many inputs is expensive to
-    // recompute even though it has few ALU ops.
-    if (node->op() == Ops::REDUCE_AXIS || node->op() == Ops::CONTIGUOUS || node->op() == Ops::BUFFER) {
-      ++cost;
-      continue;
-    }
-    if (node->op() == Ops::CONST) continue;
-    cost += (node->op() == Ops::EXP2 || node->op() == Ops::LOG2 || node->op() == Ops::SIN) ? 20 : 1;
+    OpGroup group = op_group(node->op());
+    if (node->op() == Ops::REDUCE_AXIS || node->op() == Ops::CONTIGUOUS || node->op() == Ops::BUFFER) continue;
+    if (group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary)
+      cost += (node->op() == Ops::EXP2 || node->op() == Ops::LOG2 || node->op() == Ops::SIN) ? 20 : 1;
     for (const UOpPtr& src : node->srcs()) stack.push_back(src.get());
   }
   return cost;
