@@ -4,6 +4,9 @@
 // clauses on an index sum (`r1 + r3 < 33`), by interval propagation through the other terms; `a`
 // is simplified with v replaced by a variable of the narrower range, then v is put back.
 // INDEX nodes with a valid mask (src[2]) get the same treatment for their offset.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -37,6 +40,38 @@ struct Narrowed {
   int128 min, max;
 };
 
+// A clause on a sum of several terms (`r1 + r1001 < 57`, from a padded conv window) bounds the sum
+// as a whole more tightly than interval propagation bounds each term. Such a sum, without its
+// constant, is remembered with its range, so that offsets holding a multiple of it can be
+// simplified with the sum replaced by one variable of that range.
+struct SumFact {
+  std::vector<LinearTerm> terms;  // canonical order; the constant is left out
+  Narrowed range;
+};
+
+struct Bounds {
+  std::unordered_map<const UOp*, Narrowed> variables;
+  std::vector<SumFact> sums;
+};
+
+bool same_terms(const std::vector<LinearTerm>& a, const std::vector<LinearTerm>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].base != b[i].base || a[i].coefficient != b[i].coefficient) return false;
+  return true;
+}
+
+void narrow_sum(Bounds& bounds, const std::vector<LinearTerm>& terms, Narrowed natural, int128 min, int128 max) {
+  auto found = std::find_if(bounds.sums.begin(), bounds.sums.end(),
+                            [&](const SumFact& fact) { return same_terms(fact.terms, terms); });
+  if (found == bounds.sums.end()) {
+    bounds.sums.push_back({terms, natural});
+    found = bounds.sums.end() - 1;
+  }
+  found->range.min = std::max(found->range.min, min);
+  found->range.max = std::min(found->range.max, max);
+}
+
 void narrow(std::unordered_map<const UOp*, Narrowed>& bounds, const UOp& variable, int128 min, int128 max) {
   auto [entry, inserted] = bounds.try_emplace(&variable, Narrowed{variable.vmin(), variable.vmax()});
   entry->second.min = std::max(entry->second.min, min);
@@ -52,8 +87,8 @@ int128 ceil_divide(int128 a, int128 b) { return -floor_divide(-a, b); }
 // A clause `sum < c` (upper) or `c < sum` (lower) on an index sum Σ k_i·v_i + K. For each
 // variable-like v_i the other terms contribute at least (upper) or at most (lower) their range's
 // end, which bounds k_i·v_i, and so v_i: interval propagation, exact for a single variable.
-void narrow_by_linear_clause(const UOp& sum_node, int128 constant, bool is_upper_bound,
-                             std::unordered_map<const UOp*, Narrowed>& bounds) {
+void narrow_by_linear_clause(const UOp& sum_node, int128 constant, bool is_upper_bound, Bounds& all_bounds) {
+  auto& bounds = all_bounds.variables;
   if (!sum_node.dtype().is_index()) return;  // fixed-width sums may wrap, so their terms are not bounded
   LinearSum sum = canonical_sum(sum_node.self());
   // The extreme each term can contribute: [min, max] of k·v over v's range.
@@ -64,6 +99,11 @@ void narrow_by_linear_clause(const UOp& sum_node, int128 constant, bool is_upper
     contribution.push_back({std::min(a, b), std::max(a, b)});
     total_min += contribution.back().min;
     total_max += contribution.back().max;
+  }
+  if (sum.terms.size() >= 2) {
+    Narrowed natural{total_min - sum.constant, total_max - sum.constant};
+    if (is_upper_bound) narrow_sum(all_bounds, sum.terms, natural, int128_min, constant - 1 - sum.constant);
+    else narrow_sum(all_bounds, sum.terms, natural, constant + 1 - sum.constant, int128_max);
   }
   for (size_t i = 0; i < sum.terms.size(); ++i) {
     const LinearTerm& term = sum.terms[i];
@@ -85,10 +125,11 @@ void narrow_by_linear_clause(const UOp& sum_node, int128 constant, bool is_upper
 
 // Walks an & tree of clauses and records the bounds each clause puts on a variable-like node:
 // `v < c` and `c < v` directly, and clauses on index sums by propagating through the other terms.
-void collect_bounds(const UOp& clause, std::unordered_map<const UOp*, Narrowed>& bounds) {
+void collect_bounds(const UOp& clause, Bounds& all_bounds) {
+  auto& bounds = all_bounds.variables;
   if (clause.op() == Ops::AND && clause.dtype() == dtypes::bool_) {
-    collect_bounds(*clause.src(0), bounds);
-    collect_bounds(*clause.src(1), bounds);
+    collect_bounds(*clause.src(0), all_bounds);
+    collect_bounds(*clause.src(1), all_bounds);
     return;
   }
   // Only integer comparisons bound integers (a float clause such as `x < 0.5` says nothing here).
@@ -97,8 +138,8 @@ void collect_bounds(const UOp& clause, std::unordered_map<const UOp*, Narrowed>&
   const UOp& right = *clause.src(1);
   if (is_variable_like(left) && right.op() == Ops::CONST) narrow(bounds, left, int128_min, right.const_int() - 1);
   else if (is_variable_like(right) && left.op() == Ops::CONST) narrow(bounds, right, left.const_int() + 1, int128_max);
-  else if (right.op() == Ops::CONST) narrow_by_linear_clause(left, right.const_int(), true, bounds);
-  else if (left.op() == Ops::CONST) narrow_by_linear_clause(right, left.const_int(), false, bounds);
+  else if (right.op() == Ops::CONST) narrow_by_linear_clause(left, right.const_int(), true, all_bounds);
+  else if (left.op() == Ops::CONST) narrow_by_linear_clause(right, left.const_int(), false, all_bounds);
 }
 
 // WHERE computes both arms and INDEX its offset whatever `valid` is, so a form of `value` that is
@@ -124,13 +165,67 @@ bool stays_defined_when_narrowed(const std::vector<const UOp*>& value_nodes) {
   return true;
 }
 
+// `value` with every index sum that holds m·(fact's sum) for an integer m rewritten to use
+// m·variable instead, the variable standing for the sum (sums inside divisions and modulos too).
+UOpPtr replace_sum(const UOpPtr& value, const SumFact& fact, const UOpPtr& stand_in,
+                   std::unordered_map<const UOp*, UOpPtr>& memo) {
+  if (auto found = memo.find(value.get()); found != memo.end()) return found->second;
+  UOpPtr result;
+  bool is_sum = value->dtype().is_index() && (value->op() == Ops::ADD || value->op() == Ops::MUL);
+  if (is_sum) {
+    LinearSum sum = canonical_sum(value);
+    // m from the first term, then every term of the fact must appear with m times its coefficient.
+    std::optional<int128> multiple;
+    std::vector<bool> used(sum.terms.size(), false);
+    for (const LinearTerm& wanted : fact.terms) {
+      auto at = std::find_if(sum.terms.begin(), sum.terms.end(), [&](const LinearTerm& t) { return t.base == wanted.base; });
+      if (at == sum.terms.end() || at->coefficient % wanted.coefficient != 0) {
+        multiple.reset();
+        break;
+      }
+      int128 m = at->coefficient / wanted.coefficient;
+      if (multiple && *multiple != m) {
+        multiple.reset();
+        break;
+      }
+      multiple = m;
+      used[static_cast<size_t>(at - sum.terms.begin())] = true;
+    }
+    if (multiple && *multiple != 0) {
+      LinearSum rest;
+      rest.constant = sum.constant;
+      for (size_t i = 0; i < sum.terms.size(); ++i)
+        if (!used[i]) rest.terms.push_back({replace_sum(sum.terms[i].base, fact, stand_in, memo), sum.terms[i].coefficient});
+      rest.terms.push_back({stand_in, *multiple});
+      result = build_sum(rest, value->dtype());
+    }
+  }
+  if (!result) {
+    std::vector<UOpPtr> sources;
+    bool changed = false;
+    for (const UOpPtr& source : value->srcs()) {
+      sources.push_back(replace_sum(source, fact, stand_in, memo));
+      changed = changed || sources.back() != source;
+    }
+    result = changed ? UOp::make(value->op(), value->dtype(), std::move(sources), value->arg()) : value;
+  }
+  memo.emplace(value.get(), result);
+  return result;
+}
+
 // `value` simplified under `condition`; null when nothing changes. Sets `impossible` when the
 // condition can never hold.
 UOpPtr simplify_given(const UOp& condition, const UOpPtr& value, bool& impossible) {
-  std::unordered_map<const UOp*, Narrowed> bounds;
-  collect_bounds(condition, bounds);
+  Bounds all_bounds;
+  collect_bounds(condition, all_bounds);
+  const auto& bounds = all_bounds.variables;
   std::unordered_map<const UOp*, UOpPtr> to_narrow, to_restore;
   impossible = false;
+  for (const SumFact& fact : all_bounds.sums)
+    if (fact.range.min > fact.range.max) {
+      impossible = true;
+      return nullptr;
+    }
   for (const auto& [node, range] : bounds) {
     if (range.min > range.max) {
       impossible = true;
@@ -146,7 +241,24 @@ UOpPtr simplify_given(const UOp& condition, const UOpPtr& value, bool& impossibl
     to_narrow[node] = narrowed;
     to_restore[narrowed.get()] = node->self();
   }
-  if (to_narrow.empty()) return nullptr;
+  // Sums whose clauses narrow them: replaced by a variable of the narrowed range (restored after).
+  UOpPtr working = value;
+  std::unordered_map<const UOp*, UOpPtr> sums_to_restore;
+  for (const SumFact& fact : all_bounds.sums) {
+    // The stand-in variable's range must be an int64 range.
+    if (fact.range.min < INT64_MIN || fact.range.max > INT64_MAX) continue;
+    LinearSum as_sum{fact.terms, 0};
+    UOpPtr sum_node = build_sum(as_sum, dtypes::index);
+    if (!sum_node || (fact.range.min <= sum_node->vmin() && fact.range.max >= sum_node->vmax())) continue;
+    UOpPtr stand_in = variable(str_cat("\x01sum", sum_node->hash()), static_cast<int64_t>(fact.range.min),
+                               static_cast<int64_t>(fact.range.max), dtypes::index);
+    std::unordered_map<const UOp*, UOpPtr> memo;
+    UOpPtr replaced = replace_sum(working, fact, stand_in, memo);
+    if (replaced == working) continue;
+    working = replaced;
+    sums_to_restore[stand_in.get()] = sum_node;
+  }
+  if (to_narrow.empty() && sums_to_restore.empty()) return nullptr;
   // Simplifying under a mask re-simplifies the whole guarded value, and guarded values nest (an arm
   // may hold further WHEREs), so on large values the cost compounds. Kernel index expressions are
   // far below this size; a larger value is left as it is, which is always correct.
@@ -155,7 +267,8 @@ UOpPtr simplify_given(const UOp& condition, const UOpPtr& value, bool& impossibl
   // The temporaries sort elsewhere than the nodes they stand for, so the restored form may be out of
   // canonical order; simplifying it again keeps the canonical rules from undoing this rewrite (a
   // rewrite loop) and lets "nothing changed" be seen.
-  UOpPtr simplified = simplify(substitute(simplify(substitute(value, to_narrow)), to_restore));
+  UOpPtr simplified = simplify(substitute(simplify(substitute(working, to_narrow)), to_restore));
+  if (!sums_to_restore.empty()) simplified = simplify(substitute(simplified, sums_to_restore));
   return simplified == value ? nullptr : simplified;
 }
 

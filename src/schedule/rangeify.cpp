@@ -72,6 +72,10 @@ int recompute_cost(const UOp* root) {
     if (node->op() == Ops::REDUCE_AXIS || node->op() == Ops::CONTIGUOUS || node->op() == Ops::BUFFER) continue;
     if (group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary)
       cost += (node->op() == Ops::EXP2 || node->op() == Ops::LOG2 || node->op() == Ops::SIN) ? 20 : 1;
+    // A PAD lowers to bounds compares, a select and a masked load: a concatenation of k inputs is
+    // k of them plus k - 1 selects, work that a broadcast (a 1x1 conv over the concatenation)
+    // would repeat for every output channel.
+    if (node->op() == Ops::PAD) cost += 2;
     for (const UOpPtr& src : node->srcs()) stack.push_back(src.get());
   }
   return cost;
@@ -209,6 +213,16 @@ class Rangeifier {
     if (slot_it == kernel.slots.end()) kernel.slots.push_back(buffer);
     UOpPtr global = define_global(buffer, slot);
     UOpPtr flat = flatten_index(index, shapes_.of(node));
+    // A load inside padding is masked so it never reads out of bounds. When its index is in bounds
+    // over every value of the kernel's ranges, the mask is dropped: each PAD wraps its value in
+    // where(inside, value, 0), so the masked-off value is never used, and an unmasked load that
+    // depends only on the outer loops can be hoisted out of the inner ones (a conv's per-channel
+    // scale and shift after a padded input).
+    if (valid) {
+      UOpPtr simplified = simplify(flat);
+      if (simplified->vmin() >= 0 && simplified->vmax() < schedule_.buffers[static_cast<size_t>(buffer)].count)
+        return UOp::make(Ops::LOAD, node->dtype(), {UOp::make(Ops::INDEX, global->dtype(), {global, simplified})});
+    }
     if (!valid) return UOp::make(Ops::LOAD, node->dtype(), {UOp::make(Ops::INDEX, global->dtype(), {global, flat})});
     UOpPtr alternative = node->dtype().is_float() ? const_float(node->dtype(), 0.0)
                          : node->dtype().is_bool() ? const_bool(false) : const_int(node->dtype(), 0);
