@@ -25,7 +25,7 @@ NamedTensor read_tensor_file(const std::string& path) {
     throw UserError(str_cat("'", path, "' is not a serialized ONNX TensorProto (a sequence, map or optional value?)"));
   std::string directory = std::filesystem::path(path).parent_path().string();
   try {
-    return {proto.name(), onnx_import::tensor_from_proto(proto, directory.empty() ? "." : directory)};
+    return {proto.name(), onnx_import::tensor_from_proto(proto, directory.empty() ? "." : directory), proto.data_type()};
   } catch (const Error& error) {
     throw UserError(str_cat("'", path, "': ", error.what()));
   }

@@ -23,6 +23,8 @@
 #include <optional>
 #include <sstream>
 
+#include "narrow_types.h"
+#include "onnx/onnx_pb.h"
 #include "onnx_model.h"
 #include "support/error.h"
 #include "tensor_file.h"
@@ -161,6 +163,33 @@ std::string compare(const Tensor& actual, const Tensor& expected) {
                  " (got ", got[worst], ", expected ", want[worst], ")");
 }
 
+// Test data of an older ONNX (Debian's libonnx-testdata) stores BFLOAT16 tensors as UINT16 bit
+// patterns: when the model declares bf16 and the file holds u16, the bits are the bf16 values.
+NamedTensor with_legacy_bfloat16(NamedTensor file, int32_t declared_type) {
+  if (declared_type == onnx::TensorProto_DataType_BFLOAT16 && file.elem_type == onnx::TensorProto_DataType_UINT16) {
+    file.tensor = file.tensor.bitcast(ScalarType::BFloat16);
+    file.elem_type = declared_type;
+  }
+  return file;
+}
+
+// Narrow float values (float8, float4) compared by what they decode to, so that every NaN
+// encoding matches every other; narrow integers compare as their carriers.
+std::string compare_narrow(const Tensor& actual, const NamedTensor& expected, int32_t declared_type) {
+  if (expected.elem_type != declared_type)
+    return str_cat("the reference is ", onnx_import::onnx_type_name(expected.elem_type), " but the model declares ",
+                   onnx_import::onnx_type_name(declared_type));
+  if (onnx_import::is_narrow_integer(declared_type)) return compare(actual, expected.tensor);
+  auto decoded = [&](const Tensor& carrier) {
+    std::vector<double> values;
+    for (int32_t code : carrier.to_vector<int32_t>()) values.push_back(onnx_import::narrow_value(declared_type, code));
+    return Tensor::from_vector<double>(values, carrier.shape());
+  };
+  if (actual.dtype() != expected.tensor.dtype() || actual.shape() != expected.tensor.shape())
+    return compare(actual, expected.tensor);
+  return compare(decoded(actual), decoded(expected.tensor));
+}
+
 // One test folder, in the child process.
 Result run_test(const fs::path& folder) {
   std::vector<fs::path> data_sets;
@@ -190,13 +219,20 @@ Result run_test(const fs::path& folder) {
     for (size_t k = 0; k < input_files.size(); ++k) {
       NamedTensor input = read_tensor_file(input_files[k].string());
       std::string name = input.name;
-      const bool names_an_input = std::any_of(model.inputs().begin(), model.inputs().end(),
-                                              [&](const auto& info) { return info.name == name; });
-      if (!names_an_input) {
+      auto info = std::find_if(model.inputs().begin(), model.inputs().end(),
+                               [&](const auto& candidate) { return candidate.name == name; });
+      if (info == model.inputs().end()) {
         if (k >= required_inputs.size())
           return {Outcome::Fail, str_cat(set_name, ": ", input_files[k].filename().string(), " has no matching model input")};
         name = required_inputs[k];
+        info = std::find_if(model.inputs().begin(), model.inputs().end(),
+                            [&](const auto& candidate) { return candidate.name == name; });
       }
+      input = with_legacy_bfloat16(std::move(input), info->elem_type);
+      if (onnx_import::is_narrow_type(info->elem_type) && input.elem_type != info->elem_type)
+        return {Outcome::Fail, str_cat(set_name, ": ", input_files[k].filename().string(), " is ",
+                                       onnx_import::onnx_type_name(input.elem_type), " but the model's input '", name,
+                                       "' is ", onnx_import::onnx_type_name(info->elem_type))};
       inputs.emplace_back(name, input.tensor);
     }
     const auto outputs = model.run(inputs);
@@ -205,8 +241,11 @@ Result run_test(const fs::path& folder) {
       return {Outcome::Fail, str_cat(set_name, ": the model has ", outputs.size(), " outputs but the data set has ",
                                      output_files.size())};
     for (size_t k = 0; k < output_files.size(); ++k) {
-      NamedTensor expected = read_tensor_file(output_files[k].string());
-      std::string mismatch = compare(outputs[k].second, expected.tensor);
+      const int32_t declared_type = model.outputs()[k].elem_type;
+      NamedTensor expected = with_legacy_bfloat16(read_tensor_file(output_files[k].string()), declared_type);
+      std::string mismatch = onnx_import::is_narrow_type(declared_type)
+                                 ? compare_narrow(outputs[k].second, expected, declared_type)
+                                 : compare(outputs[k].second, expected.tensor);
       if (!mismatch.empty())
         return {Outcome::Fail, str_cat(set_name, ", output '", outputs[k].first, "': ", mismatch)};
     }

@@ -14,6 +14,7 @@
 #include <google/protobuf/wire_format_lite.h>
 
 #include "ir/uop.h"
+#include "narrow_types.h"
 #include "onnx/onnx_pb.h"
 #include "support/error.h"
 
@@ -72,7 +73,10 @@ OnnxValueInfo value_info_from_proto(const onnx::ValueInfoProto& proto) {
     return info;
   }
   const auto& tensor_type = proto.type().tensor_type();
-  if (tensor_type.elem_type() != onnx::TensorProto_DataType_UNDEFINED) {
+  info.elem_type = tensor_type.elem_type();
+  if (is_narrow_type(info.elem_type)) {
+    info.dtype = narrow_carrier(info.elem_type);
+  } else if (tensor_type.elem_type() != onnx::TensorProto_DataType_UNDEFINED) {
     try {
       info.dtype = scalar_type_from_onnx(tensor_type.elem_type());
     } catch (const UserError& error) {
@@ -122,7 +126,10 @@ Tensor constant_value(const OnnxNode& node, const onnx::NodeProto& proto) {
   if (proto.attribute_size() != 1)
     node.fail(str_cat("Constant needs exactly one value attribute, it has ", proto.attribute_size()));
   const std::string& name = proto.attribute(0).name();
-  if (name == "value") return node.attr_tensor("value");
+  if (name == "value") {
+    node.set_output_elem_type(0, proto.attribute(0).t().data_type());
+    return node.attr_tensor("value");
+  }
   if (name == "value_float") return Tensor::from_vector<float>({static_cast<float>(node.attr_float(name))}, {});
   if (name == "value_int") return Tensor::from_vector<int64_t>({node.attr_int(name)}, {});
   if (name == "value_floats") {
@@ -137,6 +144,28 @@ Tensor constant_value(const OnnxNode& node, const onnx::NodeProto& proto) {
   if (name == "value_string" || name == "value_strings") node.fail("string constants are not supported: kiln has no string dtype");
   if (name == "sparse_value") node.fail("sparse constants are not supported");
   node.fail(str_cat("unknown Constant attribute '", name, "'"));
+}
+
+// The narrow ONNX type of each input of a node (0 for inputs of a kiln dtype).
+std::vector<int32_t> narrow_input_types(const onnx::NodeProto& proto,
+                                        const std::unordered_map<std::string, int32_t>& narrow_types) {
+  std::vector<int32_t> types;
+  for (const auto& name : proto.input()) {
+    auto found = narrow_types.find(name);
+    types.push_back(found == narrow_types.end() ? 0 : found->second);
+  }
+  return types;
+}
+
+// A graph output the model declares as a narrow type must be produced as exactly that type (the
+// carrier's bytes mean nothing otherwise), and one of a kiln dtype must not be a narrow value.
+void check_narrow_output(const OnnxValueInfo& info, const std::unordered_map<std::string, int32_t>& narrow_types) {
+  auto found = narrow_types.find(info.name);
+  const int32_t produced = found == narrow_types.end() ? 0 : found->second;
+  if (produced == 0 && !is_narrow_type(info.elem_type)) return;
+  if (info.elem_type != 0 && produced != info.elem_type)
+    throw UserError(str_cat("graph output '", info.name, "' is declared ", onnx_type_name(info.elem_type),
+                            " but its node produces ", produced ? onnx_type_name(produced) : std::string("a kiln dtype")));
 }
 
 }  // namespace
@@ -208,6 +237,7 @@ void OnnxModel::validate_and_index() {
       throw UserError(str_cat("initializer '", initializer.name(), "' is defined twice"));
     try {
       initializers_.emplace(initializer.name(), tensor_from_proto(initializer, model_directory_));
+      if (is_narrow_type(initializer.data_type())) narrow_initializers_.emplace(initializer.name(), initializer.data_type());
     } catch (const UserError& error) {
       throw UserError(str_cat("initializer '", initializer.name(), "': ", error.what()));
     }
@@ -346,6 +376,10 @@ std::vector<std::pair<std::string, Tensor>> OnnxModel::run(const std::vector<std
                                                            const OpRegistry& registry) const {
   std::unordered_map<std::string, Tensor> values = initializers_;
   for (auto& [name, tensor] : bind_inputs(inputs)) values.insert_or_assign(name, tensor);
+  // ONNX types of the values whose type kiln has no dtype for (narrow_types.h).
+  std::unordered_map<std::string, int32_t> narrow_types = narrow_initializers_;
+  for (const auto& info : inputs_)
+    if (is_narrow_type(info.elem_type)) narrow_types.insert_or_assign(info.name, info.elem_type);
 
   const auto& graph = proto_->graph();
   for (int index : node_order_) {
@@ -366,6 +400,7 @@ std::vector<std::pair<std::string, Tensor>> OnnxModel::run(const std::vector<std
       node_inputs.emplace_back(found->second);
     }
     OnnxNode node(proto, node_opset.value_or(0), std::move(node_inputs), model_directory_);
+    node.set_narrow_input_types(narrow_input_types(proto, narrow_types));
     if (!node_opset)
       node.fail(str_cat("the model imports no opset for domain '", domain_label(domain), "'"));
 
@@ -389,6 +424,9 @@ std::vector<std::pair<std::string, Tensor>> OnnxModel::run(const std::vector<std
       if (std::string_view(error.what()).substr(0, prefix.size()) == prefix) throw;
       throw UserError(str_cat(prefix, ": ", error.what()));
     }
+    if (auto input = node.unexpected_narrow_input())
+      node.fail(str_cat("unsupported: input ", *input, " has ONNX type ", onnx_type_name(node.input_elem_type(*input)),
+                        ", which kiln has no dtype for and this op does not take"));
     if (results.size() > static_cast<size_t>(proto.output_size()))
       throw_internal_error(str_cat(node.describe(), ": the builder returned ", results.size(), " outputs but the node has ",
                                    proto.output_size()));
@@ -397,6 +435,8 @@ std::vector<std::pair<std::string, Tensor>> OnnxModel::run(const std::vector<std
       if (name.empty()) continue;
       if (!results[i].defined()) continue;  // an optional output the builder does not produce
       values.insert_or_assign(name, std::move(results[i]));
+      if (int32_t type = node.narrow_output_type(i)) narrow_types.insert_or_assign(name, type);
+      else narrow_types.erase(name);
     }
   }
 
@@ -405,6 +445,7 @@ std::vector<std::pair<std::string, Tensor>> OnnxModel::run(const std::vector<std
     auto found = values.find(info.name);
     if (found == values.end())
       throw UserError(str_cat("graph output '", info.name, "' was not produced (its node returned fewer outputs)"));
+    check_narrow_output(info, narrow_types);
     outputs.emplace_back(info.name, found->second);
   }
   std::vector<Tensor*> to_realize;

@@ -34,7 +34,8 @@ struct OnnxDim {
 struct OnnxValueInfo {
   std::string name;
   bool is_tensor = true;           // false for sequence / map / optional types (not supported yet)
-  std::optional<ScalarType> dtype; // nullopt when the model leaves it out
+  std::optional<ScalarType> dtype; // nullopt when the model leaves it out; the carrier for narrow types
+  int32_t elem_type = 0;           // the ONNX data type number (0 when left out); see narrow_types.h
   std::optional<std::vector<OnnxDim>> dims;  // nullopt when the model gives no shape (any rank)
   bool has_initializer = false;    // inputs only: an initializer gives the default value
 };
@@ -75,6 +76,7 @@ class OnnxModel {
   std::vector<OnnxValueInfo> inputs_;      // graph inputs that are not initializers, plus those that are
   std::vector<OnnxValueInfo> outputs_;
   std::unordered_map<std::string, Tensor> initializers_;  // decoded once at load time
+  std::unordered_map<std::string, int32_t> narrow_initializers_;  // their ONNX type, for narrow types
   std::vector<int> node_order_;  // topological order of graph nodes (indices into graph.node)
 };
 

@@ -1,5 +1,6 @@
 // OnnxNode: what an op builder sees of one ONNX node — inputs as Tensors, typed attribute access with
 // defaults, and errors that carry the node's name, op type, domain and opset.
+#include "narrow_types.h"
 #include "onnx/onnx_pb.h"
 #include "op_registry.h"
 #include "support/error.h"
@@ -116,5 +117,29 @@ Tensor OnnxNode::attr_tensor(const std::string& name) const {
 }
 
 #undef KILN_ATTRIBUTE_LOOKUP
+
+int32_t OnnxNode::input_elem_type(size_t i) const {
+  const Tensor& value = input(i);
+  if (i < narrow_inputs_.size() && narrow_inputs_[i] != 0) {
+    narrow_input_understood_.resize(narrow_inputs_.size(), false);
+    narrow_input_understood_[i] = true;
+    return narrow_inputs_[i];
+  }
+  return onnx_type_of(value.dtype());
+}
+
+void OnnxNode::set_output_elem_type(size_t i, int32_t type) const {
+  if (!is_narrow_type(type)) return;  // a kiln dtype: the tensor says it already
+  if (narrow_outputs_.size() <= i) narrow_outputs_.resize(i + 1, 0);
+  narrow_outputs_[i] = type;
+}
+
+int32_t OnnxNode::narrow_output_type(size_t i) const { return i < narrow_outputs_.size() ? narrow_outputs_[i] : 0; }
+
+std::optional<size_t> OnnxNode::unexpected_narrow_input() const {
+  for (size_t i = 0; i < narrow_inputs_.size(); ++i)
+    if (narrow_inputs_[i] != 0 && (i >= narrow_input_understood_.size() || !narrow_input_understood_[i])) return i;
+  return std::nullopt;
+}
 
 }  // namespace kiln::onnx_import

@@ -57,6 +57,20 @@ class OnnxNode {
   std::vector<double> attr_floats(const std::string& name, std::optional<std::vector<double>> fallback = std::nullopt) const;
   Tensor attr_tensor(const std::string& name) const;
 
+  // ONNX element types (TensorProto data type numbers). Types kiln has no dtype for (float8, int4…,
+  // see narrow_types.h) travel as u8/i8 carrier tensors; the model tracks their ONNX type. A
+  // builder that accepts them asks input_elem_type() (which also marks the input as understood:
+  // a narrow input no builder asked about fails the node) and declares narrow outputs with
+  // set_output_elem_type(); undeclared outputs are of their kiln dtype.
+  int32_t input_elem_type(size_t i) const;
+  void set_output_elem_type(size_t i, int32_t type) const;
+  // Set by the model: the narrow ONNX type of each input, 0 for inputs of a kiln dtype.
+  void set_narrow_input_types(std::vector<int32_t> types) { narrow_inputs_ = std::move(types); }
+  // The narrow type a builder declared for output i, or 0.
+  int32_t narrow_output_type(size_t i) const;
+  // The first narrow input the builder did not ask about, if any.
+  std::optional<size_t> unexpected_narrow_input() const;
+
   // A UserError whose message names the node, op type, domain and opset, then `what`.
   [[noreturn]] void fail(const std::string& what) const;
   // "node 'conv1' (Conv, opset 13)": the prefix every error about this node carries.
@@ -68,6 +82,10 @@ class OnnxNode {
   int64_t opset_;
   std::vector<std::optional<Tensor>> inputs_;
   std::string model_directory_;
+  std::vector<int32_t> narrow_inputs_;
+  // Builders see a const node; what they learn and declare about element types is recorded here.
+  mutable std::vector<bool> narrow_input_understood_;
+  mutable std::vector<int32_t> narrow_outputs_;
 };
 
 // Builds the node's outputs (one Tensor per ONNX output; outputs the node does not produce may be
@@ -96,6 +114,7 @@ void register_shape_ops(OpRegistry& registry);
 void register_nn_ops(OpRegistry& registry);
 void register_attention_ops(OpRegistry& registry);  // Attention, RMSNormalization, RotaryEmbedding…
 void register_loss_ops(OpRegistry& registry);       // losses, TopK, Scatter*, Einsum…
+void register_quant_ops(OpRegistry& registry);      // Cast, CastLike, BitCast, (De)QuantizeLinear, Q* ops
 
 // The registry with every family registered.
 const OpRegistry& default_registry();

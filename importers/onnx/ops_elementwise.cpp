@@ -1,4 +1,4 @@
-// ONNX elementwise operators: arithmetic, activations, comparisons and logic, casts, and the
+// ONNX elementwise operators: arithmetic, activations, comparisons and logic, and the
 // variadic Max/Min/Sum/Mean. Every builder maps onto Tensor's broadcasting elementwise ops; the
 // activations without a Tensor primitive are written out from their ONNX definitions.
 #include <cmath>
@@ -185,13 +185,6 @@ Outputs clip(const OnnxNode& node) {
   return {result};
 }
 
-Outputs cast(const OnnxNode& node) {
-  ScalarType to = scalar_type_from_onnx(static_cast<int32_t>(node.attr_int("to")));
-  return {node.input(0).cast(to)};
-}
-
-Outputs cast_like(const OnnxNode& node) { return {node.input(0).cast(node.input(1).dtype())}; }
-
 Outputs identity(const OnnxNode& node) { return {node.input(0)}; }
 
 Outputs dropout(const OnnxNode& node) {
@@ -343,8 +336,6 @@ void register_elementwise_ops(OpRegistry& registry) {
   registry.add("Mean", variadic(&Tensor::add, true));
   // Clipping, types, pass-through.
   registry.add("Clip", clip);
-  registry.add("Cast", cast);
-  registry.add("CastLike", cast_like, 15);
   registry.add("Identity", identity);
   registry.add("Dropout", dropout);
 }

@@ -9,29 +9,13 @@
 #include <fstream>
 #include <limits>
 
+#include "narrow_types.h"
 #include "onnx/onnx_pb.h"
 #include "op_registry.h"
 #include "support/error.h"
 
 namespace kiln::onnx_import {
 namespace {
-
-// Names of the data types, including those newer than the ONNX 1.12 schema Debian ships (float8,
-// int4, float4), so that a model from a newer exporter gets a readable "unsupported" message.
-std::string onnx_type_name(int32_t data_type) {
-  if (onnx::TensorProto_DataType_IsValid(data_type))
-    return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(data_type));
-  switch (data_type) {
-    case 17: return "FLOAT8E4M3FN";
-    case 18: return "FLOAT8E4M3FNUZ";
-    case 19: return "FLOAT8E5M2";
-    case 20: return "FLOAT8E5M2FNUZ";
-    case 21: return "UINT4";
-    case 22: return "INT4";
-    case 23: return "FLOAT4E2M1";
-    default: return str_cat("data type ", data_type);
-  }
-}
 
 std::string describe_tensor(const onnx::TensorProto& proto) {
   return proto.name().empty() ? std::string("tensor") : str_cat("tensor '", proto.name(), "'");
@@ -162,6 +146,46 @@ std::vector<char> typed_field_bytes(const onnx::TensorProto& proto, ScalarType t
   }
 }
 
+// The 4-bit and 2-bit types are packed, two or four elements to a byte, the first element in the
+// low bits; the 8-bit ones take a byte each. Unpacked here into one carrier element per byte
+// (sign-extended for INT4/INT2), see narrow_types.h.
+Tensor narrow_tensor_from_proto(const onnx::TensorProto& proto, const std::string& model_directory) {
+  const int32_t data_type = proto.data_type();
+  Shape shape;
+  const int64_t count = checked_element_count(proto, shape);
+  const int bits = narrow_bits(data_type);
+  const int per_byte = 8 / bits;
+  const uint64_t packed_bytes = (static_cast<uint64_t>(count) + per_byte - 1) / per_byte;
+
+  std::vector<uint8_t> packed;
+  if (proto.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+    std::vector<char> bytes = read_external_data(proto, model_directory, packed_bytes);
+    packed.assign(bytes.begin(), bytes.end());
+  } else if (proto.has_raw_data()) {
+    const std::string& raw = proto.raw_data();
+    if (raw.size() != packed_bytes)
+      throw UserError(str_cat(describe_tensor(proto), " has ", raw.size(), " bytes of raw_data but its shape and type (",
+                              onnx_type_name(data_type), ", ", count, " elements) need ", packed_bytes));
+    packed.assign(raw.begin(), raw.end());
+  } else {
+    // int32_data holds one (packed) byte per entry.
+    if (static_cast<uint64_t>(proto.int32_data_size()) != packed_bytes)
+      throw UserError(str_cat(describe_tensor(proto), " stores ", proto.int32_data_size(), " int32_data entries but its shape and type (",
+                              onnx_type_name(data_type), ", ", count, " elements) need ", packed_bytes));
+    for (int32_t value : proto.int32_data()) packed.push_back(static_cast<uint8_t>(value));
+  }
+
+  const bool sign_extend = narrow_integer_min(data_type) < 0;
+  const int mask = (1 << bits) - 1;
+  std::vector<uint8_t> elements(static_cast<size_t>(count));
+  for (int64_t k = 0; k < count; ++k) {
+    int value = (packed[static_cast<size_t>(k / per_byte)] >> ((k % per_byte) * bits)) & mask;
+    if (sign_extend && value >= (1 << (bits - 1))) value -= 1 << bits;
+    elements[static_cast<size_t>(k)] = static_cast<uint8_t>(value);
+  }
+  return Tensor::from_data(elements.data(), std::move(shape), narrow_carrier(data_type));
+}
+
 }  // namespace
 
 ScalarType scalar_type_from_onnx(int32_t data_type) {
@@ -186,6 +210,7 @@ ScalarType scalar_type_from_onnx(int32_t data_type) {
 Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& model_directory) {
   if (proto.has_segment())
     throw UserError(str_cat(describe_tensor(proto), " is segmented; segmented TensorProtos are not supported"));
+  if (is_narrow_type(proto.data_type())) return narrow_tensor_from_proto(proto, model_directory);
   ScalarType type;
   try {
     type = scalar_type_from_onnx(proto.data_type());

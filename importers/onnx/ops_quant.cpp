@@ -1,0 +1,384 @@
+// ONNX type conversions and quantization: Cast, CastLike, BitCast, QuantizeLinear,
+// DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv.
+// These are the ops that take and make the narrow types (float8, float4, int4, int2; see
+// narrow_types.h), so every input's ONNX type is read through OnnxNode::input_elem_type.
+#include <algorithm>
+#include <cmath>
+
+#include "narrow_types.h"
+#include "onnx/onnx_pb.h"
+#include "op_helpers.h"
+#include "support/error.h"
+
+namespace kiln::onnx_import {
+namespace {
+
+using Outputs = std::vector<Tensor>;
+
+constexpr int32_t kOnnxString = onnx::TensorProto_DataType_STRING;
+constexpr int32_t kOnnxUInt8 = onnx::TensorProto_DataType_UINT8;
+
+// ---- conversions -------------------------------------------------------------------------------
+
+void check_convertible(const OnnxNode& node, int32_t type) {
+  if (type == kOnnxString) node.fail("unsupported: string tensors (kiln has no string dtype)");
+  if (!is_narrow_type(type)) scalar_type_from_onnx(type);  // a clear error for unknown types
+}
+
+// The numbers a (possibly narrow) value holds, as a kiln tensor: narrow floats are decoded to f32,
+// narrow integers are their carrier (which holds the integer itself).
+Tensor numeric_value(const Tensor& value, int32_t type) {
+  return is_narrow_float(type) ? decode_narrow(value, type) : value;
+}
+
+E8M0Rounding e8m0_rounding(const OnnxNode& node) {
+  const std::string mode = node.attr_string("round_mode", "up");
+  if (mode == "up") return E8M0Rounding::Up;
+  if (mode == "down") return E8M0Rounding::Down;
+  if (mode == "nearest") return E8M0Rounding::Nearest;
+  node.fail(str_cat("unsupported: round_mode '", mode, "'"));
+}
+
+// Input `index` converted to ONNX type `to` as output 0, by Cast's rules (saturate from opset 19).
+Tensor convert_input(const OnnxNode& node, size_t index, int32_t to) {
+  const int32_t from = node.input_elem_type(index);
+  check_convertible(node, from);
+  check_convertible(node, to);
+  node.set_output_elem_type(0, to);
+  const Tensor& x = node.input(index);
+  if (from == to) return x;
+  Tensor value = numeric_value(x, from);
+  if (is_narrow_type(to)) {
+    const bool saturate = node.opset() < 19 || node.attr_int("saturate", 1) != 0;
+    return encode_narrow(value, to, saturate, e8m0_rounding(node));
+  }
+  return value.cast(scalar_type_from_onnx(to));
+}
+
+Outputs cast(const OnnxNode& node) {
+  return {convert_input(node, 0, static_cast<int32_t>(node.attr_int("to")))};
+}
+
+Outputs cast_like(const OnnxNode& node) { return {convert_input(node, 0, node.input_elem_type(1))}; }
+
+// Width in bits of an ONNX type, for BitCast (bool is stored in a byte).
+int type_bits(int32_t type) {
+  return is_narrow_type(type) ? narrow_bits(type) : 8 * scalar_type_size(scalar_type_from_onnx(type));
+}
+
+Outputs bitcast(const OnnxNode& node) {
+  const int32_t from = node.input_elem_type(0);
+  const int32_t to = static_cast<int32_t>(node.attr_int("to"));
+  check_convertible(node, from);
+  check_convertible(node, to);
+  if (type_bits(from) != type_bits(to))
+    node.fail(str_cat("BitCast from ", onnx_type_name(from), " (", type_bits(from), " bits) to ", onnx_type_name(to), " (",
+                      type_bits(to), " bits): the widths differ"));
+  node.set_output_elem_type(0, to);
+  // A kiln bool is a byte holding 0 or 1, so a bool's bit pattern is that byte; the other way,
+  // only 0 and 1 are valid kiln bools, so any non-zero byte becomes true.
+  const Tensor x = from == onnx::TensorProto_DataType_BOOL ? node.input(0).cast(ScalarType::UInt8) : node.input(0);
+  if (!is_narrow_type(from) && !is_narrow_type(to)) {
+    if (to == onnx::TensorProto_DataType_BOOL) return {x.ne(Tensor::scalar(0, x.dtype()))};
+    return {x.bitcast(scalar_type_from_onnx(to))};
+  }
+  // Through the raw bit pattern, as the low bits of a u8.
+  const int bits = type_bits(from);
+  Tensor pattern = x.dtype() == ScalarType::Int8 ? x.bitcast(ScalarType::UInt8) : x;
+  if (bits < 8) pattern = pattern.bitwise_and(Tensor::scalar((1 << bits) - 1, ScalarType::UInt8));
+  if (is_narrow_integer(to) && narrow_integer_min(to) < 0) {
+    Tensor wide = pattern.cast(ScalarType::Int32);
+    wide = wide.ge(Tensor::scalar(1 << (bits - 1), ScalarType::Int32))
+               .where(wide.sub(Tensor::scalar(1 << bits, ScalarType::Int32)), wide);
+    return {wide.cast(ScalarType::Int8)};
+  }
+  if (is_narrow_type(to)) return {pattern};
+  if (to == onnx::TensorProto_DataType_BOOL) return {pattern.ne(Tensor::scalar(0, ScalarType::UInt8))};
+  return {pattern.bitcast(scalar_type_from_onnx(to))};
+}
+
+// ---- quantization parameters -------------------------------------------------------------------
+
+// A scale or zero point shaped to broadcast against x: per tensor (one element), per axis (1-D of
+// x's `axis` length) or blocked (x's rank, `block_size` elements of x per entry along `axis`).
+Tensor broadcast_parameter(const OnnxNode& node, const Tensor& parameter, const Shape& x_shape, int64_t axis,
+                           int64_t block_size) {
+  const int64_t rank = static_cast<int64_t>(x_shape.size());
+  if (block_size < 0) node.fail(str_cat("block_size must be >= 0, not ", block_size));
+  if (block_size == 0 && parameter.numel() == 1 && parameter.ndim() <= 1) return parameter.reshape({});
+  const int64_t a = normalize_axis(node, axis, std::max<int64_t>(rank, 1));
+  const int64_t length = rank == 0 ? 1 : x_shape[static_cast<size_t>(a)];
+  if (block_size == 0) {
+    if (parameter.ndim() != 1 || parameter.dim(0) != length)
+      node.fail(str_cat("per-axis scale/zero point must be 1-D of length ", length, " (axis ", a, "), not shape of rank ",
+                        parameter.ndim(), " with ", parameter.numel(), " elements"));
+    Shape shape(static_cast<size_t>(rank), 1);
+    shape[static_cast<size_t>(a)] = length;
+    return parameter.reshape(shape);
+  }
+  if (parameter.ndim() != rank) node.fail("blocked quantization needs a scale/zero point of the input's rank");
+  const int64_t blocks = parameter.dim(a);
+  if (blocks * block_size < length || (blocks - 1) * block_size >= length)
+    node.fail(str_cat("block_size ", block_size, " does not fit: ", blocks, " blocks along axis ", a, " of length ", length));
+  Shape repeated = parameter.shape();
+  repeated.insert(repeated.begin() + a + 1, block_size);
+  Shape merged = parameter.shape();
+  merged[static_cast<size_t>(a)] = blocks * block_size;
+  return parameter.unsqueeze(a + 1).expand(repeated).reshape(merged).slice(a, 0, length);
+}
+
+struct Granularity {
+  int64_t axis;
+  int64_t block_size;
+};
+
+Granularity granularity(const OnnxNode& node) {
+  // axis came with opset 13 and block_size with 21: earlier models have per-tensor parameters.
+  return {node.attr_int("axis", 1), node.attr_int("block_size", 0)};
+}
+
+// Scale values as a kiln float tensor (E8M0 scales decoded).
+Tensor scale_value(const OnnxNode& node, size_t index) {
+  const int32_t type = node.input_elem_type(index);
+  if (is_narrow_type(type) && type != kFloat8E8M0)
+    node.fail(str_cat("unsupported: a scale of type ", onnx_type_name(type)));
+  return numeric_value(node.input(index), type);
+}
+
+ScalarType float_type_attribute(const OnnxNode& node, const std::string& name, int32_t type) {
+  if (is_narrow_type(type)) node.fail(str_cat("unsupported: ", name, " ", onnx_type_name(type)));
+  ScalarType result = scalar_type_from_onnx(type);
+  if (!is_floating(result)) node.fail(str_cat(name, " must be a float type, not ", onnx_type_name(type)));
+  return result;
+}
+
+// Integer range of a quantized integer type.
+std::pair<double, double> integer_range(const OnnxNode& node, int32_t type) {
+  if (is_narrow_integer(type)) return {double(narrow_integer_min(type)), double(narrow_integer_max(type))};
+  switch (type) {
+    case onnx::TensorProto_DataType_UINT8: return {0, 255};
+    case onnx::TensorProto_DataType_INT8: return {-128, 127};
+    case onnx::TensorProto_DataType_UINT16: return {0, 65535};
+    case onnx::TensorProto_DataType_INT16: return {-32768, 32767};
+    case onnx::TensorProto_DataType_INT32: return {-2147483648.0, 2147483647.0};
+    default: node.fail(str_cat("unsupported quantized type ", onnx_type_name(type)));
+  }
+}
+
+// round_half_even(value) + zero_point, saturated to the integer type's range, as that type.
+Tensor saturate_integer(const OnnxNode& node, const Tensor& value, const Tensor& zero_point, int32_t type) {
+  auto [low, high] = integer_range(node, type);
+  Tensor result = value.cast(ScalarType::Float64).round().add(zero_point.cast(ScalarType::Float64)).clip(low, high);
+  return result.cast(is_narrow_type(type) ? narrow_carrier(type) : scalar_type_from_onnx(type));
+}
+
+// ---- QuantizeLinear / DequantizeLinear ---------------------------------------------------------
+
+Outputs quantize_linear(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  const Granularity g = granularity(node);
+  Tensor scale = scale_value(node, 1);
+  const bool has_zero_point = node.has_input(2);
+  int32_t out_type = static_cast<int32_t>(node.attr_int("output_dtype", 0));
+  if (has_zero_point) {
+    const int32_t zero_point_type = node.input_elem_type(2);
+    if (out_type != 0 && out_type != zero_point_type)
+      node.fail(str_cat("output_dtype ", onnx_type_name(out_type), " differs from the zero point's type ",
+                        onnx_type_name(zero_point_type)));
+    out_type = zero_point_type;
+  }
+  if (out_type == 0) out_type = kOnnxUInt8;
+  node.set_output_elem_type(0, out_type);
+
+  // The division is done in f64 and rounded once to the precision the spec asks for: the
+  // `precision` attribute, else the scale's type (correctly rounded: f64 has > 2p+2 bits).
+  const ScalarType precision = node.has_attribute("precision")
+                                   ? float_type_attribute(node, "precision", static_cast<int32_t>(node.attr_int("precision")))
+                                   : (is_floating(scale.dtype()) ? scale.dtype() : ScalarType::Float32);
+  Tensor scale_b = broadcast_parameter(node, scale, x.shape(), g.axis, g.block_size);
+  Tensor quotient = x.cast(ScalarType::Float64).div(scale_b.cast(ScalarType::Float64)).cast(precision);
+  Tensor zero_point = has_zero_point ? broadcast_parameter(node, numeric_value(node.input(2), out_type), x.shape(),
+                                                           g.axis, g.block_size)
+                                     : Tensor::scalar(0, ScalarType::Float32);
+  if (is_narrow_float(out_type)) {
+    const bool saturate = node.attr_int("saturate", 1) != 0;
+    Tensor shifted = quotient.cast(ScalarType::Float32).add(zero_point.cast(ScalarType::Float32));
+    return {encode_narrow(shifted, out_type, saturate)};
+  }
+  return {saturate_integer(node, quotient, zero_point, out_type)};
+}
+
+Outputs dequantize_linear(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  const int32_t x_type = node.input_elem_type(0);
+  const Granularity g = granularity(node);
+  Tensor scale = scale_value(node, 1);
+  const int32_t out_onnx = static_cast<int32_t>(node.attr_int("output_dtype", 0));
+  const ScalarType out = out_onnx != 0 ? float_type_attribute(node, "output_dtype", out_onnx)
+                                       : (is_floating(scale.dtype()) ? scale.dtype() : ScalarType::Float32);
+  // f64 holds (x - zero point) exactly and rounds the product once into the output type.
+  Tensor value = numeric_value(x, x_type).cast(ScalarType::Float64);
+  if (node.has_input(2)) {
+    const int32_t zero_point_type = node.input_elem_type(2);
+    if (zero_point_type != x_type)
+      node.fail(str_cat("the zero point's type ", onnx_type_name(zero_point_type), " differs from x's ", onnx_type_name(x_type)));
+    Tensor zero_point = numeric_value(node.input(2), zero_point_type).cast(ScalarType::Float64);
+    value = value.sub(broadcast_parameter(node, zero_point, x.shape(), g.axis, g.block_size));
+  }
+  Tensor scale_b = broadcast_parameter(node, scale, x.shape(), g.axis, g.block_size).cast(ScalarType::Float64);
+  return {value.mul(scale_b).cast(out)};
+}
+
+Outputs dynamic_quantize_linear(const OnnxNode& node) {
+  const ScalarType f32 = ScalarType::Float32;
+  Tensor x = node.input(0).cast(f32);
+  Tensor zero = Tensor::scalar(0, f32);
+  // The range always includes 0, so that 0 is exactly representable.
+  Tensor low = x.min().minimum(zero), high = x.max().maximum(zero);
+  Tensor scale = high.sub(low).div(Tensor::scalar(255, f32));
+  Tensor zero_point = zero.sub(low.div(scale)).round().clip(0, 255);
+  Tensor y = x.div(scale).round().add(zero_point).clip(0, 255).cast(ScalarType::UInt8);
+  return declared_outputs(node, {y, scale, zero_point.cast(ScalarType::UInt8)});
+}
+
+// ---- integer matrix products and convolutions --------------------------------------------------
+
+// x - zero_point in i32; the zero point is a scalar, or one per row of x (`per_row_axis`: the axis
+// it runs along, counted from the end), or already broadcastable.
+Tensor shifted_integer(const OnnxNode& node, size_t x_index, size_t zero_point_index, int64_t per_row_axis) {
+  const Tensor& x = node.input(x_index);
+  const int32_t x_type = node.input_elem_type(x_index);
+  if (is_narrow_type(x_type)) node.fail(str_cat("unsupported: input ", x_index, " of type ", onnx_type_name(x_type)));
+  Tensor value = x.cast(ScalarType::Int32);
+  if (!node.has_input(zero_point_index)) return value;
+  const int32_t zero_point_type = node.input_elem_type(zero_point_index);
+  if (is_narrow_type(zero_point_type))
+    node.fail(str_cat("unsupported: zero point of type ", onnx_type_name(zero_point_type)));
+  Tensor zero_point = node.input(zero_point_index).cast(ScalarType::Int32);
+  if (zero_point.numel() == 1) return value.sub(zero_point.reshape({}));
+  if (zero_point.ndim() == 1 && per_row_axis != 0 && x.ndim() >= -per_row_axis) {
+    Shape shape(static_cast<size_t>(-per_row_axis), 1);
+    shape[0] = zero_point.dim(0);
+    zero_point = zero_point.reshape(shape);
+  }
+  return value.sub(zero_point);
+}
+
+// A scale as f64, shaped like its zero point would be (see shifted_integer).
+Tensor shaped_scale(const OnnxNode& node, size_t index, int64_t per_row_axis, int64_t rank) {
+  Tensor scale = scale_value(node, index).cast(ScalarType::Float64);
+  if (scale.numel() == 1) return scale.reshape({});
+  if (scale.ndim() == 1 && per_row_axis != 0 && rank >= -per_row_axis) {
+    Shape shape(static_cast<size_t>(-per_row_axis), 1);
+    shape[0] = scale.dim(0);
+    return scale.reshape(shape);
+  }
+  return scale;
+}
+
+// The quantized output of the QLinear ops: round(accumulator * scale / y_scale) + y_zero_point.
+Tensor requantize(const OnnxNode& node, const Tensor& accumulator, const Tensor& scale, size_t y_scale_index,
+                  size_t y_zero_point_index) {
+  Tensor y_scale = scale_value(node, y_scale_index).cast(ScalarType::Float64).reshape({});
+  int32_t out_type = kOnnxUInt8;
+  Tensor zero_point = Tensor::scalar(0, ScalarType::Float64);
+  if (node.has_input(y_zero_point_index)) {
+    out_type = node.input_elem_type(y_zero_point_index);
+    if (is_narrow_type(out_type)) node.fail(str_cat("unsupported: output type ", onnx_type_name(out_type)));
+    zero_point = node.input(y_zero_point_index).reshape({});
+  }
+  // The real value is rounded to f32 first, as a float implementation of the op would hold it.
+  Tensor real = accumulator.cast(ScalarType::Float64).mul(scale).cast(ScalarType::Float32).cast(ScalarType::Float64);
+  return saturate_integer(node, real.div(y_scale), zero_point, out_type);
+}
+
+Outputs matmul_integer(const OnnxNode& node) {
+  // a's zero point may be one per row (M), b's one per column (N, the last axis: broadcasts as is).
+  Tensor a = shifted_integer(node, 0, 2, -2);
+  Tensor b = shifted_integer(node, 1, 3, 0);
+  return {a.matmul(b)};
+}
+
+Outputs qlinear_matmul(const OnnxNode& node) {
+  Tensor a = shifted_integer(node, 0, 2, -2);
+  Tensor b = shifted_integer(node, 3, 5, 0);
+  Tensor scale = shaped_scale(node, 1, -2, a.ndim()).mul(shaped_scale(node, 4, 0, b.ndim()));
+  return {requantize(node, a.matmul(b), scale, 6, 7)};
+}
+
+std::vector<int64_t> per_axis(const OnnxNode& node, const std::string& name, size_t spatial, int64_t fallback) {
+  std::vector<int64_t> values = node.attr_ints(name, std::vector<int64_t>(spatial, fallback));
+  if (values.size() != spatial) node.fail(str_cat(name, " must have ", spatial, " entries"));
+  return values;
+}
+
+// Conv's attributes (strides, dilations, group, pads / auto_pad) as kiln ConvOptions.
+ConvOptions conv_options(const OnnxNode& node, const Shape& x_shape, const Shape& w_shape) {
+  const size_t spatial = w_shape.size() - 2;
+  std::vector<int64_t> kernel(w_shape.begin() + 2, w_shape.end());
+  if (node.has_attribute("kernel_shape") && node.attr_ints("kernel_shape") != kernel)
+    node.fail("kernel_shape does not match the weight");
+  ConvOptions options;
+  options.stride = per_axis(node, "strides", spatial, 1);
+  options.dilation = per_axis(node, "dilations", spatial, 1);
+  options.groups = node.attr_int("group", 1);
+  const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  std::vector<int64_t> pads(2 * spatial, 0);
+  if (auto_pad == "NOTSET") {
+    pads = node.attr_ints("pads", pads);
+    if (pads.size() != 2 * spatial) node.fail(str_cat("pads must have ", 2 * spatial, " entries"));
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t i = 0; i < spatial; ++i) {
+      const int64_t in = x_shape[2 + i], stride = options.stride[i];
+      const int64_t out = (in + stride - 1) / stride;
+      const int64_t total = std::max<int64_t>(0, (out - 1) * stride + (kernel[i] - 1) * options.dilation[i] + 1 - in);
+      const int64_t small = total / 2, large = total - small;
+      pads[i] = auto_pad == "SAME_UPPER" ? small : large;
+      pads[i + spatial] = auto_pad == "SAME_UPPER" ? large : small;
+    }
+  } else if (auto_pad != "VALID") {
+    node.fail(str_cat("unsupported: auto_pad '", auto_pad, "'"));
+  }
+  options.padding = pads;
+  return options;
+}
+
+// conv(x - x_zero_point, w - w_zero_point) in i32; padding is zero after the shift, i.e. the zero
+// point before it. The weight's zero point may be one per output channel.
+Tensor integer_conv(const OnnxNode& node, size_t x_index, size_t x_zero_index, size_t w_index, size_t w_zero_index,
+                    const Tensor& bias) {
+  const Tensor& w_raw = node.input(w_index);
+  if (w_raw.ndim() < 3) node.fail("the weight must have rank 3 or more");
+  Tensor x = shifted_integer(node, x_index, x_zero_index, 0);
+  Tensor w = shifted_integer(node, w_index, w_zero_index, -w_raw.ndim());
+  return x.conv(w, bias, conv_options(node, x.shape(), w.shape()));
+}
+
+Outputs conv_integer(const OnnxNode& node) { return {integer_conv(node, 0, 2, 1, 3, Tensor())}; }
+
+Outputs qlinear_conv(const OnnxNode& node) {
+  const Tensor& w = node.input(3);
+  Tensor bias = node.has_input(8) ? node.input(8).cast(ScalarType::Int32) : Tensor();
+  Tensor accumulator = integer_conv(node, 0, 2, 3, 5, bias);
+  // The weight scale is per tensor or per output channel (axis 1 of the output).
+  Tensor w_scale = shaped_scale(node, 4, -(w.ndim() - 1), w.ndim() - 1);
+  Tensor scale = shaped_scale(node, 1, 0, 0).mul(w_scale);
+  return {requantize(node, accumulator, scale, 6, 7)};
+}
+
+}  // namespace
+
+void register_quant_ops(OpRegistry& registry) {
+  registry.add("Cast", cast);
+  registry.add("CastLike", cast_like, 15);
+  registry.add("BitCast", bitcast, 26);
+  registry.add("QuantizeLinear", quantize_linear, 10);
+  registry.add("DequantizeLinear", dequantize_linear, 10);
+  registry.add("DynamicQuantizeLinear", dynamic_quantize_linear, 11);
+  registry.add("MatMulInteger", matmul_integer, 10);
+  registry.add("QLinearMatMul", qlinear_matmul, 10);
+  registry.add("ConvInteger", conv_integer, 10);
+  registry.add("QLinearConv", qlinear_conv, 10);
+}
+
+}  // namespace kiln::onnx_import
