@@ -48,6 +48,9 @@ const OpRegistry& default_registry() {
     register_attention_ops(table);
     register_loss_ops(table);
     register_quant_ops(table);
+    register_signal_ops(table);
+    register_data_dependent_ops(table);
+    register_preview_ops(table);
     return table;
   }();
   return registry;

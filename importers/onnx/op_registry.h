@@ -115,6 +115,9 @@ void register_nn_ops(OpRegistry& registry);
 void register_attention_ops(OpRegistry& registry);  // Attention, RMSNormalization, RotaryEmbedding…
 void register_loss_ops(OpRegistry& registry);       // losses, TopK, Scatter*, Einsum…
 void register_quant_ops(OpRegistry& registry);      // Cast, CastLike, BitCast, (De)QuantizeLinear, Q* ops
+void register_signal_ops(OpRegistry& registry);     // DFT, STFT, windows, MelWeightMatrix
+void register_data_dependent_ops(OpRegistry& registry);  // NonZero, Unique, Compress, TfIdfVectorizer
+void register_preview_ops(OpRegistry& registry);    // SwiGLU, TensorScatter, LinearAttention, CausalConvWithState
 
 // The registry with every family registered.
 const OpRegistry& default_registry();

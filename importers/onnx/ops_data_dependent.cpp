@@ -1,0 +1,301 @@
+// ONNX ops whose output shape depends on input values: NonZero, Unique, Compress, and
+// TfIdfVectorizer (whose shape is static, but whose n-gram matching is a host-side search).
+//
+// Decision: these are decided at build time. kiln's shapes are static, and every Tensor is lazy but
+// computable, so the builder realizes the inputs that decide the shape (NonZero's X, Unique's X,
+// Compress's condition, TfIdfVectorizer's X) — the same way Reshape reads its shape with
+// input_ints() and Range reads its bounds — and emits index constants. The data itself still
+// flows lazily where it can (Unique's Y and Compress's output are take()s from the input), so only
+// the deciding values are computed early. The cost: the graph holds values of one set of inputs;
+// OnnxModel::run() rebuilds the graph for each call, so that is always correct there. A value that
+// cannot be computed at build time fails with an error naming the node and the input.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <numeric>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "op_helpers.h"
+#include "op_registry.h"
+#include "support/error.h"
+
+namespace kiln::onnx_import {
+namespace {
+
+using Outputs = std::vector<Tensor>;
+
+// Input `index` (called `role` in the spec) decides the output shape, but it could not be computed.
+[[noreturn]] void fail_uncomputable(const OnnxNode& node, size_t index, const char* role, const Error& error) {
+  node.fail(str_cat("input ", index, " ('", role, "') decides the output shape, so it must be computable when the "
+                    "graph is built, but computing it failed: ", error.what()));
+}
+
+// The values of `value` (input `index`, called `role`), realized now as T.
+template <class T>
+std::vector<T> realize_values(const OnnxNode& node, const Tensor& value, size_t index, const char* role) {
+  try {
+    return value.to_vector<T>();
+  } catch (const Error& error) {
+    fail_uncomputable(node, index, role, error);
+  }
+}
+
+// 1 where input `index` is non-zero (NaN counts as non-zero, as in C and numpy), realized.
+std::vector<uint8_t> realize_nonzero_mask(const OnnxNode& node, size_t index, const char* role) {
+  const Tensor& x = node.input(index);
+  Tensor mask = x.dtype() == ScalarType::Bool ? x : x.ne(Tensor::zeros({}, x.dtype()));
+  return realize_values<uint8_t>(node, mask.cast(ScalarType::UInt8), index, role);
+}
+
+// ---------------------------------------------------------------------------------------------
+// NonZero: (rank, count) i64 coordinates of the non-zero elements in row-major order. A scalar
+// gives (0, count), as the spec says (unlike numpy).
+
+Outputs non_zero(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  std::vector<uint8_t> mask = realize_nonzero_mask(node, 0, "X");
+  int64_t rank = x.ndim();
+  std::vector<int64_t> flat_positions;
+  for (size_t i = 0; i < mask.size(); ++i)
+    if (mask[i]) flat_positions.push_back(static_cast<int64_t>(i));
+  int64_t count = static_cast<int64_t>(flat_positions.size());
+  std::vector<int64_t> coordinates(static_cast<size_t>(rank * count));
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t rest = flat_positions[static_cast<size_t>(j)];
+    for (int64_t axis = rank - 1; axis >= 0; --axis) {
+      coordinates[static_cast<size_t>(axis * count + j)] = rest % x.dim(axis);
+      rest /= x.dim(axis);
+    }
+  }
+  return {Tensor::from_vector(coordinates, {rank, count})};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unique
+
+// Three-way comparison of two elements: a total order in which NaN equals NaN and sorts last
+// (numpy's unique puts NaNs at the end too), and −0 equals +0.
+template <class T>
+int compare_elements(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    bool a_nan = std::isnan(a), b_nan = std::isnan(b);
+    if (a_nan || b_nan) return a_nan == b_nan ? 0 : (a_nan ? 1 : -1);
+  }
+  return a < b ? -1 : (b < a ? 1 : 0);
+}
+
+// One distinct value (or slice): where it first occurs and how often.
+struct UniqueGroup {
+  int64_t first = 0;
+  int64_t count = 0;
+};
+
+struct UniqueResult {
+  std::vector<UniqueGroup> groups;   // in output order
+  std::vector<int64_t> inverse;      // per input row: its group
+};
+
+// Groups the `rows` rows of `width` elements each (row r = values[r·width, (r+1)·width)) by
+// equality; groups come sorted lexicographically, or by first occurrence.
+template <class T>
+UniqueResult group_rows(const std::vector<T>& values, int64_t rows, int64_t width, bool sorted) {
+  auto compare_rows = [&](int64_t a, int64_t b) {
+    for (int64_t i = 0; i < width; ++i) {
+      int c = compare_elements(values[static_cast<size_t>(a * width + i)], values[static_cast<size_t>(b * width + i)]);
+      if (c != 0) return c;
+    }
+    return 0;
+  };
+  std::vector<int64_t> order(static_cast<size_t>(rows));
+  std::iota(order.begin(), order.end(), 0);
+  // Stable: the first row of each run of equal rows is its first occurrence.
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return compare_rows(a, b) < 0; });
+
+  UniqueResult result;
+  std::vector<int64_t> group_of_row(static_cast<size_t>(rows));
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i == 0 || compare_rows(order[i - 1], order[i]) != 0) result.groups.push_back({order[i], 0});
+    result.groups.back().count += 1;
+    group_of_row[static_cast<size_t>(order[i])] = static_cast<int64_t>(result.groups.size()) - 1;
+  }
+  std::vector<int64_t> position(result.groups.size());  // sorted group → output position
+  std::iota(position.begin(), position.end(), 0);
+  if (!sorted) {
+    std::vector<int64_t> by_first(result.groups.size());
+    std::iota(by_first.begin(), by_first.end(), 0);
+    std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) {
+      return result.groups[static_cast<size_t>(a)].first < result.groups[static_cast<size_t>(b)].first;
+    });
+    std::vector<UniqueGroup> reordered;
+    for (size_t p = 0; p < by_first.size(); ++p) {
+      reordered.push_back(result.groups[static_cast<size_t>(by_first[p])]);
+      position[static_cast<size_t>(by_first[p])] = static_cast<int64_t>(p);
+    }
+    result.groups = std::move(reordered);
+  }
+  result.inverse.reserve(static_cast<size_t>(rows));
+  for (int64_t g : group_of_row) result.inverse.push_back(position[static_cast<size_t>(g)]);
+  return result;
+}
+
+// Realizes X in a type that orders its values exactly: f64 holds every float type, i64 every
+// signed integer and bool, u64 every unsigned integer.
+UniqueResult unique_groups(const OnnxNode& node, const Tensor& rows_first, bool sorted) {
+  int64_t rows = rows_first.dim(0);
+  int64_t width = rows == 0 ? 0 : rows_first.numel() / rows;
+  ScalarType type = rows_first.dtype();
+  auto realized = [&]<class T>(T) { return realize_values<T>(node, rows_first, 0, "X"); };
+  if (is_floating(type)) return group_rows(realized(double{}), rows, width, sorted);
+  if (type == ScalarType::UInt8 || type == ScalarType::UInt16 || type == ScalarType::UInt32 || type == ScalarType::UInt64)
+    return group_rows(realized(uint64_t{}), rows, width, sorted);
+  if (is_integral(type) || type == ScalarType::Bool) return group_rows(realized(int64_t{}), rows, width, sorted);
+  node.fail("unsupported: X of type " + scalar_type_name(type));
+}
+
+Outputs unique(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  bool sorted = node.attr_int("sorted", 1) != 0;
+  // Without an axis the elements of the flattened input are the rows; with one, the slices along it.
+  bool has_axis = node.has_attribute("axis");
+  int64_t axis = 0;
+  Tensor source = x.reshape({x.numel()});
+  Tensor rows_first = source;
+  if (has_axis) {
+    if (x.ndim() == 0) node.fail("axis is given but X is a scalar");
+    axis = normalize_axis(node, node.attr_int("axis"), x.ndim());
+    std::vector<int64_t> order{axis};
+    for (int64_t i = 0; i < x.ndim(); ++i)
+      if (i != axis) order.push_back(i);
+    source = x;
+    rows_first = x.permute(order);
+  }
+  UniqueResult result = unique_groups(node, rows_first, sorted);
+
+  std::vector<int64_t> first, counts;
+  for (const UniqueGroup& group : result.groups) {
+    first.push_back(group.first);
+    counts.push_back(group.count);
+  }
+  Tensor indices = int64_vector(first);
+  Tensor y = source.take(indices, axis);  // the values stay lazy: only the grouping was realized
+  return declared_outputs(node, {y, indices, int64_vector(result.inverse), int64_vector(counts)});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compress: numpy.compress. The condition may be shorter than the axis (the rest is dropped).
+
+Outputs compress(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  const Tensor& condition = node.input(1);
+  if (condition.ndim() != 1) node.fail("condition must be 1-D");
+  bool has_axis = node.has_attribute("axis");
+  if (has_axis && x.ndim() == 0) node.fail("axis is given but the input is a scalar");
+  int64_t axis = has_axis ? normalize_axis(node, node.attr_int("axis"), x.ndim()) : 0;
+  Tensor source = has_axis ? x : x.reshape({x.numel()});
+  int64_t available = source.dim(axis);
+  std::vector<uint8_t> keep = realize_nonzero_mask(node, 1, "condition");
+  if (static_cast<int64_t>(keep.size()) > available)
+    node.fail("condition has " + std::to_string(keep.size()) + " entries but the selected axis has only " +
+              std::to_string(available));
+  std::vector<int64_t> selected;
+  for (size_t i = 0; i < keep.size(); ++i)
+    if (keep[i]) selected.push_back(static_cast<int64_t>(i));
+  return {source.take(int64_vector(selected), axis)};
+}
+
+// ---------------------------------------------------------------------------------------------
+// TfIdfVectorizer (integer pools; kiln has no string tensors).
+
+enum class TfIdfMode { TermFrequency, InverseDocumentFrequency, Both };
+
+TfIdfMode tf_idf_mode(const OnnxNode& node) {
+  std::string mode = node.attr_string("mode");
+  if (mode == "TF") return TfIdfMode::TermFrequency;
+  if (mode == "IDF") return TfIdfMode::InverseDocumentFrequency;
+  if (mode == "TFIDF") return TfIdfMode::Both;
+  node.fail("unsupported: mode '" + mode + "' (expected TF, IDF or TFIDF)");
+}
+
+Outputs tf_idf_vectorizer(const OnnxNode& node) {
+  if (node.has_attribute("pool_strings")) node.fail("unsupported: pool_strings (kiln has no string tensors)");
+  const Tensor& x = node.input(0);
+  if (x.ndim() != 1 && x.ndim() != 2) node.fail("X must be 1-D or 2-D");
+  if (!is_integral(x.dtype())) node.fail("X must be an integer tensor, not " + scalar_type_name(x.dtype()));
+  TfIdfMode mode = tf_idf_mode(node);
+  int64_t min_length = node.attr_int("min_gram_length"), max_length = node.attr_int("max_gram_length");
+  int64_t max_skip = node.attr_int("max_skip_count");
+  std::vector<int64_t> pool = node.attr_ints("pool_int64s");
+  std::vector<int64_t> level_start = node.attr_ints("ngram_counts");
+  std::vector<int64_t> output_index = node.attr_ints("ngram_indexes");
+  if (min_length < 1 || max_length < min_length) node.fail("need 1 <= min_gram_length <= max_gram_length");
+  if (max_skip < 0) node.fail("max_skip_count must not be negative");
+
+  // The pool: level n (n-grams of length n + 1) starts at element level_start[n]; every n-gram
+  // gets an ordinal (its position among all pool n-grams), which ngram_indexes and weights follow.
+  std::map<std::vector<int64_t>, int64_t> ordinal_of;
+  int64_t ordinal = 0;
+  for (size_t level = 0; level < level_start.size(); ++level) {
+    int64_t length = static_cast<int64_t>(level) + 1;
+    int64_t begin = level_start[level];
+    int64_t end = level + 1 < level_start.size() ? level_start[level + 1] : static_cast<int64_t>(pool.size());
+    if (begin < 0 || end < begin || end > static_cast<int64_t>(pool.size()) || (end - begin) % length != 0)
+      node.fail("ngram_counts does not split pool_int64s into whole n-grams at level " + std::to_string(length));
+    for (int64_t at = begin; at < end; at += length, ++ordinal)
+      ordinal_of[std::vector<int64_t>(pool.begin() + at, pool.begin() + at + length)] = ordinal;
+  }
+  if (static_cast<int64_t>(output_index.size()) != ordinal)
+    node.fail("ngram_indexes has " + std::to_string(output_index.size()) + " entries but the pool holds " +
+              std::to_string(ordinal) + " n-grams");
+  std::vector<double> weights = node.attr_floats("weights", std::vector<double>(static_cast<size_t>(ordinal), 1.0));
+  if (static_cast<int64_t>(weights.size()) != ordinal) node.fail("weights must have one entry per pool n-gram");
+  int64_t width = 0;
+  for (int64_t index : output_index) {
+    if (index < 0) node.fail("ngram_indexes must not be negative");
+    width = std::max(width, index + 1);
+  }
+
+  std::vector<int64_t> tokens = realize_values<int64_t>(node, x, 0, "X");
+  int64_t batch = x.ndim() == 2 ? x.dim(0) : 1;
+  int64_t length = x.dim(-1);
+  std::vector<double> output(static_cast<size_t>(batch * width), 0.0);
+  std::vector<int64_t> found(static_cast<size_t>(ordinal));
+  for (int64_t row = 0; row < batch; ++row) {
+    std::fill(found.begin(), found.end(), 0);
+    const int64_t* row_tokens = tokens.data() + row * length;
+    for (int64_t n = min_length; n <= max_length && n <= static_cast<int64_t>(level_start.size()); ++n) {
+      // An n-gram with skip s takes every (s + 1)-th token; 1-grams are counted once, not per skip.
+      int64_t skips = n == 1 ? 0 : max_skip;
+      for (int64_t skip = 0; skip <= skips; ++skip)
+        for (int64_t start = 0; start + (n - 1) * (skip + 1) < length; ++start) {
+          std::vector<int64_t> gram;
+          for (int64_t i = 0; i < n; ++i) gram.push_back(row_tokens[start + i * (skip + 1)]);
+          auto hit = ordinal_of.find(gram);
+          if (hit != ordinal_of.end()) found[static_cast<size_t>(hit->second)] += 1;
+        }
+    }
+    for (int64_t g = 0; g < ordinal; ++g) {
+      double count = static_cast<double>(found[static_cast<size_t>(g)]);
+      double weight = weights[static_cast<size_t>(g)];
+      double value = mode == TfIdfMode::TermFrequency ? count
+                     : mode == TfIdfMode::InverseDocumentFrequency ? (count > 0 ? weight : 0.0)
+                                                                    : count * weight;
+      output[static_cast<size_t>(row * width + output_index[static_cast<size_t>(g)])] += value;
+    }
+  }
+  Shape shape = x.ndim() == 2 ? Shape{batch, width} : Shape{width};
+  return {Tensor::from_vector(output, shape).cast(ScalarType::Float32)};
+}
+
+}  // namespace
+
+void register_data_dependent_ops(OpRegistry& registry) {
+  registry.add("NonZero", non_zero, 9);
+  registry.add("Unique", unique, 11);
+  registry.add("Compress", compress, 9);
+  registry.add("TfIdfVectorizer", tf_idf_vectorizer, 9);
+}
+
+}  // namespace kiln::onnx_import
