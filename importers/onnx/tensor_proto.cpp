@@ -29,7 +29,7 @@ std::string onnx_type_name(int32_t data_type) {
     case 21: return "UINT4";
     case 22: return "INT4";
     case 23: return "FLOAT4E2M1";
-    default: return str_cat("data type ", data_type);
+    default: return str_cat(data_type, " (not an ONNX data type)");
   }
 }
 
