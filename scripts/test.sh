@@ -4,8 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/packages.sh
+source scripts/lib/python_env.sh
 
 kiln_ensure_packages
+kiln_ensure_python_env
 kiln_build
 
 status=0

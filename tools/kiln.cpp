@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "check_onnx.h"
 #include "test_onnx.h"
 
 namespace {
@@ -14,6 +15,8 @@ void print_usage(std::ostream& out) {
          "commands:\n"
          "  test-onnx DIR...   run ONNX backend-style test folders (model.onnx + test_data_set_N/)\n"
          "                     and compare with the references; see 'kiln test-onnx --help'\n"
+         "  check-onnx MODEL   load a model and build its graph (shapes: --shape), or say what is\n"
+         "                     wrong with it; see 'kiln check-onnx --help'\n"
          "\n"
          "options:\n"
          "  -h, --help         show this help\n";
@@ -33,6 +36,7 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> arguments(argv + 2, argv + argc);
   if (command == "test-onnx") return kiln::tools::test_onnx_command(arguments);
+  if (command == "check-onnx") return kiln::tools::check_onnx_command(arguments);
   std::cerr << "kiln: unknown command '" << command << "' (try 'kiln --help')\n";
   return 2;
 }

@@ -236,7 +236,7 @@ std::string onnx_type_name(int32_t data_type) {
     case kFloat8E8M0: return "FLOAT8E8M0";
     case kUInt2: return "UINT2";
     case kInt2: return "INT2";
-    default: return str_cat("data type ", data_type);
+    default: return str_cat(data_type, " (not an ONNX data type)");
   }
 }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <queue>
 #include <set>
 #include <unordered_set>
@@ -103,6 +104,15 @@ std::string shape_text(const Shape& shape) {
   return text + ")";
 }
 
+bool element_count_fits(const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim != 0 && count > std::numeric_limits<int64_t>::max() / dim) return false;
+    count *= dim;
+  }
+  return true;
+}
+
 // Every value name a subgraph (If/Loop/Scan body, recursively) reads: an outer value read this way
 // is a dependency of the node that owns the subgraph, even though it is not one of its inputs.
 void collect_subgraph_reads(const onnx::NodeProto& node, std::vector<std::string>& names) {
@@ -118,6 +128,37 @@ void collect_subgraph_reads(const onnx::NodeProto& node, std::vector<std::string
   for (const auto& attribute : node.attribute()) {
     if (attribute.has_g()) visit(attribute.g());
     for (const auto& g : attribute.graphs()) visit(g);
+  }
+}
+
+// The value names visible in a (sub)graph: its own, then those of the enclosing graphs.
+struct Scope {
+  std::unordered_set<std::string> names;
+  const Scope* parent = nullptr;
+  bool has(const std::string& name) const { return names.count(name) > 0 || (parent != nullptr && parent->has(name)); }
+};
+
+// A subgraph (If branch, Loop/Scan body) reads its own inputs, initializers and node outputs, and
+// values of the enclosing graphs; any other name is a dangling input, reported at load time whether
+// or not the op that owns the subgraph is supported. Depth is bounded by protobuf's parse limit.
+void check_subgraph_reads(const onnx::GraphProto& graph, const Scope& outer, const std::string& where,
+                          const std::function<std::string(const onnx::NodeProto&)>& describe) {
+  Scope scope{{}, &outer};
+  for (const auto& input : graph.input()) scope.names.insert(input.name());
+  for (const auto& initializer : graph.initializer()) scope.names.insert(initializer.name());
+  for (const auto& sparse : graph.sparse_initializer()) scope.names.insert(sparse.values().name());
+  for (const auto& node : graph.node()) scope.names.insert(node.output().begin(), node.output().end());
+  for (const auto& node : graph.node()) {
+    for (const auto& name : node.input())
+      if (!name.empty() && !scope.has(name))
+        throw UserError(str_cat(where, ": ", describe(node), ": input '", name,
+                                "' is not a value of the subgraph or of an enclosing graph (dangling input)"));
+    for (const auto& attribute : node.attribute()) {
+      if (!attribute.has_g() && attribute.graphs_size() == 0) continue;
+      const std::string inner = str_cat(where, ": ", describe(node), ", subgraph '", attribute.name(), "'");
+      if (attribute.has_g()) check_subgraph_reads(attribute.g(), scope, inner, describe);
+      for (const auto& g : attribute.graphs()) check_subgraph_reads(g, scope, inner, describe);
+    }
   }
 }
 
@@ -206,7 +247,9 @@ OnnxModel OnnxModel::load_buffer(const void* data, size_t size, std::string mode
   model.model_directory_ = std::move(model_directory);
   if (!model.proto_->ParseFromArray(data, static_cast<int>(size))) {
     std::string why = wire_diagnosis(static_cast<const uint8_t*>(data), static_cast<int>(size));
-    throw UserError(why.empty() ? std::string("not a valid ONNX model (the protobuf message does not parse as a ModelProto)")
+    // The top level is well-formed, so a nested message is at fault.
+    throw UserError(why.empty() ? std::string("not a valid ONNX model: a nested message does not parse (corrupt data, "
+                                              "or subgraphs nested deeper than the parser's limit of 100 levels)")
                                 : why);
   }
   if (!model.proto_->has_graph())
@@ -239,7 +282,10 @@ void OnnxModel::validate_and_index() {
       initializers_.emplace(initializer.name(), tensor_from_proto(initializer, model_directory_));
       if (is_narrow_type(initializer.data_type())) narrow_initializers_.emplace(initializer.name(), initializer.data_type());
     } catch (const UserError& error) {
-      throw UserError(str_cat("initializer '", initializer.name(), "': ", error.what()));
+      // "tensor 'w' has …" becomes "initializer 'w' has …", not "initializer 'w': tensor 'w' has …".
+      const std::string message = error.what(), self = str_cat("tensor '", initializer.name(), "'");
+      const std::string rest = message.rfind(self, 0) == 0 ? message.substr(self.size()) : str_cat(": ", message);
+      throw UserError(str_cat("initializer '", initializer.name(), "'", rest));
     }
   }
 
@@ -251,7 +297,13 @@ void OnnxModel::validate_and_index() {
     inputs_.back().has_initializer = initializers_.count(input.name()) > 0;
   }
   for (const auto& [name, tensor] : initializers_) available.insert(name);
-  for (const auto& output : graph.output()) outputs_.push_back(value_info_from_proto(output));
+  std::unordered_set<std::string> output_names;
+  for (const auto& output : graph.output()) {
+    if (output.name().empty()) throw UserError("a graph output has no name");
+    if (!output_names.insert(output.name()).second)
+      throw UserError(str_cat("graph output '", output.name(), "' is listed twice"));
+    outputs_.push_back(value_info_from_proto(output));
+  }
 
   // Who produces each value; a value has exactly one producer (ONNX graphs are SSA).
   const int node_count = graph.node_size();
@@ -266,10 +318,25 @@ void OnnxModel::validate_and_index() {
       if (available.count(name))
         throw UserError(str_cat(describe(index), ": output '", name, "' has the name of a graph input or initializer"));
       auto [it, inserted] = producer.emplace(name, index);
+      if (!inserted && it->second == index)
+        throw UserError(str_cat(describe(index), ": output '", name, "' is listed twice among the node's outputs"));
       if (!inserted)
         throw UserError(str_cat(describe(index), ": output '", name, "' is also produced by ", describe(it->second)));
     }
   }
+
+  Scope top_level{available, nullptr};
+  for (const auto& [name, index] : producer) top_level.names.insert(name);
+  auto describe_proto = [&](const onnx::NodeProto& node) {
+    return OnnxNode(node, opset(node.domain()).value_or(0), {}, model_directory_).describe();
+  };
+  for (int index = 0; index < node_count; ++index)
+    for (const auto& attribute : graph.node(index).attribute()) {
+      if (!attribute.has_g() && attribute.graphs_size() == 0) continue;
+      const std::string where = str_cat(describe(index), ", subgraph '", attribute.name(), "'");
+      if (attribute.has_g()) check_subgraph_reads(attribute.g(), top_level, where, describe_proto);
+      for (const auto& g : attribute.graphs()) check_subgraph_reads(g, top_level, where, describe_proto);
+    }
 
   // Kahn's algorithm, smallest index first, so a model already in order keeps its order.
   std::vector<std::vector<int>> consumers(static_cast<size_t>(node_count));
@@ -374,6 +441,15 @@ std::unordered_map<std::string, Tensor> OnnxModel::bind_inputs(
 
 std::vector<std::pair<std::string, Tensor>> OnnxModel::run(const std::vector<std::pair<std::string, Tensor>>& inputs,
                                                            const OpRegistry& registry) const {
+  std::vector<std::pair<std::string, Tensor>> outputs = build(inputs, registry);
+  std::vector<Tensor*> to_realize;
+  for (auto& [name, tensor] : outputs) to_realize.push_back(&tensor);
+  Tensor::realize_all(to_realize);
+  return outputs;
+}
+
+std::vector<std::pair<std::string, Tensor>> OnnxModel::build(const std::vector<std::pair<std::string, Tensor>>& inputs,
+                                                             const OpRegistry& registry) const {
   std::unordered_map<std::string, Tensor> values = initializers_;
   for (auto& [name, tensor] : bind_inputs(inputs)) values.insert_or_assign(name, tensor);
   // ONNX types of the values whose type kiln has no dtype for (narrow_types.h).
@@ -434,6 +510,11 @@ std::vector<std::pair<std::string, Tensor>> OnnxModel::run(const std::vector<std
       const std::string& name = proto.output(static_cast<int>(i));
       if (name.empty()) continue;
       if (!results[i].defined()) continue;  // an optional output the builder does not produce
+      // A hostile shape (ConstantOfShape of 2^40 x 2^40 x 2^40, …) must stop here, before any
+      // later stage multiplies its dimensions.
+      if (!element_count_fits(results[i].shape()))
+        node.fail(str_cat("output '", name, "' would have shape ", shape_text(results[i].shape()),
+                          ", more elements than fit in 64 bits"));
       values.insert_or_assign(name, std::move(results[i]));
       if (int32_t type = node.narrow_output_type(i)) narrow_types.insert_or_assign(name, type);
       else narrow_types.erase(name);
@@ -448,9 +529,6 @@ std::vector<std::pair<std::string, Tensor>> OnnxModel::run(const std::vector<std
     check_narrow_output(info, narrow_types);
     outputs.emplace_back(info.name, found->second);
   }
-  std::vector<Tensor*> to_realize;
-  for (auto& [name, tensor] : outputs) to_realize.push_back(&tensor);
-  Tensor::realize_all(to_realize);
   return outputs;
 }
 

@@ -40,6 +40,18 @@ struct OnnxValueInfo {
   bool has_initializer = false;    // inputs only: an initializer gives the default value
 };
 
+// A user-given shape (see parse_shape_spec): `name` is a graph input (then `dims` is its whole
+// shape) or a symbolic dimension of the inputs (then `dims` holds its one size).
+struct ShapeSpec {
+  std::string name;
+  Shape dims;
+};
+
+// Parses `NAME=D1,D2,...` (a whole input shape; `NAME=` is a scalar) or `SYMBOL=N` (one dim_param).
+// The text after the last '=' is comma-separated sizes (non-negative integers); the name is what
+// precedes it. A UserError says what is malformed.
+ShapeSpec parse_shape_spec(const std::string& text);
+
 class OnnxModel {
  public:
   // Reads and validates the model; external data is resolved inside the file's directory.
@@ -58,6 +70,19 @@ class OnnxModel {
   // The opset the model imports for `domain` ("" or "ai.onnx" = default domain), if any.
   std::optional<int64_t> opset(const std::string& domain) const;
   const std::map<std::string, int64_t>& opset_imports() const { return opsets_; }
+
+  // The concrete shape of every input the caller must give (in graph order), from the model's
+  // fixed dimensions and the user's specs: a spec naming an input gives its whole shape, a spec
+  // naming a symbolic dimension gives that size to every input that uses it (input names win when
+  // a name is both). Initializer-backed inputs are included only when a spec names them. A
+  // UserError names the input and dimension left unbound, a spec naming no input or symbol, and a
+  // spec that contradicts a fixed dimension, the rank or another spec.
+  std::vector<std::pair<std::string, Shape>> bind_input_shapes(const std::vector<ShapeSpec>& specs) const;
+
+  // Builds the graph for these inputs without realizing anything it need not (the outputs are lazy;
+  // builders still realize the small shape-like tensors they read). Returns the outputs in graph order.
+  std::vector<std::pair<std::string, Tensor>> build(const std::vector<std::pair<std::string, Tensor>>& inputs,
+                                                    const OpRegistry& registry = default_registry()) const;
 
   // Builds the graph for these inputs and realizes every graph output (one schedule). Initializers
   // that the graph also lists as inputs may be overridden by the caller. Returns the outputs in

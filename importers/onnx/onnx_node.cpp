@@ -42,7 +42,8 @@ std::string OnnxNode::describe() const {
   std::string op = proto_.domain().empty() || proto_.domain() == "ai.onnx"
                        ? proto_.op_type()
                        : str_cat(proto_.domain(), ".", proto_.op_type());
-  return str_cat(who, " (", op, ", opset ", opset_, ")");
+  // Opset 0: the model imports no opset for the node's domain (the error that follows says so).
+  return str_cat(who, " (", op, opset_ > 0 ? str_cat(", opset ", opset_) : std::string(", no opset"), ")");
 }
 
 void OnnxNode::fail(const std::string& what) const { throw UserError(str_cat(describe(), ": ", what)); }

@@ -3,6 +3,7 @@
 
 KILN_PACKAGES=(
   meson ninja-build g++ pkg-config python3
+  python3-venv                         # .venv with onnx for Python (broken-model tests; python_env.sh)
   llvm-19-dev zlib1g-dev libzstd-dev   # LLVM 19 as a library (code generation)
   doctest-dev                          # unit tests
   libz3-dev                            # Z3 proofs of the rewrite rules (tests)

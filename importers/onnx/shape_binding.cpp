@@ -1,0 +1,179 @@
+// Binding the symbolic dimensions (dim_param) of a model's inputs at compile time, from shapes the
+// user gives as `input=1,3,224,224` or `batch=1` (see onnx_model.h).
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "onnx_model.h"
+#include "support/error.h"
+
+namespace kiln::onnx_import {
+namespace {
+
+std::string shape_text(const Shape& shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i) text += str_cat(i ? ", " : "", shape[i]);
+  return text + ")";
+}
+
+// "(batch, 3, ?, ?)": the model's view of an input's shape.
+std::string dims_text(const std::vector<OnnxDim>& dims) {
+  std::string text = "(";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const OnnxDim& dim = dims[i];
+    text += i ? ", " : "";
+    text += dim.size ? str_cat(*dim.size) : dim.symbol.empty() ? std::string("?") : dim.symbol;
+  }
+  return text + ")";
+}
+
+int64_t parse_size(const std::string& spec, const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    throw UserError(str_cat("shape '", spec, "': '", text, "' is not a size (sizes are non-negative integers)"));
+  errno = 0;
+  const unsigned long long value = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno != 0 || value > static_cast<unsigned long long>(std::numeric_limits<int64_t>::max()))
+    throw UserError(str_cat("shape '", spec, "': size ", text, " is too large"));
+  return static_cast<int64_t>(value);
+}
+
+bool element_count_fits(const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim != 0 && count > std::numeric_limits<int64_t>::max() / dim) return false;
+    count *= dim;
+  }
+  return true;
+}
+
+// Where a symbol's size came from, for messages about conflicting sizes.
+struct SymbolBinding {
+  int64_t size;
+  std::string source;  // "'batch=2'" or "the shape of input 'x'"
+};
+
+}  // namespace
+
+ShapeSpec parse_shape_spec(const std::string& text) {
+  const size_t equals = text.rfind('=');
+  if (equals == std::string::npos)
+    throw UserError(str_cat("shape '", text, "' has no '=': write INPUT=D1,D2,... or SYMBOL=N"));
+  ShapeSpec spec;
+  spec.name = text.substr(0, equals);
+  if (spec.name.empty()) throw UserError(str_cat("shape '", text, "' names no input or dimension before '='"));
+  const std::string sizes = text.substr(equals + 1);
+  if (sizes.empty()) return spec;  // a scalar input
+  size_t start = 0;
+  while (true) {
+    const size_t comma = sizes.find(',', start);
+    spec.dims.push_back(parse_size(text, sizes.substr(start, comma == std::string::npos ? comma : comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return spec;
+}
+
+std::vector<std::pair<std::string, Shape>> OnnxModel::bind_input_shapes(const std::vector<ShapeSpec>& specs) const {
+  auto find_input = [&](const std::string& name) {
+    return std::find_if(inputs_.begin(), inputs_.end(), [&](const OnnxValueInfo& info) { return info.name == name; });
+  };
+  std::set<std::string> symbols;  // every dim_param of the inputs
+  for (const auto& info : inputs_)
+    if (info.dims)
+      for (const auto& dim : *info.dims)
+        if (!dim.symbol.empty()) symbols.insert(dim.symbol);
+
+  // Sort the specs: whole input shapes and symbol sizes; a name given twice is a mistake.
+  std::map<std::string, Shape> whole_shapes;
+  std::map<std::string, SymbolBinding> bound;
+  std::set<std::string> seen;
+  for (const auto& spec : specs) {
+    if (!seen.insert(spec.name).second) throw UserError(str_cat("shape for '", spec.name, "' is given twice"));
+    if (find_input(spec.name) != inputs_.end()) {
+      whole_shapes[spec.name] = spec.dims;
+    } else if (symbols.count(spec.name)) {
+      if (spec.dims.size() != 1)
+        throw UserError(str_cat("'", spec.name, "' is a symbolic dimension: give one size ('", spec.name,
+                                "=N'), not ", spec.dims.size()));
+      bound[spec.name] = {spec.dims[0], str_cat("'", spec.name, "=", spec.dims[0], "'")};
+    } else {
+      std::string inputs_list, symbols_list;
+      for (const auto& info : inputs_) inputs_list += str_cat(inputs_list.empty() ? "" : ", ", "'", info.name, "'");
+      for (const auto& symbol : symbols) symbols_list += str_cat(symbols_list.empty() ? "" : ", ", "'", symbol, "'");
+      throw UserError(str_cat("shape for '", spec.name, "': the model has no input or symbolic dimension of that name",
+                              " (inputs: ", inputs_list.empty() ? "none" : inputs_list,
+                              "; symbolic dimensions: ", symbols_list.empty() ? "none" : symbols_list, ")"));
+    }
+  }
+
+  // A whole shape must agree with the model's rank and fixed sizes, and gives its symbols a size.
+  for (const auto& [name, shape] : whole_shapes) {
+    const OnnxValueInfo& info = *find_input(name);
+    if (!info.is_tensor) throw UserError(str_cat("input '", name, "' is not a tensor; only tensor inputs are supported"));
+    if (!info.dims) continue;  // the model gives no shape: any shape goes
+    if (shape.size() != info.dims->size())
+      throw UserError(str_cat("shape for input '", name, "' is ", shape_text(shape), " (rank ", shape.size(),
+                              ") but the model gives it rank ", info.dims->size(), ": ", dims_text(*info.dims)));
+    for (size_t axis = 0; axis < shape.size(); ++axis) {
+      const OnnxDim& dim = (*info.dims)[axis];
+      if (dim.size && *dim.size != shape[axis])
+        throw UserError(str_cat("shape for input '", name, "' is ", shape_text(shape), " but the model fixes dimension ",
+                                axis, " to ", *dim.size, ": ", dims_text(*info.dims)));
+      if (dim.symbol.empty()) continue;
+      auto [it, inserted] =
+          bound.emplace(dim.symbol, SymbolBinding{shape[axis], str_cat("the shape of input '", name, "'")});
+      if (!inserted && it->second.size != shape[axis])
+        throw UserError(str_cat("dimension '", dim.symbol, "' is ", it->second.size, " from ", it->second.source,
+                                " but ", shape[axis], " from the shape of input '", name, "'"));
+    }
+  }
+
+  // Every input the caller must give gets a concrete shape; collect every unbound dimension at once.
+  std::vector<std::pair<std::string, Shape>> shapes;
+  std::vector<std::string> unbound;
+  for (const auto& info : inputs_) {
+    auto whole = whole_shapes.find(info.name);
+    if (whole != whole_shapes.end()) {
+      shapes.emplace_back(info.name, whole->second);
+      continue;
+    }
+    if (info.has_initializer) continue;  // its initializer gives the value
+    if (!info.is_tensor) throw UserError(str_cat("input '", info.name, "' is not a tensor; only tensor inputs are supported"));
+    if (!info.dims) {
+      unbound.push_back(str_cat("input '", info.name, "' has no shape in the model (give '", info.name, "=D1,D2,...')"));
+      continue;
+    }
+    Shape shape;
+    for (size_t axis = 0; axis < info.dims->size(); ++axis) {
+      const OnnxDim& dim = (*info.dims)[axis];
+      if (dim.size) {
+        shape.push_back(*dim.size);
+      } else if (auto it = bound.find(dim.symbol); !dim.symbol.empty() && it != bound.end()) {
+        shape.push_back(it->second.size);
+      } else {
+        unbound.push_back(dim.symbol.empty()
+                              ? str_cat("input '", info.name, "' dimension ", axis, " has no size or name in the model ",
+                                        dims_text(*info.dims), " (give '", info.name, "=D1,D2,...')")
+                              : str_cat("input '", info.name, "' dimension ", axis, " ('", dim.symbol, "') in ",
+                                        dims_text(*info.dims), " (give '", dim.symbol, "=N')"));
+        shape.push_back(0);
+      }
+    }
+    shapes.emplace_back(info.name, std::move(shape));
+  }
+  if (!unbound.empty()) {
+    std::string list;
+    for (const auto& entry : unbound) list += str_cat(list.empty() ? "" : "; ", entry);
+    throw UserError(str_cat("unbound input dimension", unbound.size() == 1 ? "" : "s", ": ", list));
+  }
+  for (const auto& [name, shape] : shapes)
+    if (!element_count_fits(shape))
+      throw UserError(str_cat("input '", name, "' would have shape ", shape_text(shape),
+                              ", more elements than fit in 64 bits"));
+  return shapes;
+}
+
+}  // namespace kiln::onnx_import
