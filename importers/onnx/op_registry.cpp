@@ -47,6 +47,7 @@ const OpRegistry& default_registry() {
     register_nn_ops(table);
     register_attention_ops(table);
     register_loss_ops(table);
+    register_spatial_ops(table);
     return table;
   }();
   return registry;
