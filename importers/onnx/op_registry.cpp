@@ -51,6 +51,7 @@ const OpRegistry& default_registry() {
     register_signal_ops(table);
     register_data_dependent_ops(table);
     register_preview_ops(table);
+    register_spatial_ops(table);
     return table;
   }();
   return registry;

@@ -118,6 +118,7 @@ void register_quant_ops(OpRegistry& registry);      // Cast, CastLike, BitCast, 
 void register_signal_ops(OpRegistry& registry);     // DFT, STFT, windows, MelWeightMatrix
 void register_data_dependent_ops(OpRegistry& registry);  // NonZero, Unique, Compress, TfIdfVectorizer
 void register_preview_ops(OpRegistry& registry);    // SwiGLU, TensorScatter, LinearAttention, CausalConvWithState
+void register_spatial_ops(OpRegistry& registry);    // GridSample, RoiAlign, DeformConv, NonMaxSuppression…
 
 // The registry with every family registered.
 const OpRegistry& default_registry();
