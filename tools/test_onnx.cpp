@@ -63,10 +63,19 @@ void print_help(std::ostream& out) {
          "  --atol X         absolute tolerance (default 1e-7, the ONNX node tests' rule)\n"
          "  --report-only    exit with status 0 even when tests fail\n"
          "  -v, --verbose    also print 'PASS name' and 'SKIP name: reason' lines\n"
+         "  --timings        print per passing test how long loading, the first run (graph build, kernel\n"
+         "                   compile or cache load, run) and a second run of the first data set took\n"
          "  -h, --help       show this help\n";
 }
 
 enum class Outcome { Pass, Fail, Skip };
+
+// --timings: the child measures its test and reports the figures in its PASS message.
+bool g_measure_timings = false;
+
+double milliseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
 
 struct Result {
   Outcome outcome = Outcome::Fail;
@@ -199,7 +208,10 @@ Result run_test(const fs::path& folder) {
   std::sort(data_sets.begin(), data_sets.end());
   if (data_sets.empty()) return {Outcome::Skip, "no test_data_set_N folder"};
 
+  const auto load_start = std::chrono::steady_clock::now();
   const auto model = onnx_import::OnnxModel::load_file((folder / "model.onnx").string());
+  const double load_ms = milliseconds_since(load_start);
+  std::string timings;
   // Test inputs are matched by their TensorProto name when it names a model input, else by
   // position among the inputs that have no initializer (the ones a caller must give).
   // Sequence, map and optional values are not supported yet; say so instead of misreading their
@@ -235,7 +247,16 @@ Result run_test(const fs::path& folder) {
                                        "' is ", onnx_import::onnx_type_name(info->elem_type))};
       inputs.emplace_back(name, input.tensor);
     }
+    const auto run_start = std::chrono::steady_clock::now();
     const auto outputs = model.run(inputs);
+    if (g_measure_timings && timings.empty()) {
+      // The second run of the same inputs builds the graph again but finds every kernel loaded.
+      const double first_ms = milliseconds_since(run_start);
+      const auto again_start = std::chrono::steady_clock::now();
+      model.run(inputs);
+      timings = str_cat("load ", static_cast<int64_t>(load_ms), " ms, first run ", static_cast<int64_t>(first_ms),
+                        " ms, second run ", static_cast<int64_t>(milliseconds_since(again_start)), " ms");
+    }
     const auto output_files = numbered_files(data_set, "output_");
     if (output_files.size() != outputs.size())
       return {Outcome::Fail, str_cat(set_name, ": the model has ", outputs.size(), " outputs but the data set has ",
@@ -250,7 +271,7 @@ Result run_test(const fs::path& folder) {
         return {Outcome::Fail, str_cat(set_name, ", output '", outputs[k].first, "': ", mismatch)};
     }
   }
-  return {Outcome::Pass, {}};
+  return {Outcome::Pass, timings};
 }
 
 // Runs one test in a child process; the child writes "P", "S reason" or "F reason" to a pipe.
@@ -276,7 +297,7 @@ Result run_isolated(const fs::path& folder, int timeout_seconds) {
     } catch (...) {
       result = {Outcome::Fail, "unknown exception"};
     }
-    std::string message = (result.outcome == Outcome::Pass ? "P" : result.outcome == Outcome::Skip ? "S " : "F ") +
+    std::string message = (result.outcome == Outcome::Pass ? "P " : result.outcome == Outcome::Skip ? "S " : "F ") +
                           first_line(result.message.empty() ? std::string("-") : result.message);
     size_t written = 0;
     while (written < message.size()) {
@@ -318,7 +339,7 @@ Result run_isolated(const fs::path& folder, int timeout_seconds) {
     return {Outcome::Fail, str_cat("crashed: signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")")};
   if (message.empty())
     return {Outcome::Fail, str_cat("the test process exited with status ", WEXITSTATUS(status), " without a result")};
-  if (message[0] == 'P') return {Outcome::Pass, {}};
+  if (message[0] == 'P') return {Outcome::Pass, message.size() > 2 && message.substr(2) != "-" ? message.substr(2) : std::string()};
   return {message[0] == 'S' ? Outcome::Skip : Outcome::Fail, message.size() > 2 ? message.substr(2) : std::string()};
 }
 
@@ -362,6 +383,8 @@ int test_onnx_command(const std::vector<std::string>& arguments) {
       (argument == "--rtol" ? tolerances.relative : tolerances.absolute) = value;
     } else if (argument == "--report-only") {
       report_only = true;
+    } else if (argument == "--timings") {
+      g_measure_timings = true;
     } else if (argument == "-v" || argument == "--verbose") {
       verbose = true;
     } else if (!argument.empty() && argument[0] == '-') {
@@ -404,7 +427,8 @@ int test_onnx_command(const std::vector<std::string>& arguments) {
     switch (result.outcome) {
       case Outcome::Pass:
         ++passed;
-        if (verbose) std::cout << "PASS " << name << "\n";
+        if (verbose || g_measure_timings)
+          std::cout << "PASS " << name << (result.message.empty() ? "" : ": " + result.message) << "\n";
         break;
       case Outcome::Skip:
         ++skipped;
