@@ -199,6 +199,60 @@ std::string compare_narrow(const Tensor& actual, const NamedTensor& expected, in
   return compare(decoded(actual), decoded(expected.tensor));
 }
 
+// Sequences compare element by element, optionals by presence and then contents.
+std::string compare_values(const onnx_import::OnnxValue& actual, const onnx_import::OnnxValue& expected) {
+  if (actual.kind() != expected.kind())
+    return str_cat("a ", actual.kind_name(), ", expected a ", expected.kind_name());
+  switch (expected.kind()) {
+    case onnx_import::OnnxValue::Kind::Tensor: return compare(actual.tensor(), expected.tensor());
+    case onnx_import::OnnxValue::Kind::Sequence: {
+      if (actual.elements().size() != expected.elements().size())
+        return str_cat("a sequence of ", actual.elements().size(), " tensors, expected ", expected.elements().size());
+      for (size_t i = 0; i < expected.elements().size(); ++i) {
+        std::string mismatch = compare(actual.elements()[i], expected.elements()[i]);
+        if (!mismatch.empty()) return str_cat("sequence element ", i, ": ", mismatch);
+      }
+      return {};
+    }
+    case onnx_import::OnnxValue::Kind::Optional:
+      if (actual.has_element() != expected.has_element())
+        return actual.has_element() ? "an optional with a value, expected an empty one"
+                                    : "an empty optional, expected one with a value";
+      return actual.has_element() ? compare_values(actual.element(), expected.element()) : std::string();
+  }
+  return {};
+}
+
+const onnx_import::OnnxValueInfo* find_info(const std::vector<onnx_import::OnnxValueInfo>& infos, const std::string& name) {
+  for (const auto& info : infos)
+    if (info.name == name) return &info;
+  return nullptr;
+}
+
+// Reads input file `k` of a data set: the proto's name picks the model input when it names one,
+// else its position among the inputs without initializer. The declared type of that input says
+// which proto the file holds (TensorProto, SequenceProto, OptionalProto), so a file whose name
+// turns out to pick an input of another kind is read again as that kind.
+std::optional<NamedValue> read_input_file(
+    const onnx_import::OnnxModel& model, const std::vector<std::string>& required_inputs, const fs::path& file,
+    size_t k) {
+  const onnx_import::OnnxValueInfo* by_position =
+      k < required_inputs.size() ? find_info(model.inputs(), required_inputs[k]) : nullptr;
+  auto read_as = [&](const onnx_import::OnnxValueInfo* info) {
+    return read_value_file(file.string(), info ? info->kind : onnx_import::OnnxValue::Kind::Tensor,
+                           info ? info->dtype : std::nullopt);
+  };
+  NamedValue input = read_as(by_position);
+  if (const onnx_import::OnnxValueInfo* by_name = find_info(model.inputs(), input.name)) {
+    if (by_name != by_position && by_name->kind != (by_position ? by_position->kind : onnx_import::OnnxValue::Kind::Tensor))
+      input = read_as(by_name);
+    return input;
+  }
+  if (by_position == nullptr) return std::nullopt;
+  input.name = by_position->name;
+  return input;
+}
+
 // One test folder, in the child process.
 Result run_test(const fs::path& folder) {
   std::vector<fs::path> data_sets;
@@ -212,48 +266,41 @@ Result run_test(const fs::path& folder) {
   const auto model = onnx_import::OnnxModel::load_file((folder / "model.onnx").string());
   const double load_ms = milliseconds_since(load_start);
   std::string timings;
-  // Test inputs are matched by their TensorProto name when it names a model input, else by
-  // position among the inputs that have no initializer (the ones a caller must give).
-  // Sequence, map and optional values are not supported yet; say so instead of misreading their
-  // .pb files (a SequenceProto does not parse as a TensorProto in any useful way).
+  // Maps and nested sequences are not supported; say so instead of misreading their .pb files.
   for (const auto* values : {&model.inputs(), &model.outputs()})
     for (const auto& info : *values)
-      if (!info.is_tensor)
+      if (!info.supported_kind)
         return {Outcome::Fail, str_cat(values == &model.inputs() ? "input '" : "output '", info.name,
-                                       "' is not a tensor (sequence, map and optional values are not supported)")};
+                                       "' is not a tensor, a sequence of tensors or an optional of either (not supported)")};
   std::vector<std::string> required_inputs;
   for (const auto& info : model.inputs())
     if (!info.has_initializer) required_inputs.push_back(info.name);
   for (const auto& data_set : data_sets) {
     const std::string set_name = data_set.filename().string();
-    std::vector<std::pair<std::string, Tensor>> inputs;
+    std::vector<std::pair<std::string, onnx_import::OnnxValue>> inputs;
     const auto input_files = numbered_files(data_set, "input_");
     for (size_t k = 0; k < input_files.size(); ++k) {
-      NamedTensor input = read_tensor_file(input_files[k].string());
-      std::string name = input.name;
-      auto info = std::find_if(model.inputs().begin(), model.inputs().end(),
-                               [&](const auto& candidate) { return candidate.name == name; });
-      if (info == model.inputs().end()) {
-        if (k >= required_inputs.size())
-          return {Outcome::Fail, str_cat(set_name, ": ", input_files[k].filename().string(), " has no matching model input")};
-        name = required_inputs[k];
-        info = std::find_if(model.inputs().begin(), model.inputs().end(),
-                            [&](const auto& candidate) { return candidate.name == name; });
+      auto input = read_input_file(model, required_inputs, input_files[k], k);
+      if (!input)
+        return {Outcome::Fail, str_cat(set_name, ": ", input_files[k].filename().string(), " has no matching model input")};
+      const onnx_import::OnnxValueInfo* info = find_info(model.inputs(), input->name);
+      if (info != nullptr && input->value.is_tensor()) {
+        NamedTensor tensor = with_legacy_bfloat16({input->name, input->value.tensor(), input->elem_type}, info->elem_type);
+        if (onnx_import::is_narrow_type(info->elem_type) && tensor.elem_type != info->elem_type)
+          return {Outcome::Fail, str_cat(set_name, ": ", input_files[k].filename().string(), " is ",
+                                         onnx_import::onnx_type_name(tensor.elem_type), " but the model's input '",
+                                         input->name, "' is ", onnx_import::onnx_type_name(info->elem_type))};
+        input->value = onnx_import::OnnxValue(tensor.tensor);
       }
-      input = with_legacy_bfloat16(std::move(input), info->elem_type);
-      if (onnx_import::is_narrow_type(info->elem_type) && input.elem_type != info->elem_type)
-        return {Outcome::Fail, str_cat(set_name, ": ", input_files[k].filename().string(), " is ",
-                                       onnx_import::onnx_type_name(input.elem_type), " but the model's input '", name,
-                                       "' is ", onnx_import::onnx_type_name(info->elem_type))};
-      inputs.emplace_back(name, input.tensor);
+      inputs.emplace_back(input->name, input->value);
     }
     const auto run_start = std::chrono::steady_clock::now();
-    const auto outputs = model.run(inputs);
+    const auto outputs = model.run_values(inputs);
     if (g_measure_timings && timings.empty()) {
       // The second run of the same inputs builds the graph again but finds every kernel loaded.
       const double first_ms = milliseconds_since(run_start);
       const auto again_start = std::chrono::steady_clock::now();
-      model.run(inputs);
+      model.run_values(inputs);
       timings = str_cat("load ", static_cast<int64_t>(load_ms), " ms, first run ", static_cast<int64_t>(first_ms),
                         " ms, second run ", static_cast<int64_t>(milliseconds_since(again_start)), " ms");
     }
@@ -262,11 +309,18 @@ Result run_test(const fs::path& folder) {
       return {Outcome::Fail, str_cat(set_name, ": the model has ", outputs.size(), " outputs but the data set has ",
                                      output_files.size())};
     for (size_t k = 0; k < output_files.size(); ++k) {
-      const int32_t declared_type = model.outputs()[k].elem_type;
-      NamedTensor expected = with_legacy_bfloat16(read_tensor_file(output_files[k].string()), declared_type);
-      std::string mismatch = onnx_import::is_narrow_type(declared_type)
-                                 ? compare_narrow(outputs[k].second, expected, declared_type)
-                                 : compare(outputs[k].second, expected.tensor);
+      const onnx_import::OnnxValueInfo& info = model.outputs()[k];
+      NamedValue expected = read_value_file(output_files[k].string(), info.kind, info.dtype);
+      std::string mismatch;
+      if (expected.value.is_tensor() && outputs[k].second.is_tensor()) {
+        NamedTensor expected_tensor =
+            with_legacy_bfloat16({expected.name, expected.value.tensor(), expected.elem_type}, info.elem_type);
+        mismatch = onnx_import::is_narrow_type(info.elem_type)
+                       ? compare_narrow(outputs[k].second.tensor(), expected_tensor, info.elem_type)
+                       : compare(outputs[k].second.tensor(), expected_tensor.tensor);
+      } else {
+        mismatch = compare_values(outputs[k].second, expected.value);
+      }
       if (!mismatch.empty())
         return {Outcome::Fail, str_cat(set_name, ", output '", outputs[k].first, "': ", mismatch)};
     }

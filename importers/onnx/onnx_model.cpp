@@ -65,12 +65,41 @@ std::string wire_diagnosis(const uint8_t* bytes, int size) {
   }
 }
 
+// A sequence or optional type: which kind of value it is, and the dtype of the tensors inside.
+void read_container_type(const onnx::ValueInfoProto& proto, OnnxValueInfo& info) {
+  info.is_tensor = false;
+  const onnx::TypeProto* inner = &proto.type();
+  if (inner->has_optional_type()) {
+    info.kind = OnnxValue::Kind::Optional;
+    inner = &inner->optional_type().elem_type();
+    if (inner->has_sequence_type()) info.optional_element = OnnxValue::Kind::Sequence;
+  } else if (inner->has_sequence_type()) {
+    info.kind = OnnxValue::Kind::Sequence;
+  } else {
+    info.supported_kind = false;  // maps, sparse tensors
+    return;
+  }
+  if (inner->has_sequence_type()) inner = &inner->sequence_type().elem_type();
+  if (!inner->has_tensor_type()) {
+    info.supported_kind = false;  // sequences of sequences or maps, optionals of maps
+    return;
+  }
+  if (inner->tensor_type().elem_type() == onnx::TensorProto_DataType_UNDEFINED) return;
+  try {
+    info.dtype = scalar_type_from_onnx(inner->tensor_type().elem_type());
+  } catch (const UserError& error) {
+    throw UserError(str_cat("graph value '", proto.name(), "': ", error.what()));
+  }
+}
+
 OnnxValueInfo value_info_from_proto(const onnx::ValueInfoProto& proto) {
   OnnxValueInfo info;
   info.name = proto.name();
-  if (!proto.has_type()) return info;  // untyped: anything goes
+  if (!proto.has_type() || proto.type().value_case() == onnx::TypeProto::VALUE_NOT_SET)
+    return info;  // untyped: anything goes
+  info.typed = true;
   if (!proto.type().has_tensor_type()) {
-    info.is_tensor = false;
+    read_container_type(proto, info);
     return info;
   }
   const auto& tensor_type = proto.type().tensor_type();
@@ -113,6 +142,37 @@ bool element_count_fits(const Shape& shape) {
   return true;
 }
 
+// The value names visible in a (sub)graph at load time: its own, then those of the enclosing graphs.
+struct NameScope {
+  std::unordered_set<std::string> names;
+  const NameScope* parent = nullptr;
+  bool has(const std::string& name) const { return names.count(name) > 0 || (parent != nullptr && parent->has(name)); }
+};
+
+// A subgraph (If branch, Loop/Scan body) reads its own inputs, initializers and node outputs, and
+// values of the enclosing graphs; any other name is a dangling input, reported at load time whether
+// or not the subgraph is ever built. Depth is bounded by protobuf's parse limit.
+void check_subgraph_reads(const onnx::GraphProto& graph, const NameScope& outer, const std::string& where,
+                          const std::function<std::string(const onnx::NodeProto&)>& describe) {
+  NameScope scope{{}, &outer};
+  for (const auto& input : graph.input()) scope.names.insert(input.name());
+  for (const auto& initializer : graph.initializer()) scope.names.insert(initializer.name());
+  for (const auto& sparse : graph.sparse_initializer()) scope.names.insert(sparse.values().name());
+  for (const auto& node : graph.node()) scope.names.insert(node.output().begin(), node.output().end());
+  for (const auto& node : graph.node()) {
+    for (const auto& name : node.input())
+      if (!name.empty() && !scope.has(name))
+        throw UserError(str_cat(where, ": ", describe(node), ": input '", name,
+                                "' is not a value of the subgraph or of an enclosing graph (dangling input)"));
+    for (const auto& attribute : node.attribute()) {
+      if (!attribute.has_g() && attribute.graphs_size() == 0) continue;
+      const std::string inner = str_cat(where, ": ", describe(node), ", subgraph '", attribute.name(), "'");
+      if (attribute.has_g()) check_subgraph_reads(attribute.g(), scope, inner, describe);
+      for (const auto& g : attribute.graphs()) check_subgraph_reads(g, scope, inner, describe);
+    }
+  }
+}
+
 // Every value name a subgraph (If/Loop/Scan body, recursively) reads: an outer value read this way
 // is a dependency of the node that owns the subgraph, even though it is not one of its inputs.
 void collect_subgraph_reads(const onnx::NodeProto& node, std::vector<std::string>& names) {
@@ -131,35 +191,62 @@ void collect_subgraph_reads(const onnx::NodeProto& node, std::vector<std::string
   }
 }
 
-// The value names visible in a (sub)graph: its own, then those of the enclosing graphs.
-struct Scope {
-  std::unordered_set<std::string> names;
-  const Scope* parent = nullptr;
-  bool has(const std::string& name) const { return names.count(name) > 0 || (parent != nullptr && parent->has(name)); }
-};
-
-// A subgraph (If branch, Loop/Scan body) reads its own inputs, initializers and node outputs, and
-// values of the enclosing graphs; any other name is a dangling input, reported at load time whether
-// or not the op that owns the subgraph is supported. Depth is bounded by protobuf's parse limit.
-void check_subgraph_reads(const onnx::GraphProto& graph, const Scope& outer, const std::string& where,
-                          const std::function<std::string(const onnx::NodeProto&)>& describe) {
-  Scope scope{{}, &outer};
-  for (const auto& input : graph.input()) scope.names.insert(input.name());
-  for (const auto& initializer : graph.initializer()) scope.names.insert(initializer.name());
-  for (const auto& sparse : graph.sparse_initializer()) scope.names.insert(sparse.values().name());
-  for (const auto& node : graph.node()) scope.names.insert(node.output().begin(), node.output().end());
-  for (const auto& node : graph.node()) {
-    for (const auto& name : node.input())
-      if (!name.empty() && !scope.has(name))
-        throw UserError(str_cat(where, ": ", describe(node), ": input '", name,
-                                "' is not a value of the subgraph or of an enclosing graph (dangling input)"));
-    for (const auto& attribute : node.attribute()) {
-      if (!attribute.has_g() && attribute.graphs_size() == 0) continue;
-      const std::string inner = str_cat(where, ": ", describe(node), ", subgraph '", attribute.name(), "'");
-      if (attribute.has_g()) check_subgraph_reads(attribute.g(), scope, inner, describe);
-      for (const auto& g : attribute.graphs()) check_subgraph_reads(g, scope, inner, describe);
+// The nodes of `graph` in an order where each comes after the nodes producing what it reads (its
+// subgraphs' reads included): Kahn's algorithm, smallest index first, so a graph already in order
+// keeps its order. Names no node of this graph produces come from outside (inputs, initializers,
+// enclosing graphs) and impose no order. A cycle or a value with two producers is a UserError.
+std::vector<int> topological_order(const onnx::GraphProto& graph, const std::function<std::string(int)>& describe) {
+  const int node_count = graph.node_size();
+  std::unordered_map<std::string, int> producer;
+  for (int index = 0; index < node_count; ++index)
+    for (const auto& name : graph.node(index).output()) {
+      if (name.empty()) continue;
+      auto [it, inserted] = producer.emplace(name, index);
+      if (!inserted)
+        throw UserError(str_cat(describe(index), ": output '", name, "' is also produced by ", describe(it->second)));
     }
+
+  std::vector<std::vector<int>> consumers(static_cast<size_t>(node_count));
+  std::vector<int> pending(static_cast<size_t>(node_count), 0);
+  for (int index = 0; index < node_count; ++index) {
+    const auto& node = graph.node(index);
+    std::vector<std::string> reads(node.input().begin(), node.input().end());
+    collect_subgraph_reads(node, reads);
+    std::set<int> dependencies;
+    for (const auto& name : reads) {
+      auto found = producer.find(name);
+      if (found == producer.end()) continue;
+      if (found->second == index)
+        throw UserError(str_cat("the graph has a cycle: ", describe(index), " reads its own output '", name, "'"));
+      dependencies.insert(found->second);
+    }
+    for (int dependency : dependencies) consumers[static_cast<size_t>(dependency)].push_back(index);
+    pending[static_cast<size_t>(index)] = static_cast<int>(dependencies.size());
   }
+  std::vector<int> order;
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int index = 0; index < node_count; ++index)
+    if (pending[static_cast<size_t>(index)] == 0) ready.push(index);
+  while (!ready.empty()) {
+    int index = ready.top();
+    ready.pop();
+    order.push_back(index);
+    for (int consumer : consumers[static_cast<size_t>(index)])
+      if (--pending[static_cast<size_t>(consumer)] == 0) ready.push(consumer);
+  }
+  if (static_cast<int>(order.size()) == node_count) return order;
+  // Every node left waits, directly or not, on itself: name the first one and what it waits for.
+  for (int index = 0; index < node_count; ++index) {
+    if (pending[static_cast<size_t>(index)] == 0) continue;
+    for (const auto& name : graph.node(index).input()) {
+      auto found = producer.find(name);
+      if (found != producer.end() && pending[static_cast<size_t>(found->second)] > 0)
+        throw UserError(str_cat("the graph has a cycle: ", describe(index), " needs '", name, "' from ",
+                                describe(found->second), ", which depends on it in turn"));
+    }
+    throw UserError(str_cat("the graph has a cycle through ", describe(index)));
+  }
+  return order;
 }
 
 // ONNX's Constant: exactly one attribute holds the value.
@@ -187,22 +274,9 @@ Tensor constant_value(const OnnxNode& node, const onnx::NodeProto& proto) {
   node.fail(str_cat("unknown Constant attribute '", name, "'"));
 }
 
-// The narrow ONNX type of each input of a node (0 for inputs of a kiln dtype).
-std::vector<int32_t> narrow_input_types(const onnx::NodeProto& proto,
-                                        const std::unordered_map<std::string, int32_t>& narrow_types) {
-  std::vector<int32_t> types;
-  for (const auto& name : proto.input()) {
-    auto found = narrow_types.find(name);
-    types.push_back(found == narrow_types.end() ? 0 : found->second);
-  }
-  return types;
-}
-
 // A graph output the model declares as a narrow type must be produced as exactly that type (the
 // carrier's bytes mean nothing otherwise), and one of a kiln dtype must not be a narrow value.
-void check_narrow_output(const OnnxValueInfo& info, const std::unordered_map<std::string, int32_t>& narrow_types) {
-  auto found = narrow_types.find(info.name);
-  const int32_t produced = found == narrow_types.end() ? 0 : found->second;
+void check_narrow_output(const OnnxValueInfo& info, int32_t produced) {
   if (produced == 0 && !is_narrow_type(info.elem_type)) return;
   if (info.elem_type != 0 && produced != info.elem_type)
     throw UserError(str_cat("graph output '", info.name, "' is declared ", onnx_type_name(info.elem_type),
@@ -325,7 +399,14 @@ void OnnxModel::validate_and_index() {
     }
   }
 
-  Scope top_level{available, nullptr};
+  // Dangling inputs are found here, where the graph's inputs and initializers are known; a
+  // subgraph's unknown names may come from an enclosing graph and are only checked when built.
+  for (int index = 0; index < node_count; ++index)
+    for (const auto& name : graph.node(index).input())
+      if (!name.empty() && !available.count(name) && !producer.count(name))
+        throw UserError(str_cat(describe(index), ": input '", name,
+                                "' is not a graph input, an initializer or the output of any node (dangling input)"));
+  NameScope top_level{available, nullptr};
   for (const auto& [name, index] : producer) top_level.names.insert(name);
   auto describe_proto = [&](const onnx::NodeProto& node) {
     return OnnxNode(node, opset(node.domain()).value_or(0), {}, model_directory_).describe();
@@ -337,63 +418,218 @@ void OnnxModel::validate_and_index() {
       if (attribute.has_g()) check_subgraph_reads(attribute.g(), top_level, where, describe_proto);
       for (const auto& g : attribute.graphs()) check_subgraph_reads(g, top_level, where, describe_proto);
     }
-
-  // Kahn's algorithm, smallest index first, so a model already in order keeps its order.
-  std::vector<std::vector<int>> consumers(static_cast<size_t>(node_count));
-  std::vector<int> pending(static_cast<size_t>(node_count), 0);
-  for (int index = 0; index < node_count; ++index) {
-    const auto& node = graph.node(index);
-    std::set<int> dependencies;
-    for (const auto& name : node.input()) {
-      if (name.empty() || available.count(name)) continue;
-      auto found = producer.find(name);
-      if (found == producer.end())
-        throw UserError(str_cat(describe(index), ": input '", name,
-                                "' is not a graph input, an initializer or the output of any node (dangling input)"));
-      dependencies.insert(found->second);
-    }
-    std::vector<std::string> subgraph_reads;
-    collect_subgraph_reads(node, subgraph_reads);
-    for (const auto& name : subgraph_reads) {
-      auto found = producer.find(name);
-      if (found != producer.end() && found->second != index) dependencies.insert(found->second);
-    }
-    for (int dependency : dependencies) consumers[static_cast<size_t>(dependency)].push_back(index);
-    pending[static_cast<size_t>(index)] = static_cast<int>(dependencies.size());
-  }
-  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
-  for (int index = 0; index < node_count; ++index)
-    if (pending[static_cast<size_t>(index)] == 0) ready.push(index);
-  while (!ready.empty()) {
-    int index = ready.top();
-    ready.pop();
-    node_order_.push_back(index);
-    for (int consumer : consumers[static_cast<size_t>(index)])
-      if (--pending[static_cast<size_t>(consumer)] == 0) ready.push(consumer);
-  }
-  if (static_cast<int>(node_order_.size()) != node_count) {
-    // Every node left waits, directly or not, on itself: name the first one and what it waits for.
-    for (int index = 0; index < node_count; ++index) {
-      if (pending[static_cast<size_t>(index)] == 0) continue;
-      for (const auto& name : graph.node(index).input()) {
-        auto found = producer.find(name);
-        if (found != producer.end() && pending[static_cast<size_t>(found->second)] > 0)
-          throw UserError(str_cat("the graph has a cycle: ", describe(index), " needs '", name, "' from ",
-                                  describe(found->second), ", which depends on it in turn"));
-      }
-      throw UserError(str_cat("the graph has a cycle through ", describe(index)));
-    }
-  }
+  node_order_ = topological_order(graph, describe);
 
   for (const auto& output : outputs_)
     if (!available.count(output.name) && !producer.count(output.name))
       throw UserError(str_cat("graph output '", output.name, "' is not produced by any node, input or initializer"));
 }
 
-std::unordered_map<std::string, Tensor> OnnxModel::bind_inputs(
-    const std::vector<std::pair<std::string, Tensor>>& given) const {
-  std::unordered_map<std::string, Tensor> bound;
-  for (const auto& [name, tensor] : given) {
+namespace {
+
+// The values visible while one graph is built: its own, then those of the graphs around it (If,
+// Loop and Scan bodies read outer names directly).
+class Scope {
+ public:
+  explicit Scope(const Scope* outer) : outer_(outer) {}
+  const OnnxValue* find(const std::string& name) const {
+    for (const Scope* scope = this; scope != nullptr; scope = scope->outer_) {
+      auto found = scope->values_.find(name);
+      if (found != scope->values_.end()) return &found->second;
+    }
+    return nullptr;
+  }
+  void set(const std::string& name, OnnxValue value, int32_t narrow_type = 0) {
+    values_.insert_or_assign(name, std::move(value));
+    // A name set here shadows outer ones, its narrow type (or the lack of one) included.
+    narrow_types_.insert_or_assign(name, narrow_type);
+  }
+  // The ONNX type of a value that kiln holds in a carrier dtype (narrow_types.h); 0 for the rest.
+  int32_t narrow_type(const std::string& name) const {
+    for (const Scope* scope = this; scope != nullptr; scope = scope->outer_) {
+      auto found = scope->narrow_types_.find(name);
+      if (found != scope->narrow_types_.end()) return found->second;
+    }
+    return 0;
+  }
+
+ private:
+  const Scope* outer_;
+  std::unordered_map<std::string, OnnxValue> values_;
+  std::unordered_map<std::string, int32_t> narrow_types_;
+};
+
+// What building any graph of one model needs besides the graph itself.
+struct BuildContext {
+  const OpRegistry& registry;
+  const std::map<std::string, int64_t>& opsets;
+  const std::string& model_directory;
+
+  std::optional<int64_t> opset(const std::string& domain) const {
+    auto found = opsets.find(canonical_domain(domain));
+    if (found == opsets.end()) return std::nullopt;
+    return found->second;
+  }
+};
+
+void build_nodes(const BuildContext& context, const onnx::GraphProto& graph, const std::vector<int>& order,
+                 Scope& scope);
+
+// A subgraph (If branch, Loop/Scan body) built in a scope nested in `outer`: its initializers and
+// inputs (bound by position) shadow outer names. Returns its outputs in order.
+std::vector<OnnxValue> build_subgraph(const BuildContext& context, const onnx::GraphProto& graph, const Scope& outer,
+                                      const std::vector<OnnxValue>& inputs) {
+  const std::string label = str_cat("subgraph '", graph.name(), "'");
+  Scope scope(&outer);
+  if (graph.sparse_initializer_size() > 0) throw UserError(str_cat(label, ": sparse initializers are not supported"));
+  for (const auto& initializer : graph.initializer()) {
+    try {
+      scope.set(initializer.name(), tensor_from_proto(initializer, context.model_directory),
+                is_narrow_type(initializer.data_type()) ? initializer.data_type() : 0);
+    } catch (const UserError& error) {
+      throw UserError(str_cat(label, ", initializer '", initializer.name(), "': ", error.what()));
+    }
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) scope.set(graph.input(static_cast<int>(i)).name(), inputs[i]);
+  auto describe = [&](int index) {
+    const auto& node = graph.node(index);
+    return OnnxNode(node, context.opset(node.domain()).value_or(0), {}, context.model_directory).describe();
+  };
+  build_nodes(context, graph, topological_order(graph, describe), scope);
+  std::vector<OnnxValue> outputs;
+  for (const auto& output : graph.output()) {
+    const OnnxValue* value = scope.find(output.name());
+    if (value == nullptr || !value->defined())
+      throw UserError(str_cat(label, ": output '", output.name(), "' is not produced"));
+    outputs.push_back(*value);
+  }
+  return outputs;
+}
+
+// Builds one node: looks up its inputs in `scope`, runs its builder (Constant is the model's own)
+// and stores its outputs in `scope`.
+void build_node(const BuildContext& context, const onnx::NodeProto& proto, Scope& scope) {
+  const std::string domain = canonical_domain(proto.domain());
+  std::optional<int64_t> node_opset = context.opset(domain);
+
+  std::vector<std::optional<OnnxValue>> node_inputs;
+  for (const auto& name : proto.input()) {
+    if (name.empty()) {
+      node_inputs.emplace_back();
+      continue;
+    }
+    const OnnxValue* value = scope.find(name);
+    if (value == nullptr || !value->defined())
+      OnnxNode(proto, node_opset.value_or(0), {}, context.model_directory)
+          .fail(str_cat("input '", name,
+                        "' was not produced: it is no value of this graph or an enclosing one, or its node returned "
+                        "fewer outputs than the model uses"));
+    node_inputs.emplace_back(*value);
+  }
+  GraphRunner run_subgraph = [&context, &scope](const onnx::GraphProto& graph, const std::vector<OnnxValue>& inputs) {
+    return build_subgraph(context, graph, scope, inputs);
+  };
+  OnnxNode node(proto, node_opset.value_or(0), std::move(node_inputs), context.model_directory,
+                std::move(run_subgraph));
+  std::vector<int32_t> narrow_inputs;
+  for (const auto& name : proto.input()) narrow_inputs.push_back(name.empty() ? 0 : scope.narrow_type(name));
+  node.set_narrow_input_types(std::move(narrow_inputs));
+  if (!node_opset) node.fail(str_cat("the model imports no opset for domain '", domain_label(domain), "'"));
+
+  // Every UOp this node's builder creates is tagged with the node, so errors and profiles made
+  // much later (scheduling, codegen) still point back into the model.
+  ProvenanceScope provenance(node.describe());
+  std::vector<OnnxValue> results;
+  try {
+    if (domain.empty() && proto.op_type() == "Constant") {
+      results.emplace_back(constant_value(node, proto));
+    } else {
+      const ValueOpBuilder* builder = context.registry.find(domain, proto.op_type(), *node_opset);
+      if (builder == nullptr)
+        node.fail(str_cat("unsupported op '", proto.op_type(), "' (domain '", domain_label(domain), "', opset ",
+                          *node_opset, ")"));
+      results = (*builder)(node);
+    }
+  } catch (const Error& error) {
+    // Tensor-level errors (shapes that do not broadcast, …) do not know the node: add it.
+    const std::string prefix = node.describe();
+    if (std::string_view(error.what()).substr(0, prefix.size()) == prefix) throw;
+    throw UserError(str_cat(prefix, ": ", error.what()));
+  }
+  if (auto input = node.unexpected_narrow_input())
+    node.fail(str_cat("unsupported: input ", *input, " has ONNX type ", onnx_type_name(node.input_elem_type(*input)),
+                      ", which kiln has no dtype for and this op does not take"));
+  if (results.size() > static_cast<size_t>(proto.output_size()))
+    throw_internal_error(str_cat(node.describe(), ": the builder returned ", results.size(), " outputs but the node has ",
+                                 proto.output_size()));
+  for (size_t i = 0; i < results.size(); ++i) {
+    const std::string& name = proto.output(static_cast<int>(i));
+    if (name.empty() || !results[i].defined()) continue;  // an optional output the builder does not produce
+    // A hostile shape (ConstantOfShape of 2^40 x 2^40 x 2^40, …) must stop here, before any
+    // later stage multiplies its dimensions.
+    if (results[i].is_tensor() && !element_count_fits(results[i].tensor().shape()))
+      node.fail(str_cat("output '", name, "' would have shape ", shape_text(results[i].tensor().shape()),
+                        ", more elements than fit in 64 bits"));
+    scope.set(name, std::move(results[i]), node.narrow_output_type(i));
+  }
+}
+
+void build_nodes(const BuildContext& context, const onnx::GraphProto& graph, const std::vector<int>& order,
+                 Scope& scope) {
+  for (int index : order) build_node(context, graph.node(index), scope);
+}
+
+std::string kind_label(OnnxValue::Kind kind) {
+  switch (kind) {
+    case OnnxValue::Kind::Tensor: return "tensor";
+    case OnnxValue::Kind::Sequence: return "sequence";
+    case OnnxValue::Kind::Optional: return "optional";
+  }
+  return "value";
+}
+
+// The dtype of the tensors a value holds, where it holds any (or knows them, as an empty sequence
+// does).
+std::optional<ScalarType> held_dtype(const OnnxValue& value) {
+  switch (value.kind()) {
+    case OnnxValue::Kind::Tensor: return value.tensor().dtype();
+    case OnnxValue::Kind::Sequence: return value.element_type();
+    case OnnxValue::Kind::Optional: return value.has_element() ? held_dtype(value.element()) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// A given sequence or optional input against its declared type (kind, inner kind, element dtype).
+void check_container_input(const OnnxValueInfo& info, const OnnxValue& value) {
+  if (!info.typed) return;
+  if (!info.supported_kind)
+    throw UserError(str_cat("input '", info.name, "' has a type kiln does not support (maps, nested sequences)"));
+  if (value.kind() != info.kind)
+    throw UserError(str_cat("input '", info.name, "' is a ", value.kind_name(), " but the model expects a ",
+                            kind_label(info.kind)));
+  if (value.is_optional() && value.has_element() && value.element().kind() != info.optional_element)
+    throw UserError(str_cat("input '", info.name, "' is an optional ", value.element().kind_name(),
+                            " but the model expects an optional ", kind_label(info.optional_element)));
+  std::optional<ScalarType> dtype = held_dtype(value);
+  if (info.dtype && dtype && *dtype != *info.dtype)
+    throw UserError(str_cat("input '", info.name, "' holds ", scalar_type_name(*dtype), " tensors but the model expects ",
+                            scalar_type_name(*info.dtype)));
+  if (value.is_sequence())
+    for (size_t i = 0; i < value.elements().size(); ++i) {
+      const Tensor& element = value.elements()[i];
+      if (!element.defined()) throw UserError(str_cat("input '", info.name, "': sequence element ", i, " is an empty handle"));
+      if (element.dtype() != value.element_type())
+        throw UserError(str_cat("input '", info.name, "': sequence element ", i, " is ", scalar_type_name(element.dtype()),
+                                " but the sequence holds ", scalar_type_name(*value.element_type()), " tensors"));
+    }
+}
+
+}  // namespace
+
+std::unordered_map<std::string, OnnxValue> OnnxModel::bind_inputs(
+    const std::vector<std::pair<std::string, OnnxValue>>& given) const {
+  std::unordered_map<std::string, OnnxValue> bound;
+  for (const auto& [name, value] : given) {
     auto known = std::find_if(inputs_.begin(), inputs_.end(), [&](const auto& info) { return info.name == name; });
     if (known == inputs_.end()) {
       std::string expected;
@@ -401,8 +637,8 @@ std::unordered_map<std::string, Tensor> OnnxModel::bind_inputs(
         if (!inputs_[i].has_initializer) expected += str_cat(expected.empty() ? "" : ", ", "'", inputs_[i].name, "'");
       throw UserError(str_cat("the model has no input named '", name, "' (its inputs: ", expected, ")"));
     }
-    if (!tensor.defined()) throw UserError(str_cat("input '", name, "' is an empty Tensor handle"));
-    if (!bound.emplace(name, tensor).second) throw UserError(str_cat("input '", name, "' is given twice"));
+    if (!value.defined()) throw UserError(str_cat("input '", name, "' is an empty Tensor handle"));
+    if (!bound.emplace(name, value).second) throw UserError(str_cat("input '", name, "' is given twice"));
   }
 
   std::unordered_map<std::string, std::pair<int64_t, std::string>> symbols;  // dim_param → (size, input)
@@ -413,8 +649,11 @@ std::unordered_map<std::string, Tensor> OnnxModel::bind_inputs(
       if (info.has_initializer) continue;  // the initializer is the default value
       throw UserError(str_cat("input '", info.name, "' is required but was not given"));
     }
-    const Tensor& tensor = found->second;
-    if (!info.is_tensor) throw UserError(str_cat("input '", info.name, "' is not a tensor; only tensor inputs are supported"));
+    if (!info.is_tensor || !found->second.is_tensor()) {
+      check_container_input(info, found->second);
+      continue;
+    }
+    const Tensor& tensor = found->second.tensor();
     if (info.dtype && *info.dtype != tensor.dtype())
       throw UserError(str_cat("input '", info.name, "' has dtype ", scalar_type_name(tensor.dtype()),
                               " but the model expects ", scalar_type_name(*info.dtype)));
@@ -439,95 +678,77 @@ std::unordered_map<std::string, Tensor> OnnxModel::bind_inputs(
   return bound;
 }
 
-std::vector<std::pair<std::string, Tensor>> OnnxModel::run(const std::vector<std::pair<std::string, Tensor>>& inputs,
-                                                           const OpRegistry& registry) const {
-  std::vector<std::pair<std::string, Tensor>> outputs = build(inputs, registry);
+std::vector<std::pair<std::string, OnnxValue>> OnnxModel::build_values(
+    const std::vector<std::pair<std::string, OnnxValue>>& inputs, const OpRegistry& registry) const {
+  Scope scope(nullptr);
+  for (const auto& [name, tensor] : initializers_) {
+    auto narrow = narrow_initializers_.find(name);
+    scope.set(name, tensor, narrow == narrow_initializers_.end() ? 0 : narrow->second);
+  }
+  for (auto& [name, value] : bind_inputs(inputs)) {
+    auto info = std::find_if(inputs_.begin(), inputs_.end(), [&](const auto& candidate) { return candidate.name == name; });
+    scope.set(name, std::move(value), info != inputs_.end() && is_narrow_type(info->elem_type) ? info->elem_type : 0);
+  }
+
+  const BuildContext context{registry, opsets_, model_directory_};
+  build_nodes(context, proto_->graph(), node_order_, scope);
+
+  std::vector<std::pair<std::string, OnnxValue>> outputs;
+  for (const auto& info : outputs_) {
+    const OnnxValue* value = scope.find(info.name);
+    if (value == nullptr || !value->defined())
+      throw UserError(str_cat("graph output '", info.name, "' was not produced (its node returned fewer outputs)"));
+    check_narrow_output(info, scope.narrow_type(info.name));
+    outputs.emplace_back(info.name, *value);
+  }
+  return outputs;
+}
+
+std::vector<std::pair<std::string, OnnxValue>> OnnxModel::run_values(
+    const std::vector<std::pair<std::string, OnnxValue>>& inputs, const OpRegistry& registry) const {
+  std::vector<std::pair<std::string, OnnxValue>> outputs = build_values(inputs, registry);
   std::vector<Tensor*> to_realize;
-  for (auto& [name, tensor] : outputs) to_realize.push_back(&tensor);
+  for (auto& [name, value] : outputs) value.collect_tensors(to_realize);
   Tensor::realize_all(to_realize);
   return outputs;
 }
 
+namespace {
+
+// The tensors of a tensor-only model's outputs (build() and run() take and give tensors only).
+std::vector<std::pair<std::string, Tensor>> tensor_outputs(std::vector<std::pair<std::string, OnnxValue>> values) {
+  std::vector<std::pair<std::string, Tensor>> outputs;
+  for (auto& [name, value] : values) {
+    if (!value.is_tensor())
+      throw UserError(str_cat("output '", name, "' is a ", value.kind_name(), "; this entry point returns tensors only (use run_values)"));
+    outputs.emplace_back(name, value.tensor());
+  }
+  return outputs;
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, Tensor>> OnnxModel::build(const std::vector<std::pair<std::string, Tensor>>& inputs,
                                                              const OpRegistry& registry) const {
-  std::unordered_map<std::string, Tensor> values = initializers_;
-  for (auto& [name, tensor] : bind_inputs(inputs)) values.insert_or_assign(name, tensor);
-  // ONNX types of the values whose type kiln has no dtype for (narrow_types.h).
-  std::unordered_map<std::string, int32_t> narrow_types = narrow_initializers_;
   for (const auto& info : inputs_)
-    if (is_narrow_type(info.elem_type)) narrow_types.insert_or_assign(info.name, info.elem_type);
+    if (info.typed && !info.is_tensor)
+      throw UserError(str_cat("input '", info.name, "' is a ", kind_label(info.kind),
+                              "; build() takes tensors only (use build_values)"));
+  return tensor_outputs(build_values(std::vector<std::pair<std::string, OnnxValue>>(inputs.begin(), inputs.end()), registry));
+}
 
-  const auto& graph = proto_->graph();
-  for (int index : node_order_) {
-    const onnx::NodeProto& proto = graph.node(index);
-    const std::string domain = canonical_domain(proto.domain());
-    std::optional<int64_t> node_opset = opset(domain);
-
-    std::vector<std::optional<Tensor>> node_inputs;
-    for (const auto& name : proto.input()) {
-      if (name.empty()) {
-        node_inputs.emplace_back();
-        continue;
-      }
-      auto found = values.find(name);
-      if (found == values.end())
-        OnnxNode(proto, node_opset.value_or(0), {}, model_directory_)
-            .fail(str_cat("input '", name, "' was not produced: its node returned fewer outputs than the model uses"));
-      node_inputs.emplace_back(found->second);
-    }
-    OnnxNode node(proto, node_opset.value_or(0), std::move(node_inputs), model_directory_);
-    node.set_narrow_input_types(narrow_input_types(proto, narrow_types));
-    if (!node_opset)
-      node.fail(str_cat("the model imports no opset for domain '", domain_label(domain), "'"));
-
-    // Every UOp this node's builder creates is tagged with the node, so errors and profiles made
-    // much later (scheduling, codegen) still point back into the model.
-    ProvenanceScope provenance(node.describe());
-    std::vector<Tensor> results;
-    try {
-      if (domain.empty() && proto.op_type() == "Constant") {
-        results.push_back(constant_value(node, proto));
-      } else {
-        const OpBuilder* builder = registry.find(domain, proto.op_type(), *node_opset);
-        if (builder == nullptr)
-          node.fail(str_cat("unsupported op '", proto.op_type(), "' (domain '", domain_label(domain), "', opset ",
-                            *node_opset, ")"));
-        results = (*builder)(node);
-      }
-    } catch (const Error& error) {
-      // Tensor-level errors (shapes that do not broadcast, …) do not know the node: add it.
-      const std::string prefix = node.describe();
-      if (std::string_view(error.what()).substr(0, prefix.size()) == prefix) throw;
-      throw UserError(str_cat(prefix, ": ", error.what()));
-    }
-    if (auto input = node.unexpected_narrow_input())
-      node.fail(str_cat("unsupported: input ", *input, " has ONNX type ", onnx_type_name(node.input_elem_type(*input)),
-                        ", which kiln has no dtype for and this op does not take"));
-    if (results.size() > static_cast<size_t>(proto.output_size()))
-      throw_internal_error(str_cat(node.describe(), ": the builder returned ", results.size(), " outputs but the node has ",
-                                   proto.output_size()));
-    for (size_t i = 0; i < results.size(); ++i) {
-      const std::string& name = proto.output(static_cast<int>(i));
-      if (name.empty()) continue;
-      if (!results[i].defined()) continue;  // an optional output the builder does not produce
-      // A hostile shape (ConstantOfShape of 2^40 x 2^40 x 2^40, …) must stop here, before any
-      // later stage multiplies its dimensions.
-      if (!element_count_fits(results[i].shape()))
-        node.fail(str_cat("output '", name, "' would have shape ", shape_text(results[i].shape()),
-                          ", more elements than fit in 64 bits"));
-      values.insert_or_assign(name, std::move(results[i]));
-      if (int32_t type = node.narrow_output_type(i)) narrow_types.insert_or_assign(name, type);
-      else narrow_types.erase(name);
-    }
-  }
-
+std::vector<std::pair<std::string, Tensor>> OnnxModel::run(const std::vector<std::pair<std::string, Tensor>>& inputs,
+                                                           const OpRegistry& registry) const {
+  for (const auto& info : inputs_)
+    if (info.typed && !info.is_tensor)
+      throw UserError(str_cat("input '", info.name, "' is a ", kind_label(info.kind),
+                              "; run() takes tensors only (use run_values)"));
+  std::vector<std::pair<std::string, OnnxValue>> values(inputs.begin(), inputs.end());
   std::vector<std::pair<std::string, Tensor>> outputs;
-  for (const auto& info : outputs_) {
-    auto found = values.find(info.name);
-    if (found == values.end())
-      throw UserError(str_cat("graph output '", info.name, "' was not produced (its node returned fewer outputs)"));
-    check_narrow_output(info, narrow_types);
-    outputs.emplace_back(info.name, found->second);
+  for (auto& [name, value] : run_values(values, registry)) {
+    if (!value.is_tensor())
+      throw UserError(str_cat("output '", name, "' is a ", value.kind_name(), "; run() returns tensors only (use run_values)"));
+    outputs.emplace_back(name, value.tensor());
   }
   return outputs;
 }

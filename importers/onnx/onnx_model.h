@@ -33,10 +33,18 @@ struct OnnxDim {
 
 struct OnnxValueInfo {
   std::string name;
-  bool is_tensor = true;           // false for sequence / map / optional types (not supported yet)
+  bool is_tensor = true;           // false for sequence / map / optional types
+  // The declared kind: a tensor, a sequence of tensors, or an optional holding a tensor or a
+  // sequence of tensors (`optional_element`). Untyped values count as tensors. Maps, and sequences
+  // of anything but tensors, are `supported_kind = false`.
+  OnnxValue::Kind kind = OnnxValue::Kind::Tensor;
+  OnnxValue::Kind optional_element = OnnxValue::Kind::Tensor;
+  bool supported_kind = true;
+  bool typed = false;  // false: the model gives no type, any kind of value is accepted
+  // For a tensor its dtype; for a sequence or optional the dtype of the tensors inside.
   std::optional<ScalarType> dtype; // nullopt when the model leaves it out; the carrier for narrow types
   int32_t elem_type = 0;           // the ONNX data type number (0 when left out); see narrow_types.h
-  std::optional<std::vector<OnnxDim>> dims;  // nullopt when the model gives no shape (any rank)
+  std::optional<std::vector<OnnxDim>> dims;  // tensors only; nullopt when the model gives no shape (any rank)
   bool has_initializer = false;    // inputs only: an initializer gives the default value
 };
 
@@ -87,13 +95,24 @@ class OnnxModel {
   // Builds the graph for these inputs and realizes every graph output (one schedule). Initializers
   // that the graph also lists as inputs may be overridden by the caller. Returns the outputs in
   // graph order.
+  // Every input and output must be a tensor (see run_values for sequences and optionals).
   std::vector<std::pair<std::string, Tensor>> run(const std::vector<std::pair<std::string, Tensor>>& inputs,
                                                   const OpRegistry& registry = default_registry()) const;
+  // The same for models whose inputs or outputs may be sequences or optionals; every tensor in the
+  // outputs (sequence elements and optional contents included) is realized.
+  std::vector<std::pair<std::string, OnnxValue>> run_values(
+      const std::vector<std::pair<std::string, OnnxValue>>& inputs,
+      const OpRegistry& registry = default_registry()) const;
+  // build() for models whose inputs or outputs may be sequences or optionals.
+  std::vector<std::pair<std::string, OnnxValue>> build_values(
+      const std::vector<std::pair<std::string, OnnxValue>>& inputs,
+      const OpRegistry& registry = default_registry()) const;
 
  private:
   OnnxModel();
   void validate_and_index();
-  std::unordered_map<std::string, Tensor> bind_inputs(const std::vector<std::pair<std::string, Tensor>>& given) const;
+  std::unordered_map<std::string, OnnxValue> bind_inputs(
+      const std::vector<std::pair<std::string, OnnxValue>>& given) const;
 
   std::unique_ptr<onnx::ModelProto> proto_;
   std::string model_directory_;

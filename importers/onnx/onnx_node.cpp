@@ -16,9 +16,13 @@ std::string attribute_type_name(int type) {
 
 }  // namespace
 
-OnnxNode::OnnxNode(const onnx::NodeProto& proto, int64_t opset, std::vector<std::optional<Tensor>> inputs,
-                   std::string model_directory)
-    : proto_(proto), opset_(opset), inputs_(std::move(inputs)), model_directory_(std::move(model_directory)) {}
+OnnxNode::OnnxNode(const onnx::NodeProto& proto, int64_t opset, std::vector<std::optional<OnnxValue>> inputs,
+                   std::string model_directory, GraphRunner graph_runner)
+    : proto_(proto),
+      opset_(opset),
+      inputs_(std::move(inputs)),
+      model_directory_(std::move(model_directory)),
+      graph_runner_(std::move(graph_runner)) {}
 
 size_t OnnxNode::output_count() const { return static_cast<size_t>(proto_.output_size()); }
 
@@ -48,9 +52,15 @@ std::string OnnxNode::describe() const {
 
 void OnnxNode::fail(const std::string& what) const { throw UserError(str_cat(describe(), ": ", what)); }
 
-const Tensor& OnnxNode::input(size_t i) const {
+const OnnxValue& OnnxNode::input_value(size_t i) const {
   if (!has_input(i)) fail(str_cat("input ", i, " is required but missing"));
   return *inputs_[i];
+}
+
+const Tensor& OnnxNode::input(size_t i) const {
+  const OnnxValue& value = input_value(i);
+  if (!value.is_tensor()) fail(str_cat("input ", i, " is a ", value.kind_name(), "; this op needs a tensor"));
+  return value.tensor();
 }
 
 std::vector<int64_t> OnnxNode::input_ints(size_t i) const {
@@ -141,6 +151,32 @@ std::optional<size_t> OnnxNode::unexpected_narrow_input() const {
   for (size_t i = 0; i < narrow_inputs_.size(); ++i)
     if (narrow_inputs_[i] != 0 && (i >= narrow_input_understood_.size() || !narrow_input_understood_[i])) return i;
   return std::nullopt;
+}
+
+// Graph and type attributes have no default: a missing one is always an error.
+const onnx::AttributeProto& OnnxNode::required_attribute(const std::string& name, int expected_type) const {
+  const onnx::AttributeProto* attribute = find_attribute(name);
+  if (attribute == nullptr) fail(str_cat("required attribute '", name, "' is missing"));
+  if (attribute->type() != expected_type)
+    fail(str_cat("attribute '", name, "' must be ", attribute_type_name(expected_type), ", not ",
+                 attribute_type_name(attribute->type())));
+  return *attribute;
+}
+
+const onnx::GraphProto& OnnxNode::attr_graph(const std::string& name) const {
+  return required_attribute(name, onnx::AttributeProto_AttributeType_GRAPH).g();
+}
+
+const onnx::TypeProto& OnnxNode::attr_type(const std::string& name) const {
+  return required_attribute(name, onnx::AttributeProto_AttributeType_TYPE_PROTO).tp();
+}
+
+std::vector<OnnxValue> OnnxNode::run_graph(const onnx::GraphProto& graph, const std::vector<OnnxValue>& inputs) const {
+  if (!graph_runner_) throw_internal_error(str_cat(describe(), ": no graph evaluator was given to this node"));
+  if (static_cast<size_t>(graph.input_size()) != inputs.size())
+    fail(str_cat("subgraph '", graph.name(), "' declares ", graph.input_size(), " inputs but the op gives it ",
+                 inputs.size()));
+  return graph_runner_(graph, inputs);
 }
 
 }  // namespace kiln::onnx_import

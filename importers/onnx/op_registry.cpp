@@ -18,6 +18,17 @@ std::string registry_key(const std::string& domain, const std::string& name) {
 }  // namespace
 
 void OpRegistry::add(const std::string& name, OpBuilder builder, int64_t since, const std::string& domain) {
+  add_value_op(
+      name,
+      [builder = std::move(builder)](const OnnxNode& node) {
+        std::vector<Tensor> tensors = builder(node);
+        return std::vector<OnnxValue>(tensors.begin(), tensors.end());
+      },
+      since, domain);
+}
+
+void OpRegistry::add_value_op(const std::string& name, ValueOpBuilder builder, int64_t since,
+                              const std::string& domain) {
   auto& versions = ops_[registry_key(domain, name)].by_since;
   auto position = std::lower_bound(versions.begin(), versions.end(), since,
                                    [](const auto& entry, int64_t value) { return entry.first < value; });
@@ -27,10 +38,10 @@ void OpRegistry::add(const std::string& name, OpBuilder builder, int64_t since, 
   versions.insert(position, {since, std::move(builder)});
 }
 
-const OpBuilder* OpRegistry::find(const std::string& domain, const std::string& name, int64_t opset) const {
+const ValueOpBuilder* OpRegistry::find(const std::string& domain, const std::string& name, int64_t opset) const {
   auto found = ops_.find(registry_key(domain, name));
   if (found == ops_.end()) return nullptr;
-  const OpBuilder* best = nullptr;
+  const ValueOpBuilder* best = nullptr;
   for (const auto& [since, builder] : found->second.by_since)
     if (since <= opset) best = &builder;
   return best;
@@ -52,6 +63,7 @@ const OpRegistry& default_registry() {
     register_data_dependent_ops(table);
     register_preview_ops(table);
     register_spatial_ops(table);
+    register_control_ops(table);
     return table;
   }();
   return registry;

@@ -7,6 +7,11 @@
 // builder that needs values (Reshape's shape, Slice's starts) asks for them with input_ints(), which
 // realizes that small tensor. Shape/Gather/Concat chains over static shapes therefore fold at
 // import time.
+//
+// Values are OnnxValues (onnx_value.h): tensors for almost every op; sequences and optionals for
+// the sequence/optional ops and control flow, which register with add_value_op. If/Loop/Scan bodies
+// are evaluated through OnnxNode::run_graph, a hook into the model's graph evaluator that sees the
+// values of the scope the node lives in (subgraphs read outer names directly).
 #pragma once
 
 #include <cstdint>
@@ -17,19 +22,27 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "onnx_value.h"
 
 namespace onnx {
 class NodeProto;
 class AttributeProto;
 class TensorProto;
+class GraphProto;
+class TypeProto;
 }  // namespace onnx
 
 namespace kiln::onnx_import {
 
+// Evaluates a subgraph with the given inputs (bound to the subgraph's inputs by position) and
+// returns its outputs; names the subgraph does not define are looked up in the enclosing scopes.
+using GraphRunner = std::function<std::vector<OnnxValue>(const onnx::GraphProto& graph,
+                                                         const std::vector<OnnxValue>& inputs)>;
+
 class OnnxNode {
  public:
-  OnnxNode(const onnx::NodeProto& proto, int64_t opset, std::vector<std::optional<Tensor>> inputs,
-           std::string model_directory);
+  OnnxNode(const onnx::NodeProto& proto, int64_t opset, std::vector<std::optional<OnnxValue>> inputs,
+           std::string model_directory, GraphRunner graph_runner = {});
 
   const std::string& name() const;
   const std::string& op_type() const;
@@ -42,8 +55,10 @@ class OnnxNode {
   // Inputs: an empty input name (an omitted optional input) is nullopt.
   size_t input_count() const { return inputs_.size(); }
   bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].has_value(); }
-  // The input, or a UserError naming the node when it is missing.
+  // The input, or a UserError naming the node when it is missing or not a tensor.
   const Tensor& input(size_t i) const;
+  // The input as any kind of value (tensor, sequence, optional), or a UserError when missing.
+  const OnnxValue& input_value(size_t i) const;
   // The values of a (small) input as integers / doubles: realizes it. For shape-like inputs.
   std::vector<int64_t> input_ints(size_t i) const;
   std::vector<double> input_doubles(size_t i) const;
@@ -56,6 +71,13 @@ class OnnxNode {
   std::vector<int64_t> attr_ints(const std::string& name, std::optional<std::vector<int64_t>> fallback = std::nullopt) const;
   std::vector<double> attr_floats(const std::string& name, std::optional<std::vector<double>> fallback = std::nullopt) const;
   Tensor attr_tensor(const std::string& name) const;
+  // A GRAPH attribute (If's branches, Loop/Scan bodies) and a TYPE_PROTO one (Optional's type).
+  const onnx::GraphProto& attr_graph(const std::string& name) const;
+  const onnx::TypeProto& attr_type(const std::string& name) const;
+
+  // Evaluates a subgraph of this node (see GraphRunner) in the scope the node lives in; errors
+  // inside it name the subgraph's own nodes.
+  std::vector<OnnxValue> run_graph(const onnx::GraphProto& graph, const std::vector<OnnxValue>& inputs) const;
 
   // ONNX element types (TensorProto data type numbers). Types kiln has no dtype for (float8, int4…,
   // see narrow_types.h) travel as u8/i8 carrier tensors; the model tracks their ONNX type. A
@@ -78,31 +100,36 @@ class OnnxNode {
 
  private:
   const onnx::AttributeProto* find_attribute(const std::string& name) const;
+  const onnx::AttributeProto& required_attribute(const std::string& name, int expected_type) const;
   const onnx::NodeProto& proto_;
   int64_t opset_;
-  std::vector<std::optional<Tensor>> inputs_;
+  std::vector<std::optional<OnnxValue>> inputs_;
   std::string model_directory_;
   std::vector<int32_t> narrow_inputs_;
   // Builders see a const node; what they learn and declare about element types is recorded here.
   mutable std::vector<bool> narrow_input_understood_;
   mutable std::vector<int32_t> narrow_outputs_;
+  GraphRunner graph_runner_;
 };
 
 // Builds the node's outputs (one Tensor per ONNX output; outputs the node does not produce may be
 // left out at the end).
 using OpBuilder = std::function<std::vector<Tensor>(const OnnxNode& node)>;
+// The same for ops whose outputs may be sequences or optionals (sequence ops, control flow).
+using ValueOpBuilder = std::function<std::vector<OnnxValue>(const OnnxNode& node)>;
 
 class OpRegistry {
  public:
   // Registers `builder` for op `name` in `domain` ("" = ai.onnx) from opset `since` on; a later
   // registration with a higher `since` takes over from that opset.
   void add(const std::string& name, OpBuilder builder, int64_t since = 1, const std::string& domain = "");
-  // The builder for the op at the given opset, or nullptr.
-  const OpBuilder* find(const std::string& domain, const std::string& name, int64_t opset) const;
+  void add_value_op(const std::string& name, ValueOpBuilder builder, int64_t since = 1, const std::string& domain = "");
+  // The builder for the op at the given opset, or nullptr (tensor builders are wrapped).
+  const ValueOpBuilder* find(const std::string& domain, const std::string& name, int64_t opset) const;
 
  private:
   struct Versions {
-    std::vector<std::pair<int64_t, OpBuilder>> by_since;  // sorted by since
+    std::vector<std::pair<int64_t, ValueOpBuilder>> by_since;  // sorted by since
   };
   std::unordered_map<std::string, Versions> ops_;  // key: domain + "::" + name
 };
@@ -119,6 +146,7 @@ void register_signal_ops(OpRegistry& registry);     // DFT, STFT, windows, MelWe
 void register_data_dependent_ops(OpRegistry& registry);  // NonZero, Unique, Compress, TfIdfVectorizer
 void register_preview_ops(OpRegistry& registry);    // SwiGLU, TensorScatter, LinearAttention, CausalConvWithState
 void register_spatial_ops(OpRegistry& registry);    // GridSample, RoiAlign, DeformConv, NonMaxSuppression…
+void register_control_ops(OpRegistry& registry);    // If, Loop, Scan, Sequence*, Optional*
 
 // The registry with every family registered.
 const OpRegistry& default_registry();
