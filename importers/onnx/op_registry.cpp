@@ -47,6 +47,8 @@ const OpRegistry& default_registry() {
     register_nn_ops(table);
     register_attention_ops(table);
     register_loss_ops(table);
+    register_recurrent_ops(table);
+    register_misc_ops(table);
     return table;
   }();
   return registry;
