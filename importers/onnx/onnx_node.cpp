@@ -107,6 +107,12 @@ std::string OnnxNode::attr_string(const std::string& name, std::optional<std::st
   return attribute->s();
 }
 
+std::vector<std::string> OnnxNode::attr_strings(const std::string& name,
+                                                std::optional<std::vector<std::string>> fallback) const {
+  KILN_ATTRIBUTE_LOOKUP(STRINGS, fallback);
+  return {attribute->strings().begin(), attribute->strings().end()};
+}
+
 std::vector<int64_t> OnnxNode::attr_ints(const std::string& name, std::optional<std::vector<int64_t>> fallback) const {
   KILN_ATTRIBUTE_LOOKUP(INTS, fallback);
   return {attribute->ints().begin(), attribute->ints().end()};

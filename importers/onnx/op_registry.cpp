@@ -64,6 +64,8 @@ const OpRegistry& default_registry() {
     register_preview_ops(table);
     register_spatial_ops(table);
     register_control_ops(table);
+    register_recurrent_ops(table);
+    register_misc_ops(table);
     return table;
   }();
   return registry;

@@ -68,6 +68,7 @@ class OnnxNode {
   int64_t attr_int(const std::string& name, std::optional<int64_t> fallback = std::nullopt) const;
   double attr_float(const std::string& name, std::optional<double> fallback = std::nullopt) const;
   std::string attr_string(const std::string& name, std::optional<std::string> fallback = std::nullopt) const;
+  std::vector<std::string> attr_strings(const std::string& name, std::optional<std::vector<std::string>> fallback = std::nullopt) const;
   std::vector<int64_t> attr_ints(const std::string& name, std::optional<std::vector<int64_t>> fallback = std::nullopt) const;
   std::vector<double> attr_floats(const std::string& name, std::optional<std::vector<double>> fallback = std::nullopt) const;
   Tensor attr_tensor(const std::string& name) const;
@@ -147,6 +148,8 @@ void register_data_dependent_ops(OpRegistry& registry);  // NonZero, Unique, Com
 void register_preview_ops(OpRegistry& registry);    // SwiGLU, TensorScatter, LinearAttention, CausalConvWithState
 void register_spatial_ops(OpRegistry& registry);    // GridSample, RoiAlign, DeformConv, NonMaxSuppression…
 void register_control_ops(OpRegistry& registry);    // If, Loop, Scan, Sequence*, Optional*
+void register_recurrent_ops(OpRegistry& registry);  // RNN, GRU, LSTM
+void register_misc_ops(OpRegistry& registry);       // ReverseSequence, Det, training optimizers
 
 // The registry with every family registered.
 const OpRegistry& default_registry();
