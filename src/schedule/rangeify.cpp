@@ -14,6 +14,12 @@
 //    sum, a norm's mean); or
 //  - it is elementwise work of at least kExpensiveOps ALU ops reached through an EXPAND: each
 //    broadcast element would redo it, where a load is one memory access.
+//  - it is a reduction, or elementwise work of at least kExpensiveOps, that one kernel needs at two
+//    different indices (shifted views of one value, as in LRN's window sum over a conv's output):
+//    each index would redo it. Found while the kernel is built; the kernel is then built again.
+// A PAD counts as 2 ops in that cost (bounds compares, a select, a masked load), so a
+// concatenation of many inputs read through a broadcast (a 1x1 conv over DenseNet's concatenated
+// features) is materialised once instead of re-selecting its inputs per output channel.
 // Cheap elementwise work (a cast, a relu, padding) is recomputed: memory traffic costs more.
 #include <algorithm>
 #include <cmath>
@@ -115,7 +121,13 @@ class Rangeifier {
     // (node, index, valid, through_expand) → value: shared subgraphs are lowered once per index.
     std::unordered_map<std::vector<const UOp*>, UOpPtr, NodeListHash> memo;
     std::vector<UOpPtr> memo_keys_alive;  // the memo's keys are raw pointers: keep their nodes alive
+    // The first (index, valid) each recomputed reduction or expensive value was lowered at.
+    std::unordered_map<const UOp*, std::vector<const UOp*>> first_use;
   };
+
+  // Thrown while a kernel is built when a value must be materialised after all (see lower_uncached);
+  // build_kernel starts that kernel again.
+  struct RebuildKernel {};
 
   void count_consumers(const UOpPtr& root) {
     for (const UOp* node : toposort(root)) {
@@ -159,6 +171,17 @@ class Rangeifier {
   }
 
   void build_kernel(const UOp* node, int output_buffer) {
+    while (true) {
+      try {
+        build_kernel_once(node, output_buffer);
+        return;
+      } catch (const RebuildKernel&) {
+        // A value turned out to be needed at several indices; it is materialised now, so build again.
+      }
+    }
+  }
+
+  void build_kernel_once(const UOp* node, int output_buffer) {
     const Shape& shape = shapes_.of(node);
     if (shape_numel(shape) == 0) return;  // nothing to compute
     KernelState kernel;
@@ -242,6 +265,7 @@ class Rangeifier {
 
   bool must_materialize(const UOp* node, bool through_expand) {
     if (buffer_of_.contains(node) || node->op() == Ops::BUFFER || node->op() == Ops::CONTIGUOUS) return true;
+    if (forced_.contains(node)) return true;
     if (node->op() == Ops::REDUCE_AXIS) return through_expand || consumers_[node].size() > 1;
     OpGroup group = op_group(node->op());
     bool alu = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
@@ -263,7 +287,27 @@ class Rangeifier {
   UOpPtr lower_uncached(const UOp* node, const Index& index, const UOpPtr& valid, bool through_expand,
                         KernelState& kernel) {
     if (must_materialize(node, through_expand)) return load(node, index, valid, kernel);
+    // A reduction (or expensive elementwise work) that one kernel needs at two different indices
+    // would be computed twice per output element: a window sum over shifted views of a conv's
+    // output (LRN) would redo the whole conv for every shift. It is materialised instead.
+    if (recomputing_would_repeat_work(node)) {
+      std::vector<const UOp*> use{valid.get()};
+      for (const UOpPtr& i : index) use.push_back(i.get());
+      auto [first, inserted] = kernel.first_use.try_emplace(node, use);
+      if (!inserted && first->second != use) {
+        forced_.insert(node);
+        keep_alive_.push_back(node->self());
+        throw RebuildKernel{};
+      }
+    }
     return compute(node, index, valid, through_expand, kernel);
+  }
+
+  static bool recomputing_would_repeat_work(const UOp* node) {
+    if (node->op() == Ops::REDUCE_AXIS) return true;
+    OpGroup group = op_group(node->op());
+    bool alu = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
+    return alu && recompute_cost(node) >= kExpensiveOps;
   }
 
   // The value of `node` computed in this kernel (not loaded): the kernel's root, and every node
@@ -418,6 +462,7 @@ class Rangeifier {
   std::unordered_set<const UOp*> pending_;  // outputs whose kernel is not built yet
   std::unordered_map<int64_t, int> input_buffers_;
   std::vector<UOpPtr> keep_alive_;
+  std::unordered_set<const UOp*> forced_;  // values materialised because one kernel needed them at two indices
 };
 
 }  // namespace
