@@ -52,6 +52,7 @@ struct SumFact {
 struct Bounds {
   std::unordered_map<const UOp*, Narrowed> variables;
   std::vector<SumFact> sums;
+  bool contradiction = false;  // a clause is the constant false (left by an inner simplification)
 };
 
 bool same_terms(const std::vector<LinearTerm>& a, const std::vector<LinearTerm>& b) {
@@ -130,6 +131,10 @@ void collect_bounds(const UOp& clause, Bounds& all_bounds) {
   if (clause.op() == Ops::AND && clause.dtype() == dtypes::bool_) {
     collect_bounds(*clause.src(0), all_bounds);
     collect_bounds(*clause.src(1), all_bounds);
+    return;
+  }
+  if (clause.op() == Ops::CONST && clause.dtype() == dtypes::bool_ && clause.const_int() == 0) {
+    all_bounds.contradiction = true;
     return;
   }
   // Only integer comparisons bound integers (a float clause such as `x < 0.5` says nothing here).
@@ -220,7 +225,8 @@ UOpPtr simplify_given(const UOp& condition, const UOpPtr& value, bool& impossibl
   collect_bounds(condition, all_bounds);
   const auto& bounds = all_bounds.variables;
   std::unordered_map<const UOp*, UOpPtr> to_narrow, to_restore;
-  impossible = false;
+  impossible = all_bounds.contradiction;
+  if (impossible) return nullptr;
   for (const SumFact& fact : all_bounds.sums)
     if (fact.range.min > fact.range.max) {
       impossible = true;
@@ -279,6 +285,15 @@ UOpPtr simplify_where_branch(const Match& m) {
   return simplified ? where(m["valid"], simplified, m["y"]) : nullptr;
 }
 
+// In `valid & x`, x only matters where valid holds: a padding mask nested in another (a strided
+// conv's window mask inside a pool's padding) simplifies under the outer one.
+UOpPtr simplify_and_operand(const Match& m) {
+  bool impossible = false;
+  UOpPtr simplified = simplify_given(*m.get("valid"), m["x"], impossible);
+  if (impossible) return const_bool(false);
+  return simplified ? (m["valid"] & simplified) : nullptr;
+}
+
 UOpPtr simplify_index_offset(const Match& m) {
   const UOp& index = *m.get("index");
   bool impossible = false;
@@ -293,6 +308,9 @@ const PatternMatcher& valid_rules() {
   static const PatternMatcher table("valid", {
       Rule(where(UPat::var("valid").bools(), UPat::var("x"), UPat::var("y")), simplify_where_branch,
            "where(valid, x, y) → where(valid, x simplified assuming valid, y)")
+          .opaque("simplifies a subgraph under assumptions; checked by the randomized oracle test"),
+      Rule(UPat(Ops::AND, {UPat::var("valid").bools(), UPat::var("x").bools()}), simplify_and_operand,
+           "valid & x → valid & (x simplified assuming valid)")
           .opaque("simplifies a subgraph under assumptions; checked by the randomized oracle test"),
       Rule(UPat(Ops::INDEX, {UPat(), UPat::var("offset"), UPat::var("valid")}).named("index"), simplify_index_offset,
            "index(buffer, offset, valid) → offset simplified assuming valid")

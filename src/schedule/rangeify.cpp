@@ -17,6 +17,8 @@
 //  - it is a reduction, or elementwise work of at least kExpensiveOps, that one kernel needs at two
 //    different indices (shifted views of one value, as in LRN's window sum over a conv's output):
 //    each index would redo it. Found while the kernel is built; the kernel is then built again.
+//  - it is a reduction under padding (a conv output that is one input of a concatenation): the
+//    reduction's loop would run for the padded elements too.
 // A PAD counts as 2 ops in that cost (bounds compares, a select, a masked load), so a
 // concatenation of many inputs read through a broadcast (a 1x1 conv over DenseNet's concatenated
 // features) is materialised once instead of re-selecting its inputs per output channel.
@@ -287,6 +289,14 @@ class Rangeifier {
   UOpPtr lower_uncached(const UOp* node, const Index& index, const UOpPtr& valid, bool through_expand,
                         KernelState& kernel) {
     if (must_materialize(node, through_expand)) return load(node, index, valid, kernel);
+    // A reduction under padding would run its loop for the padding too (WHERE evaluates both arms):
+    // in a concatenation, for every element of every other input (DenseNet's concat of a growing
+    // feature map with one new conv output ran that conv for all 1024 channels).
+    if (node->op() == Ops::REDUCE_AXIS && valid) {
+      forced_.insert(node);
+      keep_alive_.push_back(node->self());
+      return load(node, index, valid, kernel);
+    }
     // A reduction (or expensive elementwise work) that one kernel needs at two different indices
     // would be computed twice per output element: a window sum over shifted views of a conv's
     // output (LRN) would redo the whole conv for every shift. It is materialised instead.
@@ -379,10 +389,14 @@ class Rangeifier {
           if (after > 0) inside = and_valid(inside, lt(index[i], before + source_shape[i]));
         }
         if (!inside) return lower(node->src(0).get(), source_index, valid, through_expand, kernel);
-        UOpPtr value = lower(node->src(0).get(), source_index, and_valid(valid, inside), through_expand, kernel);
+        UOpPtr guard = and_valid(valid, inside);
+        UOpPtr value = lower(node->src(0).get(), source_index, guard, through_expand, kernel);
         DType type = node->dtype();
         UOpPtr zero = type.is_float() ? const_float(type, 0.0) : type.is_bool() ? const_bool(false) : const_int(type, 0);
-        return where(inside, value, zero);
+        // The select tests the same conjunction as the loads' masks (the enclosing pads' conditions
+        // change nothing, their own selects give 0 where they fail): one mask, computed once, and
+        // the simplifier narrows this pad's clauses under the outer ones (`valid & x`).
+        return where(guard, value, zero);
       }
       case Ops::REDUCE_AXIS: {
         const auto& arg = node->arg_list();
