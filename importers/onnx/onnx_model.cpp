@@ -17,6 +17,7 @@
 #include "ir/uop.h"
 #include "narrow_types.h"
 #include "onnx/onnx_pb.h"
+#include "op_helpers.h"
 #include "support/error.h"
 
 namespace kiln::onnx_import {
@@ -131,15 +132,6 @@ std::string shape_text(const Shape& shape) {
   std::string text = "(";
   for (size_t i = 0; i < shape.size(); ++i) text += str_cat(i ? ", " : "", shape[i]);
   return text + ")";
-}
-
-bool element_count_fits(const Shape& shape) {
-  int64_t count = 1;
-  for (int64_t dim : shape) {
-    if (dim != 0 && count > std::numeric_limits<int64_t>::max() / dim) return false;
-    count *= dim;
-  }
-  return true;
 }
 
 // The value names visible in a (sub)graph at load time: its own, then those of the enclosing graphs.

@@ -2,6 +2,7 @@
 #include "op_helpers.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace kiln::onnx_import {
 
@@ -69,6 +70,29 @@ std::vector<Tensor> declared_outputs(const OnnxNode& node, std::vector<Tensor> o
 
 Tensor int64_vector(const std::vector<int64_t>& values) {
   return Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
+}
+
+std::vector<int64_t> axis_to_last(int64_t rank, int64_t axis) {
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != axis) order.push_back(i);
+  order.push_back(axis);
+  return order;
+}
+
+std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& order) {
+  std::vector<int64_t> inverse(order.size());
+  for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
+  return inverse;
+}
+
+bool element_count_fits(const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim != 0 && count > std::numeric_limits<int64_t>::max() / dim) return false;
+    count *= dim;
+  }
+  return true;
 }
 
 }  // namespace kiln::onnx_import

@@ -36,4 +36,12 @@ std::vector<Tensor> declared_outputs(const OnnxNode& node, std::vector<Tensor> o
 // An i64 1-D tensor holding `values`.
 Tensor int64_vector(const std::vector<int64_t>& values);
 
+// The permutation that moves `axis` to the end (ops that work on the last axis), and the inverse of
+// a permutation.
+std::vector<int64_t> axis_to_last(int64_t rank, int64_t axis);
+std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& order);
+
+// Whether the shape's element count fits in int64 (hostile models give shapes that do not).
+bool element_count_fits(const Shape& shape);
+
 }  // namespace kiln::onnx_import

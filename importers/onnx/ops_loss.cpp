@@ -23,21 +23,6 @@ namespace {
 
 using Outputs = std::vector<Tensor>;
 
-// The permutation that moves `axis` to the end (the index ops work on the last axis).
-std::vector<int64_t> axis_to_last(int64_t rank, int64_t axis) {
-  std::vector<int64_t> order;
-  for (int64_t i = 0; i < rank; ++i)
-    if (i != axis) order.push_back(i);
-  order.push_back(axis);
-  return order;
-}
-
-std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& order) {
-  std::vector<int64_t> inverse(order.size());
-  for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
-  return inverse;
-}
-
 Tensor zero_of(ScalarType type) { return Tensor::scalar(0.0, type); }
 
 // ---------------------------------------------------------------------------------------------

@@ -29,20 +29,6 @@ using Outputs = std::vector<Tensor>;
 // f16/bf16 are computed in f32 and cast back; f64 stays f64.
 ScalarType compute_type(ScalarType type) { return type == ScalarType::Float64 ? type : ScalarType::Float32; }
 
-std::vector<int64_t> axis_to_last(int64_t rank, int64_t axis) {
-  std::vector<int64_t> order;
-  for (int64_t i = 0; i < rank; ++i)
-    if (i != axis) order.push_back(i);
-  order.push_back(axis);
-  return order;
-}
-
-std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& order) {
-  std::vector<int64_t> inverse(order.size());
-  for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
-  return inverse;
-}
-
 // A complex signal held as separate real and imaginary tensors of the same shape; a real signal
 // has no imaginary part.
 struct Complex {

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "onnx_model.h"
+#include "op_helpers.h"
 #include "support/error.h"
 
 namespace kiln::onnx_import {
@@ -38,15 +39,6 @@ int64_t parse_size(const std::string& spec, const std::string& text) {
   if (errno != 0 || value > static_cast<unsigned long long>(std::numeric_limits<int64_t>::max()))
     throw UserError(str_cat("shape '", spec, "': size ", text, " is too large"));
   return static_cast<int64_t>(value);
-}
-
-bool element_count_fits(const Shape& shape) {
-  int64_t count = 1;
-  for (int64_t dim : shape) {
-    if (dim != 0 && count > std::numeric_limits<int64_t>::max() / dim) return false;
-    count *= dim;
-  }
-  return true;
 }
 
 // Where a symbol's size came from, for messages about conflicting sizes.
