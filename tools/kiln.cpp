@@ -1,10 +1,12 @@
-// The `kiln` command-line tool: one sub-command per job (for now the ONNX conformance runner).
+// The `kiln` command-line tool: one sub-command per job (plans: compile, inspect, run; ONNX: test-onnx,
+// check-onnx).
 #include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "check_onnx.h"
+#include "plan_commands.h"
 #include "test_onnx.h"
 
 namespace {
@@ -13,13 +15,18 @@ void print_usage(std::ostream& out) {
   out << "usage: kiln <command> [arguments]\n"
          "\n"
          "commands:\n"
-         "  test-onnx DIR...   run ONNX backend-style test folders (model.onnx + test_data_set_N/)\n"
-         "                     and compare with the references; see 'kiln test-onnx --help'\n"
-         "  check-onnx MODEL   load a model and build its graph (shapes: --shape), or say what is\n"
-         "                     wrong with it; see 'kiln check-onnx --help'\n"
+         "  compile MODEL -o PLAN   compile an ONNX model into one plan file for this CPU\n"
+         "  inspect PLAN            describe a plan: target, inputs, outputs, kernels, sizes\n"
+         "  run PLAN --input N=F    run a plan with libkiln on .pb inputs, write .pb outputs\n"
+         "  test-onnx DIR...        run ONNX backend-style test folders (model.onnx +\n"
+         "                          test_data_set_N/) and compare with the references\n"
+         "  check-onnx MODEL        load a model and build its graph (shapes: --shape), or say\n"
+         "                          what is wrong with it\n"
+         "\n"
+         "'kiln COMMAND --help' describes each command.\n"
          "\n"
          "options:\n"
-         "  -h, --help         show this help\n";
+         "  -h, --help              show this help\n";
 }
 
 }  // namespace
@@ -36,6 +43,9 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> arguments(argv + 2, argv + argc);
   if (command == "test-onnx") return kiln::tools::test_onnx_command(arguments);
+  if (command == "compile") return kiln::tools::compile_command(arguments);
+  if (command == "inspect") return kiln::tools::inspect_command(arguments);
+  if (command == "run") return kiln::tools::run_command(arguments);
   if (command == "check-onnx") return kiln::tools::check_onnx_command(arguments);
   std::cerr << "kiln: unknown command '" << command << "' (try 'kiln --help')\n";
   return 2;

@@ -9,6 +9,8 @@ KILN_PACKAGES=(
   libz3-dev                            # Z3 proofs of the rewrite rules (tests)
   libprotobuf-dev libonnx-dev          # ONNX importer: protobuf runtime + Debian's generated ONNX schema (onnx_proto)
   libonnx-testdata                     # ONNX backend node tests the conformance runner checks against
+  liblld-19-dev                        # plans: LLD links the kernels into a shared object, in process
+  libflatbuffers-dev flatbuffers-compiler  # plans: the metadata schema (flatc) and its header-only reader
 )
 
 # Installs missing packages when running as root; otherwise prints the command and fails.

@@ -1,6 +1,7 @@
 // The pipeline's kernel half: lowering passes, the kernel cache and CPU code generation.
 #include "passes/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <unordered_map>
@@ -37,17 +38,8 @@ LoadedKernels& loaded_kernels() {
 
 }  // namespace
 
-LoadedKernel compile_cpu_kernel(const ScheduledKernel& kernel) {
+std::string compile_cpu_kernel_object(const ScheduledKernel& kernel, bool* from_cache) {
   const std::string& symbol = kernel.name();
-  LoadedKernels& loaded = loaded_kernels();
-  std::lock_guard lock(loaded.mutex);
-  LoadedKernel result;
-  if (auto found = loaded.functions.find(symbol); found != loaded.functions.end()) {
-    result.function = found->second;
-    result.reused = true;
-    return result;
-  }
-  auto start = std::chrono::steady_clock::now();
   if (debug_level() >= 3) debug_print(str_cat("opts ", symbol, ": none (no optimisation search yet)"));
   if (debug_level() >= 5) debug_print(str_cat("kernel AST ", symbol, ":\n", print_graph(kernel.ast), ""));
   UOpPtr lowered = lower_kernel(kernel.ast);
@@ -59,12 +51,34 @@ LoadedKernel compile_cpu_kernel(const ScheduledKernel& kernel) {
   key.version = str_cat(KILN_VERSION_STRING, "+", KILN_COMPILER_SOURCE_HASH);
   KernelCache& cache = KernelCache::instance();
   std::optional<std::string> object = cache.load(key);
-  result.from_cache = object.has_value();
+  if (from_cache != nullptr) *from_cache = object.has_value();
   if (!object) {
     object = cpu_compile(lowered);
     cache.store(key, *object);
   }
-  result.function = cpu_load(*object, symbol);
+  return std::move(*object);
+}
+
+int64_t kernel_minimum_chunk(const ScheduledKernel& kernel) {
+  constexpr double kWorkPerChunk = 1 << 15;  // flops + bytes
+  double per_index = (kernel.estimated_flops + kernel.estimated_bytes) / static_cast<double>(kernel.parallel_extent);
+  if (per_index <= 0) return kernel.parallel_extent;
+  return std::max<int64_t>(1, static_cast<int64_t>(kWorkPerChunk / per_index));
+}
+
+LoadedKernel compile_cpu_kernel(const ScheduledKernel& kernel) {
+  const std::string& symbol = kernel.name();
+  LoadedKernels& loaded = loaded_kernels();
+  std::lock_guard lock(loaded.mutex);
+  LoadedKernel result;
+  if (auto found = loaded.functions.find(symbol); found != loaded.functions.end()) {
+    result.function = found->second;
+    result.reused = true;
+    return result;
+  }
+  auto start = std::chrono::steady_clock::now();
+  std::string object = compile_cpu_kernel_object(kernel, &result.from_cache);
+  result.function = cpu_load(object, symbol);
   loaded.functions.emplace(symbol, result.function);
   result.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -26,6 +26,14 @@ struct LoadedKernel {
   double compile_ms = 0;
 };
 
+// The kernel's relocatable object for the host CPU (lowered, then from the disk cache or compiled
+// and stored there); *from_cache (if given) says which. Loads nothing. Thread-safe.
+std::string compile_cpu_kernel_object(const ScheduledKernel& kernel, bool* from_cache = nullptr);
+
+// The shortest chunk of the kernel's parallel axis worth handing to another thread (~32K units of
+// estimated flops + bytes); the JIT runner and plans use the same rule.
+int64_t kernel_minimum_chunk(const ScheduledKernel& kernel);
+
 // Compiles one kernel for the host CPU, going through the process's loaded kernels and the disk
 // cache first. Thread-safe.
 LoadedKernel compile_cpu_kernel(const ScheduledKernel& kernel);

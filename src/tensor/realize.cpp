@@ -28,7 +28,8 @@ bool is_realized(const TensorData& data) {
   return data.buffer != nullptr && data.buffer->count() == shape_numel(data.shape);
 }
 
-// Every buffer the graphs of `roots` read, by BUFFER id (found through the handles' inputs).
+// Every buffer the graphs of `roots` read, by BUFFER id (found through the handles' inputs). A graph
+// input of a plan (graph_input) has no data: reading it here is a UserError that names it.
 std::unordered_map<int64_t, std::shared_ptr<HostBuffer>> collect_buffers(const std::vector<const TensorData*>& roots) {
   std::unordered_map<int64_t, std::shared_ptr<HostBuffer>> buffers;
   std::unordered_set<const TensorData*> seen;
@@ -37,18 +38,13 @@ std::unordered_map<int64_t, std::shared_ptr<HostBuffer>> collect_buffers(const s
     const TensorData* data = stack.back();
     stack.pop_back();
     if (!seen.insert(data).second) continue;
+    if (!data->graph_input_name.empty())
+      throw UserError(str_cat("the value of graph input '", data->graph_input_name,
+                              "' is needed at compile time (it is only known when the plan runs)"));
     if (data->buffer) buffers.emplace(data->buffer_id, data->buffer);
     for (const auto& input : data->inputs) stack.push_back(input.get());
   }
   return buffers;
-}
-
-// Chunks of the parallel axis should carry enough work to be worth a thread hand-off.
-int64_t minimum_chunk(const ScheduledKernel& kernel) {
-  constexpr double kWorkPerChunk = 1 << 15;  // flops + bytes
-  double per_index = (kernel.estimated_flops + kernel.estimated_bytes) / static_cast<double>(kernel.parallel_extent);
-  if (per_index <= 0) return kernel.parallel_extent;
-  return std::max<int64_t>(1, static_cast<int64_t>(kWorkPerChunk / per_index));
 }
 
 }  // namespace
@@ -65,7 +61,7 @@ void run_schedule(const Schedule& schedule, const std::vector<KernelFunction>& f
     void* const* args = arguments.data();
     auto start = Clock::now();
     pool.parallel_for(kernel.parallel_extent, [&](int64_t begin, int64_t end) { function(args, begin, end); },
-                      minimum_chunk(kernel));
+                      kernel_minimum_chunk(kernel));
     if (debug_level() >= 2) {
       double ms = milliseconds_since(start);
       double seconds = std::max(ms, 1e-6) / 1000;
@@ -87,6 +83,7 @@ void realize_tensors(const std::vector<Tensor*>& tensors) {
     roots.push_back(&tensor->data());
   }
   if (pending.empty()) return;
+  auto inputs = collect_buffers(roots);  // first: it rejects graphs that read a plan's graph input
 
   auto start = Clock::now();
   Schedule schedule = create_schedule(outputs);
@@ -110,7 +107,6 @@ void realize_tensors(const std::vector<Tensor*>& tensors) {
                         " bytes of intermediates"));
 
   // Buffers: inputs are the graph's own, outputs are new, intermediates live in one arena.
-  auto inputs = collect_buffers(roots);
   std::vector<std::shared_ptr<HostBuffer>> output_buffers(schedule.buffers.size());
   auto arena = std::make_shared<HostBuffer>(dtypes::u8, schedule.arena_bytes, HostBuffer::Fill::None);
   std::vector<void*> pointers(schedule.buffers.size(), nullptr);

@@ -167,6 +167,24 @@ Tensor wrap_buffer(std::shared_ptr<HostBuffer> buffer, Shape shape) {
   return Tensor(std::move(data));
 }
 
+Tensor graph_input(std::string name, Shape shape, ScalarType type) {
+  if (name.empty()) throw UserError("graph_input: an empty name");
+  DType dtype = to_dtype(type);
+  for (int64_t size : shape)
+    if (size < 0) throw UserError(str_cat("graph input '", name, "': negative dimension in shape ", shape_string(shape)));
+  int64_t count = shape_numel(shape);
+  int64_t id = next_buffer_id.fetch_add(1);
+  UOpPtr node = UOp::make(Ops::BUFFER, dtype, {}, std::vector<int64_t>{id, count});
+  if (shape != Shape{count}) node = movement(Ops::RESHAPE, node, shape);
+  auto data = std::make_shared<TensorData>();
+  data->node = node;
+  data->shape = std::move(shape);
+  data->dtype = dtype;
+  data->buffer_id = id;
+  data->graph_input_name = std::move(name);
+  return Tensor(std::move(data));
+}
+
 Tensor Tensor::scalar(double value, ScalarType type) {
   DType dtype = to_dtype(type);
   UOpPtr node;

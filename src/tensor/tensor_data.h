@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct TensorData {
   // The leaf data when `node` is (a view of) a BUFFER this handle created or realized.
   std::shared_ptr<HostBuffer> buffer;
   int64_t buffer_id = -1;
+  // Set (with buffer_id, and no `buffer`) when the BUFFER is a named graph input of a plan being
+  // compiled: its values exist only when the plan runs (see graph_input in tensor_internal.h).
+  std::string graph_input_name;
   // The handles this one was built from: holding them keeps every buffer the graph reads alive.
   std::vector<std::shared_ptr<const TensorData>> inputs;
 };

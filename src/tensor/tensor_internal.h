@@ -23,6 +23,9 @@ std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t nd
 Tensor make_tensor(UOpPtr node, Shape shape, DType dtype, std::vector<const Tensor*> inputs);
 // A tensor viewing `buffer` with the given shape (numel must match).
 Tensor wrap_buffer(std::shared_ptr<HostBuffer> buffer, Shape shape);
+// A placeholder for graph input `name` of a plan: a BUFFER node with no data. Building on it is
+// lazy as usual; realizing anything that reads it throws a UserError naming the input.
+Tensor graph_input(std::string name, Shape shape, ScalarType type);
 // numpy broadcast_to: prepends size-1 axes, then expands.
 Tensor broadcast_to(const Tensor& t, const Shape& shape);
 // One REDUCE_AXIS node (op ADD, MUL or MAX) in t's own dtype, without accumulation-type changes.

@@ -1,0 +1,226 @@
+// Plan verification: nothing in a plan is trusted until the checks below pass, and the code
+// section is only handed to the dynamic loader afterwards (plan_runner.cpp).
+#include "plan/plan_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "kiln/version.h"
+#include "plan/plan_format.h"
+#include "runtime/cpu/cpu_features.h"
+
+namespace kiln {
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw PlanError(KILN_ERROR_INVALID_PLAN, "invalid plan: " + message);
+}
+
+std::string number(uint64_t value) { return std::to_string(value); }
+
+bool known_dtype(int dtype) { return dtype >= KILN_DTYPE_BOOL && dtype <= KILN_DTYPE_FLOAT64; }
+
+void check_value(const plan_fb::Value* value, const char* what) {
+  if (value == nullptr || value->name() == nullptr) invalid(std::string("an ") + what + " without a name");
+  std::string name = value->name()->str();
+  if (!known_dtype(value->dtype())) invalid(std::string(what) + " '" + name + "' has unknown dtype " + std::to_string(value->dtype()));
+  uint64_t count = 1;
+  if (value->shape() != nullptr)
+    for (int64_t size : *value->shape()) {
+      if (size < 0) invalid(std::string(what) + " '" + name + "' has a negative dimension");
+      count *= static_cast<uint64_t>(size);
+    }
+  if (value->byte_size() < 0 ||
+      static_cast<uint64_t>(value->byte_size()) != count * kiln_dtype_size(static_cast<kiln_dtype>(value->dtype())))
+    invalid(std::string(what) + " '" + name + "' has a byte size that does not match its shape and dtype");
+}
+
+// What the verifier cannot know: that every index and offset the runtime will follow is in range.
+void check_consistency(const plan_fb::Plan& plan, uint64_t weights_size) {
+  if (plan.kiln_version() == nullptr || plan.target_triple() == nullptr || plan.cpu_name() == nullptr ||
+      plan.inputs() == nullptr || plan.outputs() == nullptr || plan.kernels() == nullptr)
+    invalid("the metadata lacks a required field");
+  for (const plan_fb::Value* value : *plan.inputs()) check_value(value, "input");
+  for (size_t i = 0; i < plan.outputs()->size(); ++i) {
+    const plan_fb::Value* value = plan.outputs()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    check_value(value, "output");
+    if (value->same_as_output() >= static_cast<int>(i)) invalid("an output copies a later output");
+  }
+  if (plan.arena_bytes() < 0) invalid("a negative arena size");
+  for (const plan_fb::Kernel* kernel : *plan.kernels()) {
+    if (kernel->symbol() == nullptr || kernel->slots() == nullptr) invalid("a kernel without a symbol or slots");
+    std::string symbol = kernel->symbol()->str();
+    if (kernel->parallel_extent() < 1 || kernel->minimum_chunk() < 1)
+      invalid("kernel " + symbol + " has a parallel extent or chunk below 1");
+    for (const plan_fb::Slot* slot : *kernel->slots()) {
+      bool ok = slot->size() >= 0 && slot->offset() >= 0;
+      switch (slot->kind()) {
+        case plan_fb::SlotKind_GraphInput:
+          ok = ok && slot->index() >= 0 && static_cast<size_t>(slot->index()) < plan.inputs()->size() &&
+               slot->size() <= plan.inputs()->Get(static_cast<flatbuffers::uoffset_t>(slot->index()))->byte_size();
+          break;
+        case plan_fb::SlotKind_GraphOutput:
+          ok = ok && slot->index() >= 0 && static_cast<size_t>(slot->index()) < plan.outputs()->size() &&
+               slot->size() <= plan.outputs()->Get(static_cast<flatbuffers::uoffset_t>(slot->index()))->byte_size() &&
+               plan.outputs()->Get(static_cast<flatbuffers::uoffset_t>(slot->index()))->same_as_output() < 0;
+          break;
+        case plan_fb::SlotKind_Weight:
+          ok = ok && static_cast<uint64_t>(slot->offset()) % plan::kPlanWeightAlignment == 0 &&
+               static_cast<uint64_t>(slot->offset()) + static_cast<uint64_t>(slot->size()) <= weights_size;
+          break;
+        case plan_fb::SlotKind_Arena:
+          ok = ok && slot->offset() % 64 == 0 && slot->offset() + slot->size() <= plan.arena_bytes();
+          break;
+        default: ok = false;
+      }
+      if (!ok) invalid("kernel " + symbol + " has an argument slot out of range");
+    }
+  }
+}
+
+void check_target(const plan_fb::Plan& plan) {
+  std::string triple = plan.target_triple()->str();
+  std::string arch = triple.substr(0, triple.find('-'));
+#if defined(__x86_64__)
+  const char* host_arch = "x86_64";
+#elif defined(__aarch64__)
+  const char* host_arch = "aarch64";
+#else
+  const char* host_arch = "unknown";
+#endif
+  if (arch != host_arch || triple.find("linux") == std::string::npos)
+    throw PlanError(KILN_ERROR_UNSUPPORTED_TARGET, "the plan was compiled for " + triple + ", this runtime runs on " +
+                                                       host_arch + " Linux");
+  if (plan.cpu_features() == nullptr) return;
+  for (const flatbuffers::String* feature : *plan.cpu_features()) {
+    std::optional<bool> present = host_has_cpu_feature(feature->string_view());
+    if (present.has_value() && !*present)
+      throw PlanError(KILN_ERROR_UNSUPPORTED_TARGET,
+                      "the plan needs CPU feature '" + feature->str() + "', which this CPU lacks (the plan was compiled for " +
+                          plan.cpu_name()->str() + "; compile it on, or for, a CPU like this one)");
+  }
+}
+
+}  // namespace
+
+std::string shape_text(const int64_t* shape, size_t rank) {
+  std::string text = "(";
+  for (size_t i = 0; i < rank; ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + ")";
+}
+
+PlanBytes PlanBytes::map_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw PlanError(KILN_ERROR_IO, "cannot open plan '" + path + "': " + std::strerror(errno));
+  struct stat info;
+  if (::fstat(fd, &info) != 0) {
+    int error = errno;
+    ::close(fd);
+    throw PlanError(KILN_ERROR_IO, "cannot stat plan '" + path + "': " + std::strerror(error));
+  }
+  PlanBytes bytes;
+  bytes.size_ = static_cast<size_t>(info.st_size);
+  if (bytes.size_ == 0) {
+    ::close(fd);
+    invalid("'" + path + "' is empty");
+  }
+  void* mapping = ::mmap(nullptr, bytes.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  int error = errno;
+  ::close(fd);
+  if (mapping == MAP_FAILED) throw PlanError(KILN_ERROR_IO, "cannot map plan '" + path + "': " + std::strerror(error));
+  bytes.data_ = static_cast<const unsigned char*>(mapping);
+  bytes.mapped_ = true;
+  return bytes;
+}
+
+PlanBytes PlanBytes::copy_buffer(const void* data, size_t size) {
+  PlanBytes bytes;
+  size_t rounded = (size + plan::kPlanSectionAlignment - 1) / plan::kPlanSectionAlignment * plan::kPlanSectionAlignment;
+  void* copy = std::aligned_alloc(plan::kPlanSectionAlignment, rounded == 0 ? plan::kPlanSectionAlignment : rounded);
+  if (copy == nullptr) throw PlanError(KILN_ERROR_OUT_OF_MEMORY, "cannot allocate " + number(size) + " bytes for the plan");
+  if (size > 0) std::memcpy(copy, data, size);
+  bytes.data_ = static_cast<const unsigned char*>(copy);
+  bytes.size_ = size;
+  return bytes;
+}
+
+PlanBytes::PlanBytes(PlanBytes&& other) noexcept : data_(other.data_), size_(other.size_), mapped_(other.mapped_) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+
+PlanBytes::~PlanBytes() {
+  if (data_ == nullptr) return;
+  if (mapped_) ::munmap(const_cast<unsigned char*>(data_), size_);
+  else std::free(const_cast<unsigned char*>(data_));
+}
+
+VerifiedPlan verify_plan(const unsigned char* data, size_t size) {
+  namespace field = plan::header_field;
+  size_t magic_bytes = size < sizeof plan::kPlanMagic ? size : sizeof plan::kPlanMagic;
+  if (magic_bytes == 0 || std::memcmp(data, plan::kPlanMagic, magic_bytes) != 0)
+    invalid("not a kiln plan (bad magic: the file does not start with \"KILNPLAN\")");
+  if (size < plan::kPlanHeaderSize)
+    invalid("the plan is truncated: " + number(size) + " bytes, shorter than its " + number(plan::kPlanHeaderSize) +
+            "-byte header");
+  uint32_t version = plan::read_u32(data + field::format_version);
+  if (version > plan::kPlanFormatVersion)
+    throw PlanError(KILN_ERROR_UNSUPPORTED_VERSION,
+                    "the plan has format version " + number(version) + ", newer than this libkiln (" KILN_VERSION_STRING
+                    ") reads (up to " + number(plan::kPlanFormatVersion) +
+                    "): update libkiln, or compile the plan with a matching kiln");
+  if (version == 0) invalid("format version 0");
+  if (plan::read_u32(data + field::header_size) != plan::kPlanHeaderSize) invalid("a header of the wrong size");
+  for (size_t at = field::code_size + 8; at < plan::kPlanHeaderSize; ++at)
+    if (data[at] != 0) invalid("the header's reserved bytes are not zero");
+  uint64_t file_size = plan::read_u64(data + field::file_size);
+  if (file_size > size)
+    invalid("the plan is truncated: " + number(size) + " bytes, its header says " + number(file_size));
+  if (file_size < size)
+    invalid("the plan has " + number(size - file_size) + " bytes after its end (" + number(file_size) + " bytes)");
+  struct Section {
+    const char* name;
+    uint64_t offset, size;
+  };
+  Section sections[3] = {
+      {"metadata", plan::read_u64(data + field::metadata_offset), plan::read_u64(data + field::metadata_size)},
+      {"weights", plan::read_u64(data + field::weights_offset), plan::read_u64(data + field::weights_size)},
+      {"code", plan::read_u64(data + field::code_offset), plan::read_u64(data + field::code_size)},
+  };
+  uint64_t previous_end = plan::kPlanHeaderSize;
+  for (const Section& section : sections) {
+    if (section.offset < previous_end || section.offset > size || section.size > size - section.offset)
+      invalid(std::string("the ") + section.name + " section lies outside the file or overlaps another");
+    previous_end = section.offset + section.size;
+  }
+  if (sections[1].offset % plan::kPlanSectionAlignment != 0 || sections[2].offset % plan::kPlanSectionAlignment != 0 ||
+      sections[0].offset % 8 != 0)
+    invalid("a misaligned section");
+  uint64_t stored_hash = plan::read_u64(data + field::content_hash);
+  uint64_t hash = plan::plan_content_hash(data + plan::kPlanHeaderSize, size - plan::kPlanHeaderSize);
+  if (hash != stored_hash)
+    invalid("content hash mismatch (the file is corrupt or was modified after kiln compile wrote it)");
+
+  flatbuffers::Verifier verifier(data + sections[0].offset, sections[0].size);
+  if (!plan_fb::VerifyPlanBuffer(verifier)) invalid("the metadata fails the flatbuffers verifier");
+  const plan_fb::Plan* metadata = plan_fb::GetPlan(data + sections[0].offset);
+  if (metadata->format_version() != version) invalid("the metadata and the header disagree on the format version");
+  check_consistency(*metadata, sections[1].size);
+  check_target(*metadata);
+
+  VerifiedPlan plan;
+  plan.metadata = metadata;
+  plan.weights = data + sections[1].offset;
+  plan.weights_size = sections[1].size;
+  plan.code = data + sections[2].offset;
+  plan.code_size = sections[2].size;
+  return plan;
+}
+
+}  // namespace kiln

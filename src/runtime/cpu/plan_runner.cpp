@@ -1,0 +1,260 @@
+// Loading the code section: it is written to an anonymous memfd and opened with
+// dlopen("/proc/self/fd/N"), so nothing touches the disk. The memfd stays open while the library
+// is loaded: glibc recognises an already-loaded library by its path, so a reused fd number must not
+// alias a library that is still loaded.
+#include "runtime/cpu/plan_runner.h"
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/thread_pool.h"
+
+namespace kiln {
+
+struct PlanRunner::RunContext {
+  void* memory = nullptr;  // the plan's arena, then staging space; 64-byte aligned
+  std::vector<void*> arguments;
+  std::vector<void*> input_data, output_data;    // what the kernels see, per plan input / output
+  std::vector<void*> output_destination;         // the caller's buffer when output_data is staging
+  std::vector<const kiln_tensor*> bound_inputs, bound_outputs;
+  ~RunContext() { std::free(memory); }
+};
+
+namespace {
+
+constexpr uint64_t kAlignment = 64;
+uint64_t align_up(uint64_t value) { return (value + kAlignment - 1) / kAlignment * kAlignment; }
+
+std::vector<PlanValue> values_of(const flatbuffers::Vector<flatbuffers::Offset<plan_fb::Value>>& values) {
+  std::vector<PlanValue> result;
+  for (const plan_fb::Value* value : values) {
+    PlanValue entry;
+    entry.name = value->name()->str();
+    entry.dtype = static_cast<kiln_dtype>(value->dtype());
+    if (value->shape() != nullptr) entry.shape.assign(value->shape()->begin(), value->shape()->end());
+    entry.byte_size = static_cast<uint64_t>(value->byte_size());
+    entry.same_as_output = value->same_as_output();
+    result.push_back(std::move(entry));
+  }
+  return result;
+}
+
+[[noreturn]] void bad_argument(const std::string& message) {
+  throw PlanError(KILN_ERROR_INVALID_ARGUMENT, "kiln_plan_run: " + message);
+}
+
+}  // namespace
+
+PlanRunner::PlanRunner(PlanBytes bytes) : bytes_(std::move(bytes)) {
+  plan_ = verify_plan(bytes_.data(), bytes_.size());
+  const plan_fb::Plan& meta = *plan_.metadata;
+  inputs_ = values_of(*meta.inputs());
+  outputs_ = values_of(*meta.outputs());
+
+  code_fd_ = ::memfd_create("kiln-plan", MFD_CLOEXEC);
+  if (code_fd_ < 0) throw PlanError(KILN_ERROR_IO, std::string("memfd_create failed: ") + std::strerror(errno));
+  const unsigned char* code = plan_.code;
+  uint64_t left = plan_.code_size;
+  while (left > 0) {
+    ssize_t written = ::write(code_fd_, code, left);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) {
+      int error = errno;
+      ::close(code_fd_);
+      throw PlanError(KILN_ERROR_IO, std::string("cannot write the plan's code to a memfd: ") + std::strerror(error));
+    }
+    code += written;
+    left -= static_cast<uint64_t>(written);
+  }
+  std::string path = "/proc/self/fd/" + std::to_string(code_fd_);
+  library_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library_ == nullptr) {
+    const char* error = ::dlerror();
+    ::close(code_fd_);
+    throw PlanError(KILN_ERROR_INVALID_PLAN,
+                    std::string("the plan's code cannot be loaded: ") + (error ? error : "dlopen failed"));
+  }
+
+  try {
+    load_launches();
+    // One context up front: the first run allocates nothing.
+    pool_.push_back(new_context());
+  } catch (...) {
+    unload();  // the destructor does not run for a constructor that throws
+    throw;
+  }
+}
+
+void PlanRunner::load_launches() {
+  const plan_fb::Plan& meta = *plan_.metadata;
+  for (const plan_fb::Kernel* kernel : *meta.kernels()) {
+    void* symbol = ::dlsym(library_, kernel->symbol()->c_str());
+    if (symbol == nullptr)
+      throw PlanError(KILN_ERROR_INVALID_PLAN, "the plan's code lacks kernel " + kernel->symbol()->str());
+    Launch launch;
+    launch.function = reinterpret_cast<KernelFunction>(symbol);
+    launch.first_argument = argument_count_;
+    launch.parallel_extent = kernel->parallel_extent();
+    launch.minimum_chunk = kernel->minimum_chunk();
+    for (const plan_fb::Slot* slot : *kernel->slots()) {
+      if (slot->kind() == plan_fb::SlotKind_GraphInput || slot->kind() == plan_fb::SlotKind_GraphOutput)
+        io_slots_.push_back({argument_count_, slot->kind() == plan_fb::SlotKind_GraphOutput, slot->index()});
+      ++argument_count_;
+    }
+    launches_.push_back(launch);
+  }
+  context_bytes_ = align_up(static_cast<uint64_t>(meta.arena_bytes()));
+  for (const auto* values : {&inputs_, &outputs_})
+    for (const PlanValue& value : *values) {
+      staging_offsets_.push_back(context_bytes_);
+      context_bytes_ += align_up(value.byte_size);
+    }
+}
+
+PlanRunner::~PlanRunner() { unload(); }
+
+void PlanRunner::unload() {
+  pool_.clear();
+  if (library_ != nullptr) ::dlclose(library_);
+  library_ = nullptr;
+  if (code_fd_ >= 0) ::close(code_fd_);
+  code_fd_ = -1;
+}
+
+std::unique_ptr<PlanRunner::RunContext> PlanRunner::new_context() const {
+  auto context = std::make_unique<RunContext>();
+  context->memory = std::aligned_alloc(kAlignment, context_bytes_ == 0 ? kAlignment : context_bytes_);
+  if (context->memory == nullptr)
+    throw PlanError(KILN_ERROR_OUT_OF_MEMORY, "cannot allocate the plan's arena (" + std::to_string(context_bytes_) + " bytes)");
+  context->arguments.assign(argument_count_, nullptr);
+  size_t argument = 0;
+  auto* arena = static_cast<unsigned char*>(context->memory);
+  for (const plan_fb::Kernel* kernel : *plan_.metadata->kernels())
+    for (const plan_fb::Slot* slot : *kernel->slots()) {
+      if (slot->kind() == plan_fb::SlotKind_Weight)
+        context->arguments[argument] = const_cast<unsigned char*>(plan_.weights) + slot->offset();
+      else if (slot->kind() == plan_fb::SlotKind_Arena)
+        context->arguments[argument] = arena + slot->offset();
+      ++argument;
+    }
+  context->input_data.assign(inputs_.size(), nullptr);
+  context->output_data.assign(outputs_.size(), nullptr);
+  context->output_destination.assign(outputs_.size(), nullptr);
+  context->bound_inputs.assign(inputs_.size(), nullptr);
+  context->bound_outputs.assign(outputs_.size(), nullptr);
+  return context;
+}
+
+void PlanRunner::bind(const kiln_tensor* given, size_t count, const std::vector<PlanValue>& expected, bool outputs,
+                      RunContext& context) const {
+  const char* kind = outputs ? "output" : "input";
+  auto& bound = outputs ? context.bound_outputs : context.bound_inputs;
+  std::fill(bound.begin(), bound.end(), nullptr);
+  if (count != expected.size())
+    bad_argument("the plan has " + std::to_string(expected.size()) + " " + kind + (expected.size() == 1 ? "" : "s") +
+                 ", " + std::to_string(count) + (count == 1 ? " was" : " were") + " given");
+  if (count > 0 && given == nullptr) bad_argument(std::string("the ") + kind + "s array is NULL");
+  for (size_t i = 0; i < count; ++i) {
+    const kiln_tensor& tensor = given[i];
+    size_t index = i;
+    if (tensor.name != nullptr) {
+      index = expected.size();
+      for (size_t j = 0; j < expected.size(); ++j)
+        if (expected[j].name == tensor.name) index = j;
+      if (index == expected.size()) {
+        std::string names;
+        for (const PlanValue& value : expected) names += (names.empty() ? "" : ", ") + value.name;
+        bad_argument(std::string("the plan has no ") + kind + " named '" + tensor.name + "' (its " + kind +
+                     "s: " + names + ")");
+      }
+    }
+    const PlanValue& value = expected[index];
+    // Built only for a message: a correct run allocates nothing.
+    auto label = [&] { return std::string(kind) + " '" + value.name + "'"; };
+    if (bound[index] != nullptr) bad_argument(label() + " is given twice");
+    bound[index] = &tensor;
+    if (tensor.dtype != value.dtype)
+      bad_argument(label() + " has dtype " + kiln_dtype_name(tensor.dtype) + ", the plan expects " +
+                   kiln_dtype_name(value.dtype));
+    if (tensor.rank != value.shape.size() || (tensor.rank > 0 && tensor.shape == nullptr) ||
+        (tensor.rank > 0 && std::memcmp(tensor.shape, value.shape.data(), tensor.rank * sizeof(int64_t)) != 0)) {
+      std::string shape = tensor.rank > 0 && tensor.shape == nullptr ? "NULL" : shape_text(tensor.shape, tensor.rank);
+      bad_argument(label() + " has shape " + shape + ", the plan expects " +
+                   shape_text(value.shape.data(), value.shape.size()));
+    }
+    if (tensor.byte_size < value.byte_size)
+      bad_argument(label() + " has a buffer of " + std::to_string(tensor.byte_size) + " bytes, it needs " +
+                   std::to_string(value.byte_size));
+    if (tensor.data == nullptr && value.byte_size > 0) bad_argument(label() + " has NULL data");
+  }
+}
+
+void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_tensor* outputs,
+                     size_t output_count) const {
+  std::unique_ptr<RunContext> context;
+  {
+    std::lock_guard lock(pool_mutex_);
+    if (!pool_.empty()) {
+      context = std::move(pool_.back());
+      pool_.pop_back();
+    }
+  }
+  if (!context) context = new_context();  // more concurrent runs than ever before
+  struct ReturnToPool {
+    const PlanRunner* runner;
+    std::unique_ptr<RunContext>& context;
+    ~ReturnToPool() {
+      std::lock_guard lock(runner->pool_mutex_);
+      runner->pool_.push_back(std::move(context));
+    }
+  } return_to_pool{this, context};
+
+  bind(inputs, input_count, inputs_, false, *context);
+  bind(outputs, output_count, outputs_, true, *context);
+  auto* memory = static_cast<unsigned char*>(context->memory);
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    void* data = context->bound_inputs[i]->data;
+    if (reinterpret_cast<uintptr_t>(data) % kAlignment != 0) {
+      void* staging = memory + staging_offsets_[i];
+      std::memcpy(staging, data, inputs_[i].byte_size);
+      data = staging;
+    }
+    context->input_data[i] = data;
+  }
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    void* data = context->bound_outputs[i]->data;
+    context->output_destination[i] = nullptr;
+    if (reinterpret_cast<uintptr_t>(data) % kAlignment != 0) {
+      context->output_destination[i] = data;
+      data = memory + staging_offsets_[inputs_.size() + i];
+    }
+    context->output_data[i] = data;
+  }
+  for (const IoSlot& slot : io_slots_)
+    context->arguments[slot.argument] =
+        slot.output ? context->output_data[static_cast<size_t>(slot.index)] : context->input_data[static_cast<size_t>(slot.index)];
+
+  ThreadPool& pool = default_thread_pool();
+  void* const* arguments = context->arguments.data();
+  for (const Launch& launch : launches_) {
+    void* const* args = arguments + launch.first_argument;
+    KernelFunction function = launch.function;
+    pool.parallel_for(launch.parallel_extent, [&](int64_t begin, int64_t end) { function(args, begin, end); },
+                      launch.minimum_chunk);
+  }
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (context->output_destination[i] != nullptr)
+      std::memcpy(context->output_destination[i], context->output_data[i], outputs_[i].byte_size);
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (outputs_[i].same_as_output >= 0 && outputs_[i].byte_size > 0)
+      std::memcpy(context->bound_outputs[i]->data,
+                  context->bound_outputs[static_cast<size_t>(outputs_[i].same_as_output)]->data, outputs_[i].byte_size);
+}
+
+}  // namespace kiln

@@ -1,0 +1,78 @@
+// A loaded, runnable plan (libkiln): the verified bytes, the code section loaded with dlopen from
+// a memfd, one function per kernel, and a pool of run contexts (arena + argument tables), so that
+// many threads can run one plan at once and a run allocates nothing once the pool is warm.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "plan/plan_reader.h"
+
+namespace kiln {
+
+struct PlanValue {
+  std::string name;
+  kiln_dtype dtype;
+  std::vector<int64_t> shape;
+  uint64_t byte_size;
+  int same_as_output;  // outputs: the output this one copies, or -1
+};
+
+class PlanRunner {
+ public:
+  // Verifies `bytes` (verify_plan) and only then loads its code. Throws PlanError.
+  explicit PlanRunner(PlanBytes bytes);
+  ~PlanRunner();
+  PlanRunner(const PlanRunner&) = delete;
+  PlanRunner& operator=(const PlanRunner&) = delete;
+
+  const std::vector<PlanValue>& inputs() const { return inputs_; }
+  const std::vector<PlanValue>& outputs() const { return outputs_; }
+  const plan_fb::Plan& metadata() const { return *plan_.metadata; }
+  uint64_t weights_bytes() const { return plan_.weights_size; }
+
+  // Checks the tensors against the plan (PlanError KILN_ERROR_INVALID_ARGUMENT naming what is
+  // wrong) and runs the launch list. Thread-safe.
+  void run(const kiln_tensor* inputs, size_t input_count, const kiln_tensor* outputs, size_t output_count) const;
+
+ private:
+  struct RunContext;
+  struct IoSlot {
+    size_t argument;  // position in RunContext::arguments
+    bool output;
+    int index;
+  };
+  std::unique_ptr<RunContext> new_context() const;
+  void load_launches();
+  void unload();
+  void bind(const kiln_tensor* given, size_t count, const std::vector<PlanValue>& expected, bool outputs,
+            RunContext& context) const;
+
+  PlanBytes bytes_;
+  VerifiedPlan plan_;
+  std::vector<PlanValue> inputs_, outputs_;
+  int code_fd_ = -1;
+  void* library_ = nullptr;
+  using KernelFunction = void (*)(void* const* buffers, int64_t begin, int64_t end);
+  struct Launch {
+    KernelFunction function;
+    size_t first_argument;
+    int64_t parallel_extent;
+    int64_t minimum_chunk;
+  };
+  std::vector<Launch> launches_;
+  size_t argument_count_ = 0;
+  std::vector<IoSlot> io_slots_;
+  // Staging space after the plan's arena, for inputs and outputs whose buffers are not 64-byte
+  // aligned (kernels assume 64-byte alignment): offsets per input, then per output.
+  std::vector<uint64_t> staging_offsets_;
+  uint64_t context_bytes_ = 0;
+
+  mutable std::mutex pool_mutex_;
+  mutable std::vector<std::unique_ptr<RunContext>> pool_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,55 @@
+#!/bin/sh
+# Drives the plan tests that need a plan made by `kiln compile` at test time.
+#   run_plan_test.sh MODE KILN PLAN_REFERENCE TEST_PLAN LIBKILN DATA_DIR
+# MODE: end-to-end (compile mnist_8, run it through the C API, compare with the test data and the
+# in-process path), reproducible (two compiles, one with the kernel cache off, are byte-identical),
+# misuse (the C misuse tests on a fresh plan), threads (8 threads run one plan at once),
+# deps (libkiln depends on the C library only: no LLVM, no protobuf, no libstdc++).
+# Exits 77 (skipped) when the models are absent.
+set -eu
+mode=$1 kiln=$2 reference=$3 test_plan=$4 libkiln=$5 data=$6
+model_dir=$data/models/mnist_8
+
+if [ "$mode" = deps ]; then
+  deps=$(ldd "$libkiln")
+  echo "$deps"
+  # Only the C library (libdl and libpthread are part of it since glibc 2.34, libm is allowed).
+  unexpected=$(echo "$deps" | grep -Ev 'linux-vdso|ld-linux|libc\.so|libdl\.so|libpthread\.so|libm\.so' || true)
+  if [ -n "$unexpected" ]; then
+    echo "FAILED: libkiln depends on more than libc, libdl and pthreads:" >&2
+    echo "$unexpected" >&2
+    exit 1
+  fi
+  exit 0
+fi
+
+if [ ! -f "$model_dir/model.onnx" ]; then
+  echo "skipped: $model_dir/model.onnx is absent"
+  exit 77
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/kiln-plan-test.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+"$kiln" compile "$model_dir/model.onnx" -o "$work/mnist.kiln"
+case "$mode" in
+  end-to-end)
+    "$kiln" inspect "$work/mnist.kiln"
+    "$reference" "$model_dir/model.onnx" "$model_dir/test_data_set_0" "$work/data"
+    "$test_plan" end-to-end "$work/mnist.kiln" "$work/data"
+    ;;
+  reproducible)
+    KILN_CACHE=0 "$kiln" compile "$model_dir/model.onnx" -o "$work/again.kiln"
+    cmp "$work/mnist.kiln" "$work/again.kiln"
+    echo "ok: two compiles (cached and uncached kernels) give byte-identical plans"
+    ;;
+  misuse)
+    "$test_plan" misuse "$work/mnist.kiln"
+    ;;
+  threads)
+    "$test_plan" threads "$work/mnist.kiln"
+    ;;
+  *)
+    echo "unknown mode $mode" >&2
+    exit 2
+    ;;
+esac

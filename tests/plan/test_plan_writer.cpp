@@ -1,0 +1,138 @@
+// The plan writer on small Tensor graphs, checked through libkiln's C API in the same process: a
+// plan's outputs equal realize() of the same graph bit for bit (same kernels), graph inputs are
+// placeholders that cannot be read at compile time, and repeated outputs are copies.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <functional>
+#include <string_view>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "plan/plan_format.h"
+#include "plan/plan_writer.h"
+#include "support/error.h"
+#include "tensor/tensor_internal.h"
+
+using namespace kiln;
+
+namespace {
+
+std::vector<float> iota(size_t count, float scale) {
+  std::vector<float> values(count);
+  for (size_t i = 0; i < count; ++i) values[i] = (static_cast<float>(i) - 7.0f) * scale;
+  return values;
+}
+
+// (x * w + 1).relu() and its row sums: one weight, one elementwise kernel, one reduction.
+std::pair<Tensor, Tensor> small_graph(const Tensor& x, const Tensor& w) {
+  Tensor y = (x * w + 1.0f).relu();
+  return {y, y.sum({1})};
+}
+
+}  // namespace
+
+TEST_CASE("reading a graph input at compile time is a UserError naming it") {
+  Tensor x = graph_input("image", {2, 3}, ScalarType::Float32);
+  Tensor y = x * 2.0f;
+  CHECK_THROWS_WITH_AS(y.realize(), doctest::Contains("the value of graph input 'image' is needed at compile time"),
+                       UserError);
+  CHECK_THROWS_WITH_AS(y.to_vector<float>(), doctest::Contains("graph input 'image'"), UserError);
+}
+
+TEST_CASE("write_plan rejects inputs that are not placeholders") {
+  Tensor x = Tensor::from_vector<float>({1, 2}, {2});
+  CHECK_THROWS_WITH_AS(write_plan({{"x", x}}, {{"y", x * 2.0f}}), doctest::Contains("plan input 'x' is not a graph input"),
+                       UserError);
+}
+
+TEST_CASE("a plan computes what realize computes, and repeated outputs are copies") {
+  Tensor w = Tensor::from_vector<float>(iota(8, 0.25f), {8});
+  Tensor x = graph_input("x", {4, 8}, ScalarType::Float32);
+  auto [y, row_sums] = small_graph(x, w);
+  std::string bytes = write_plan({{"x", x}}, {{"y", y}, {"sums", row_sums}, {"y_again", y}});
+
+  kiln_plan* plan = nullptr;
+  REQUIRE_MESSAGE(kiln_plan_load_buffer(bytes.data(), bytes.size(), &plan) == KILN_OK, kiln_error_message());
+  CHECK(kiln_plan_input_count(plan) == 1);
+  CHECK(kiln_plan_output_count(plan) == 3);
+  const char* name = nullptr;
+  kiln_dtype dtype{};
+  size_t rank = 0;
+  const int64_t* shape = nullptr;
+  REQUIRE(kiln_plan_output_info(plan, 1, &name, &dtype, &rank, &shape) == KILN_OK);
+  CHECK(std::string(name) == "sums");
+  CHECK(dtype == KILN_DTYPE_FLOAT32);
+  REQUIRE(rank == 1);
+  CHECK(shape[0] == 4);
+
+  std::vector<float> input = iota(32, 0.5f);
+  alignas(64) float y_out[32], sums_out[4], again_out[32];
+  int64_t x_shape[] = {4, 8}, sums_shape[] = {4};
+  kiln_tensor inputs[] = {{"x", KILN_DTYPE_FLOAT32, 2, x_shape, input.data(), sizeof(float) * 32}};
+  kiln_tensor outputs[] = {{"y", KILN_DTYPE_FLOAT32, 2, x_shape, y_out, sizeof y_out},
+                           {"sums", KILN_DTYPE_FLOAT32, 1, sums_shape, sums_out, sizeof sums_out},
+                           {"y_again", KILN_DTYPE_FLOAT32, 2, x_shape, again_out, sizeof again_out}};
+  REQUIRE_MESSAGE(kiln_plan_run(plan, inputs, 1, outputs, 3) == KILN_OK, kiln_error_message());
+
+  auto [y_ref, sums_ref] = small_graph(Tensor::from_vector<float>(input, {4, 8}), w);
+  std::vector<float> y_expected = y_ref.to_vector<float>(), sums_expected = sums_ref.to_vector<float>();
+  CHECK(std::memcmp(y_out, y_expected.data(), sizeof y_out) == 0);
+  CHECK(std::memcmp(sums_out, sums_expected.data(), sizeof sums_out) == 0);
+  CHECK(std::memcmp(again_out, y_out, sizeof y_out) == 0);
+  kiln_plan_free(plan);
+}
+
+TEST_CASE("writing the same graph twice gives the same bytes") {
+  auto make = [] {
+    Tensor w = Tensor::from_vector<float>(iota(8, 0.25f), {8});
+    Tensor x = graph_input("x", {4, 8}, ScalarType::Float32);
+    auto [y, sums] = small_graph(x, w);
+    return write_plan({{"x", x}}, {{"y", y}, {"sums", sums}});
+  };
+  std::string first = make(), second = make();
+  CHECK(first == second);
+}
+
+namespace {
+
+// A plan of the small graph, edited by `edit` (given the metadata section) and re-hashed, so that
+// only the checks after the hash can catch the change.
+kiln_status load_edited(const std::function<void(char* metadata, size_t size)>& edit) {
+  Tensor w = Tensor::from_vector<float>(iota(8, 0.25f), {8});
+  Tensor x = graph_input("x", {4, 8}, ScalarType::Float32);
+  auto [y, sums] = small_graph(x, w);
+  std::string bytes = write_plan({{"x", x}}, {{"y", y}});
+  auto* data = reinterpret_cast<unsigned char*>(bytes.data());
+  uint64_t offset = plan::read_u64(data + plan::header_field::metadata_offset);
+  uint64_t size = plan::read_u64(data + plan::header_field::metadata_size);
+  edit(bytes.data() + offset, size);
+  plan::write_u64(data + plan::header_field::content_hash,
+                  plan::plan_content_hash(data + plan::kPlanHeaderSize, bytes.size() - plan::kPlanHeaderSize));
+  kiln_plan* plan = nullptr;
+  kiln_status status = kiln_plan_load_buffer(bytes.data(), bytes.size(), &plan);
+  kiln_plan_free(plan);
+  return status;
+}
+
+}  // namespace
+
+TEST_CASE("metadata that fails the flatbuffers verifier is refused before any code is loaded") {
+  kiln_status status = load_edited([](char* metadata, size_t) {
+    plan::write_u32(reinterpret_cast<unsigned char*>(metadata), 0x7ffffff0u);  // root table offset out of range
+  });
+  CHECK(status == KILN_ERROR_INVALID_PLAN);
+  CHECK(std::string(kiln_error_message()) == "invalid plan: the metadata fails the flatbuffers verifier");
+}
+
+TEST_CASE("a plan for another target is refused") {
+  kiln_status status = load_edited([](char* metadata, size_t size) {
+    std::string_view view(metadata, size);
+    size_t at = view.find("x86_64");
+    REQUIRE(at != std::string_view::npos);
+    std::memcpy(metadata + at, "armv7l", 6);
+  });
+  CHECK(status == KILN_ERROR_UNSUPPORTED_TARGET);
+  CHECK(std::string(kiln_error_message()).find("the plan was compiled for armv7l") != std::string::npos);
+}

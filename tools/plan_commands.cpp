@@ -1,0 +1,386 @@
+// The plan sub-commands of the kiln tool. `compile` uses the compiler (ONNX importer → write_plan);
+// `inspect` and `run` use only libkiln, so they show exactly what an application would see.
+#include "plan_commands.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "kiln/kiln.h"
+#include "onnx/onnx_pb.h"
+#include "onnx_model.h"
+#include "plan/plan_writer.h"
+#include "support/error.h"
+#include "tensor/tensor_internal.h"
+#include "tensor_file.h"
+
+namespace kiln::tools {
+namespace {
+
+using onnx_import::OnnxModel;
+using onnx_import::ShapeSpec;
+namespace fs = std::filesystem;
+
+// Exit statuses: 0 success, 1 the input (model, plan, data) is wrong, 2 bad command line, 3 kiln bug.
+constexpr int kExitError = 1, kExitUsage = 2, kExitInternal = 3;
+
+std::string shape_text(const int64_t* shape, size_t rank) {
+  std::string text = "(";
+  for (size_t i = 0; i < rank; ++i) text += str_cat(i ? ", " : "", shape[i]);
+  return text + ")";
+}
+
+// ---- compile ----
+
+void print_compile_help(std::ostream& out) {
+  out << "usage: kiln compile MODEL.onnx -o PLAN [--shape SPEC...]\n"
+         "\n"
+         "Compiles MODEL for this CPU into one plan file (docs/plan-format.md) that libkiln loads and\n"
+         "runs without a compiler. Progress goes to stderr. The same model and options give a\n"
+         "byte-identical plan.\n"
+         "\n"
+         "options:\n"
+         "  -o, --output PLAN  the plan file to write (required)\n"
+         "  --shape SPEC...    shapes for inputs with symbolic or unknown dimensions: INPUT=D1,D2,...\n"
+         "                     (a whole input shape) or SYMBOL=N (one dim_param everywhere)\n"
+         "  -h, --help         show this help\n";
+}
+
+int compile(const std::string& model_path, const std::string& output_path, const std::vector<ShapeSpec>& specs) {
+  auto start = std::chrono::steady_clock::now();
+  auto progress = [&](const std::string& line) {
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "kiln compile: [%6.2fs] %s\n", seconds, line.c_str());
+  };
+  progress("loading " + model_path);
+  OnnxModel model = OnnxModel::load_file(model_path);
+  std::vector<std::pair<std::string, Tensor>> inputs;
+  std::vector<std::pair<std::string, Tensor>> outputs;
+  try {
+    for (const auto& [name, shape] : model.bind_input_shapes(specs)) {
+      ScalarType dtype = ScalarType::Float32;  // an input the model leaves untyped
+      for (const auto& info : model.inputs())
+        if (info.name == name && info.dtype) dtype = *info.dtype;
+      inputs.emplace_back(name, graph_input(name, shape, dtype));
+    }
+    progress("building the graph");
+    outputs = model.build(inputs);
+  } catch (const UserError& error) {
+    throw UserError(str_cat(model_path, ": ", error.what()));
+  }
+  PlanWriteOptions options;
+  options.progress = progress;
+  std::string plan = write_plan(inputs, outputs, options);
+
+  // Write beside the target and rename, so that a failed compile never leaves half a plan.
+  std::string temporary = output_path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out.write(plan.data(), static_cast<std::streamsize>(plan.size()));
+    out.close();
+    if (!out) throw UserError(str_cat("cannot write ", temporary));
+  }
+  std::error_code error;
+  fs::rename(temporary, output_path, error);
+  if (error) throw UserError(str_cat("cannot rename ", temporary, " to ", output_path, ": ", error.message()));
+  progress(str_cat("wrote ", output_path, " (", plan.size(), " bytes)"));
+  return 0;
+}
+
+// ---- shared by inspect and run ----
+
+struct PlanHandle {
+  kiln_plan* plan = nullptr;
+  ~PlanHandle() { kiln_plan_free(plan); }
+};
+
+// Loads a plan, or prints libkiln's message and returns false.
+bool load_plan(const char* command, const std::string& path, PlanHandle& handle) {
+  kiln_status status = kiln_plan_load_file(path.c_str(), &handle.plan);
+  if (status == KILN_OK) return true;
+  std::cerr << "kiln " << command << ": " << path << ": " << kiln_error_message() << " ("
+            << kiln_status_string(status) << ")\n";
+  return false;
+}
+
+// ---- inspect ----
+
+void print_inspect_help(std::ostream& out) {
+  out << "usage: kiln inspect PLAN\n"
+         "\n"
+         "Loads PLAN with libkiln (verifying it) and prints its target, inputs, outputs, arena and\n"
+         "weights sizes and the kernel launch list.\n"
+         "\n"
+         "options:\n"
+         "  -h, --help  show this help\n";
+}
+
+int inspect(const std::string& path) {
+  PlanHandle handle;
+  if (!load_plan("inspect", path, handle)) return kExitError;
+  const char *triple = nullptr, *cpu = nullptr;
+  uint64_t arena = 0, weights = 0;
+  size_t kernels = 0;
+  kiln_plan_describe(handle.plan, &triple, &cpu, &arena, &weights, &kernels);
+  std::cout << "plan: " << path << "\ntarget: " << triple << " (cpu " << cpu << ")\n";
+  for (int output = 0; output < 2; ++output) {
+    size_t count = output ? kiln_plan_output_count(handle.plan) : kiln_plan_input_count(handle.plan);
+    std::cout << (output ? "outputs:\n" : "inputs:\n");
+    for (size_t i = 0; i < count; ++i) {
+      const char* name;
+      kiln_dtype dtype;
+      size_t rank;
+      const int64_t* shape;
+      if (output) kiln_plan_output_info(handle.plan, i, &name, &dtype, &rank, &shape);
+      else kiln_plan_input_info(handle.plan, i, &name, &dtype, &rank, &shape);
+      std::cout << "  " << name << ": " << kiln_dtype_name(dtype) << " " << shape_text(shape, rank) << "\n";
+    }
+  }
+  std::cout << "arena: " << arena << " bytes\nweights: " << weights << " bytes\nkernels: " << kernels << "\n";
+  for (size_t k = 0; k < kernels; ++k) {
+    const char* symbol;
+    int64_t extent;
+    kiln_plan_kernel_info(handle.plan, k, &symbol, &extent);
+    std::cout << "  " << symbol << " (parallel extent " << extent << ")\n";
+  }
+  return 0;
+}
+
+// ---- run ----
+
+void print_run_help(std::ostream& out) {
+  out << "usage: kiln run PLAN --input NAME=FILE.pb... [--output-dir DIR]\n"
+         "\n"
+         "Runs PLAN with libkiln on inputs read from ONNX TensorProto files and writes each output\n"
+         "to DIR/NAME.pb (characters other than letters, digits, '-', '_' and '.' in NAME become\n"
+         "'_'). Prints each output's name, dtype, shape and file, and the run time.\n"
+         "\n"
+         "options:\n"
+         "  --input NAME=FILE  an input (repeat for each); NAME is the plan input's name\n"
+         "  --output-dir DIR   where to write the outputs (default: the current directory)\n"
+         "  -h, --help         show this help\n";
+}
+
+int onnx_type_of(kiln_dtype dtype) {
+  switch (dtype) {
+    case KILN_DTYPE_FLOAT32: return onnx::TensorProto::FLOAT;
+    case KILN_DTYPE_UINT8: return onnx::TensorProto::UINT8;
+    case KILN_DTYPE_INT8: return onnx::TensorProto::INT8;
+    case KILN_DTYPE_UINT16: return onnx::TensorProto::UINT16;
+    case KILN_DTYPE_INT16: return onnx::TensorProto::INT16;
+    case KILN_DTYPE_INT32: return onnx::TensorProto::INT32;
+    case KILN_DTYPE_INT64: return onnx::TensorProto::INT64;
+    case KILN_DTYPE_BOOL: return onnx::TensorProto::BOOL;
+    case KILN_DTYPE_FLOAT16: return onnx::TensorProto::FLOAT16;
+    case KILN_DTYPE_FLOAT64: return onnx::TensorProto::DOUBLE;
+    case KILN_DTYPE_UINT32: return onnx::TensorProto::UINT32;
+    case KILN_DTYPE_UINT64: return onnx::TensorProto::UINT64;
+    case KILN_DTYPE_BFLOAT16: return onnx::TensorProto::BFLOAT16;
+  }
+  return onnx::TensorProto::UNDEFINED;
+}
+
+kiln_dtype kiln_dtype_of(ScalarType type) {
+  switch (type) {
+    case ScalarType::Bool: return KILN_DTYPE_BOOL;
+    case ScalarType::Int8: return KILN_DTYPE_INT8;
+    case ScalarType::Int16: return KILN_DTYPE_INT16;
+    case ScalarType::Int32: return KILN_DTYPE_INT32;
+    case ScalarType::Int64: return KILN_DTYPE_INT64;
+    case ScalarType::UInt8: return KILN_DTYPE_UINT8;
+    case ScalarType::UInt16: return KILN_DTYPE_UINT16;
+    case ScalarType::UInt32: return KILN_DTYPE_UINT32;
+    case ScalarType::UInt64: return KILN_DTYPE_UINT64;
+    case ScalarType::Float16: return KILN_DTYPE_FLOAT16;
+    case ScalarType::BFloat16: return KILN_DTYPE_BFLOAT16;
+    case ScalarType::Float32: return KILN_DTYPE_FLOAT32;
+    case ScalarType::Float64: return KILN_DTYPE_FLOAT64;
+    default: throw UserError(str_cat("unsupported input dtype ", scalar_type_name(type)));
+  }
+}
+
+std::string file_name_for(const std::string& name) {
+  std::string safe = name.empty() ? "output" : name;
+  for (char& c : safe)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  if (safe == "." || safe == "..") safe = "_";
+  return safe + ".pb";
+}
+
+int run(const std::string& path, const std::map<std::string, std::string>& input_files, const std::string& output_dir) {
+  PlanHandle handle;
+  if (!load_plan("run", path, handle)) return kExitError;
+  struct Value {
+    std::string name;
+    std::vector<int64_t> shape;
+    std::string bytes;
+  };
+  std::vector<Value> inputs, outputs;
+  std::vector<kiln_tensor> input_views, output_views;
+  for (const auto& [name, file] : input_files) {
+    NamedTensor read = read_tensor_file(file);
+    Value value{name, std::vector<int64_t>(read.tensor.shape().begin(), read.tensor.shape().end()), {}};
+    value.bytes.resize(static_cast<size_t>(read.tensor.numel()) * scalar_type_size(read.tensor.dtype()));
+    read.tensor.copy_to(value.bytes.data(), value.bytes.size());
+    inputs.push_back(std::move(value));
+    input_views.push_back({nullptr, kiln_dtype_of(read.tensor.dtype()), 0, nullptr, nullptr, 0});
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    input_views[i] = {inputs[i].name.c_str(), input_views[i].dtype, inputs[i].shape.size(), inputs[i].shape.data(),
+                      inputs[i].bytes.data(), inputs[i].bytes.size()};
+  size_t output_count = kiln_plan_output_count(handle.plan);
+  outputs.resize(output_count);
+  for (size_t i = 0; i < output_count; ++i) {
+    const char* name;
+    kiln_dtype dtype;
+    size_t rank;
+    const int64_t* shape;
+    kiln_plan_output_info(handle.plan, i, &name, &dtype, &rank, &shape);
+    outputs[i].name = name;
+    outputs[i].shape.assign(shape, shape + rank);
+    size_t count = 1;
+    for (size_t d = 0; d < rank; ++d) count *= static_cast<size_t>(shape[d]);
+    outputs[i].bytes.resize(count * kiln_dtype_size(dtype));
+    output_views.push_back({nullptr, dtype, rank, shape, outputs[i].bytes.data(), outputs[i].bytes.size()});
+  }
+  auto start = std::chrono::steady_clock::now();
+  kiln_status status = kiln_plan_run(handle.plan, input_views.data(), input_views.size(), output_views.data(),
+                                     output_views.size());
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (status != KILN_OK) {
+    std::cerr << "kiln run: " << kiln_error_message() << " (" << kiln_status_string(status) << ")\n";
+    return kExitError;
+  }
+  std::error_code error;
+  fs::create_directories(output_dir, error);
+  if (error) throw UserError(str_cat("cannot create ", output_dir, ": ", error.message()));
+  for (size_t i = 0; i < output_count; ++i) {
+    onnx::TensorProto proto;
+    proto.set_name(outputs[i].name);
+    proto.set_data_type(onnx_type_of(output_views[i].dtype));
+    for (int64_t size : outputs[i].shape) proto.add_dims(size);
+    proto.set_raw_data(outputs[i].bytes);
+    std::string file = (fs::path(output_dir) / file_name_for(outputs[i].name)).string();
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    if (!proto.SerializeToOstream(&out) || !(out.flush()))
+      throw UserError(str_cat("cannot write ", file));
+    std::cout << outputs[i].name << ": " << kiln_dtype_name(output_views[i].dtype) << " "
+              << shape_text(outputs[i].shape.data(), outputs[i].shape.size()) << " -> " << file << "\n";
+  }
+  std::cout << "run: " << ms << " ms\n";
+  return 0;
+}
+
+// Runs a command body, turning exceptions into messages and exit statuses.
+template <class Body>
+int guarded(const char* command, Body&& body) {
+  try {
+    return body();
+  } catch (const Error& error) {
+    std::cerr << "kiln " << command << ": " << error.what() << "\n";
+    return kExitError;
+  } catch (const std::exception& error) {
+    std::cerr << "kiln " << command << ": internal error: " << error.what() << "\n";
+    return kExitInternal;
+  }
+}
+
+int usage_error(const char* command, const std::string& message) {
+  std::cerr << "kiln " << command << ": " << message << " (try 'kiln " << command << " --help')\n";
+  return kExitUsage;
+}
+
+}  // namespace
+
+int compile_command(const std::vector<std::string>& arguments) {
+  return guarded("compile", [&]() -> int {
+    std::string model_path, output_path;
+    std::vector<ShapeSpec> specs;
+    bool in_shapes = false;
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      const std::string& argument = arguments[i];
+      if (argument == "-h" || argument == "--help") {
+        print_compile_help(std::cout);
+        return 0;
+      }
+      if (argument == "-o" || argument == "--output") {
+        if (i + 1 >= arguments.size()) return usage_error("compile", argument + " needs a file name");
+        output_path = arguments[++i];
+        in_shapes = false;
+      } else if (argument == "--shape") {
+        in_shapes = true;
+      } else if (argument.rfind("--shape=", 0) == 0) {
+        specs.push_back(onnx_import::parse_shape_spec(argument.substr(8)));
+      } else if (!argument.empty() && argument[0] == '-') {
+        return usage_error("compile", "unknown option '" + argument + "'");
+      } else if (in_shapes && argument.find('=') != std::string::npos) {
+        specs.push_back(onnx_import::parse_shape_spec(argument));
+      } else if (model_path.empty()) {
+        model_path = argument;
+        in_shapes = false;
+      } else {
+        return usage_error("compile", "one model at a time ('" + argument + "' is a second one)");
+      }
+    }
+    if (model_path.empty()) return usage_error("compile", "no model given");
+    if (output_path.empty()) return usage_error("compile", "no output plan given (-o PLAN)");
+    return compile(model_path, output_path, specs);
+  });
+}
+
+int inspect_command(const std::vector<std::string>& arguments) {
+  return guarded("inspect", [&]() -> int {
+    std::string path;
+    for (const std::string& argument : arguments) {
+      if (argument == "-h" || argument == "--help") {
+        print_inspect_help(std::cout);
+        return 0;
+      }
+      if (!argument.empty() && argument[0] == '-') return usage_error("inspect", "unknown option '" + argument + "'");
+      if (!path.empty()) return usage_error("inspect", "one plan at a time");
+      path = argument;
+    }
+    if (path.empty()) return usage_error("inspect", "no plan given");
+    return inspect(path);
+  });
+}
+
+int run_command(const std::vector<std::string>& arguments) {
+  return guarded("run", [&]() -> int {
+    std::string path, output_dir = ".";
+    std::map<std::string, std::string> inputs;
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      const std::string& argument = arguments[i];
+      if (argument == "-h" || argument == "--help") {
+        print_run_help(std::cout);
+        return 0;
+      }
+      if (argument == "--input" || argument == "--output-dir") {
+        if (i + 1 >= arguments.size()) return usage_error("run", argument + " needs a value");
+        const std::string& value = arguments[++i];
+        if (argument == "--output-dir") {
+          output_dir = value;
+          continue;
+        }
+        size_t equals = value.rfind('=');
+        if (equals == std::string::npos || equals == 0 || equals + 1 == value.size())
+          return usage_error("run", "--input takes NAME=FILE, got '" + value + "'");
+        if (!inputs.emplace(value.substr(0, equals), value.substr(equals + 1)).second)
+          return usage_error("run", "input '" + value.substr(0, equals) + "' is given twice");
+      } else if (!argument.empty() && argument[0] == '-') {
+        return usage_error("run", "unknown option '" + argument + "'");
+      } else if (path.empty()) {
+        path = argument;
+      } else {
+        return usage_error("run", "one plan at a time");
+      }
+    }
+    if (path.empty()) return usage_error("run", "no plan given");
+    return run(path, inputs, output_dir);
+  });
+}
+
+}  // namespace kiln::tools
