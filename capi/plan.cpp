@@ -1,15 +1,23 @@
 // C shims of kiln.h for plans: argument checks, then the runtime (src/plan/, src/runtime/cpu/);
 // every exception is caught here and becomes a kiln_status plus a per-thread message.
+#include <atomic>
+#include <cstring>
 #include <exception>
+#include <algorithm>
 #include <new>
 #include <string>
 
+#include "error_bridge.h"
 #include "kiln/kiln.h"
 #include "runtime/cpu/plan_runner.h"
 
 struct kiln_plan {
-  explicit kiln_plan(kiln::PlanBytes bytes) : runner(std::move(bytes)) {}
+  kiln_plan(kiln::PlanBytes bytes, const kiln::PlanRunnerOptions& options) : runner(std::move(bytes), options) {}
   kiln::PlanRunner runner;
+};
+
+struct kiln_cancel {
+  std::atomic<int> requested{0};
 };
 
 namespace {
@@ -64,9 +72,58 @@ kiln_status value_info(const char* function, const kiln_plan* plan, size_t index
   return KILN_OK;
 }
 
+// Copies the first `size` bytes of a caller's options struct over the defaults, so that a caller
+// built against an older, shorter struct gets defaults for the fields it does not know.
+template <class Options>
+bool read_options(const Options* given, Options& options, const char* function) {
+  if (given == nullptr) return true;
+  if (given->size == 0) {
+    fail(KILN_ERROR_INVALID_ARGUMENT,
+         std::string(function) + ": options->size is 0 (initialise the options with their _init function)");
+    return false;
+  }
+  std::memcpy(&options, given, std::min(given->size, sizeof(Options)));
+  options.size = sizeof(Options);
+  return true;
+}
+
+kiln_status load(const char* function, const kiln_plan_options* given, kiln_plan** out_plan,
+                 kiln::PlanBytes (*bytes)(const void*, size_t), const void* data, size_t size) {
+  kiln_plan_options options;
+  kiln_plan_options_init(&options);
+  if (!read_options(given, options, function)) return KILN_ERROR_INVALID_ARGUMENT;
+  if ((options.allocator.alloc == nullptr) != (options.allocator.free == nullptr))
+    return fail(KILN_ERROR_INVALID_ARGUMENT,
+                std::string(function) + ": options->allocator needs both alloc and free, or neither");
+  if (options.thread_count < 0)
+    return fail(KILN_ERROR_INVALID_ARGUMENT, std::string(function) + ": options->thread_count is negative (" +
+                                                 std::to_string(options.thread_count) + ")");
+  kiln::PlanRunnerOptions runner_options;
+  runner_options.allocator = options.allocator;
+  runner_options.log = options.log;
+  runner_options.log_user_data = options.log_user_data;
+  runner_options.log_level = options.log_level;
+  runner_options.thread_count = options.thread_count;
+  runner_options.parallel_for = options.parallel_for;
+  runner_options.parallel_for_user_data = options.parallel_for_user_data;
+  return guarded(function, [&] { *out_plan = new kiln_plan(bytes(data, size), runner_options); });
+}
+
+kiln::PlanBytes map_path(const void* path, size_t) { return kiln::PlanBytes::map_file(static_cast<const char*>(path)); }
+kiln::PlanBytes copy_bytes(const void* data, size_t size) { return kiln::PlanBytes::copy_buffer(data, size); }
+
 }  // namespace
 
 extern "C" {
+
+kiln_status kiln_private_set_error_message(kiln_status status, const char* message) {
+  try {
+    if (message == nullptr) last_error.clear();
+    else last_error = message;
+  } catch (...) {
+  }
+  return status;
+}
 
 const char* kiln_status_string(kiln_status status) {
   switch (status) {
@@ -78,6 +135,8 @@ const char* kiln_status_string(kiln_status status) {
     case KILN_ERROR_UNSUPPORTED_TARGET: return "KILN_ERROR_UNSUPPORTED_TARGET";
     case KILN_ERROR_OUT_OF_MEMORY: return "KILN_ERROR_OUT_OF_MEMORY";
     case KILN_ERROR_INTERNAL: return "KILN_ERROR_INTERNAL";
+    case KILN_ERROR_CANCELLED: return "KILN_ERROR_CANCELLED";
+    case KILN_ERROR_INVALID_MODEL: return "KILN_ERROR_INVALID_MODEL";
   }
   return "unknown status";
 }
@@ -116,13 +175,75 @@ size_t kiln_dtype_size(kiln_dtype dtype) {
 kiln_status kiln_plan_load_file(const char* path, kiln_plan** out_plan) {
   if (path == nullptr) return null_argument("kiln_plan_load_file", "path");
   if (out_plan == nullptr) return null_argument("kiln_plan_load_file", "out_plan");
-  return guarded("kiln_plan_load_file", [&] { *out_plan = new kiln_plan(kiln::PlanBytes::map_file(path)); });
+  return load("kiln_plan_load_file", nullptr, out_plan, map_path, path, 0);
 }
 
 kiln_status kiln_plan_load_buffer(const void* data, size_t size, kiln_plan** out_plan) {
   if (data == nullptr) return null_argument("kiln_plan_load_buffer", "data");
   if (out_plan == nullptr) return null_argument("kiln_plan_load_buffer", "out_plan");
-  return guarded("kiln_plan_load_buffer", [&] { *out_plan = new kiln_plan(kiln::PlanBytes::copy_buffer(data, size)); });
+  return load("kiln_plan_load_buffer", nullptr, out_plan, copy_bytes, data, size);
+}
+
+void kiln_plan_options_init(kiln_plan_options* options) {
+  if (options == nullptr) return;
+  *options = kiln_plan_options{};
+  options->size = sizeof(kiln_plan_options);
+  options->log_level = KILN_LOG_INFO;
+}
+
+kiln_status kiln_plan_load_file_v2(const char* path, const kiln_plan_options* options, kiln_plan** out_plan) {
+  if (path == nullptr) return null_argument("kiln_plan_load_file_v2", "path");
+  if (out_plan == nullptr) return null_argument("kiln_plan_load_file_v2", "out_plan");
+  return load("kiln_plan_load_file_v2", options, out_plan, map_path, path, 0);
+}
+
+kiln_status kiln_plan_load_buffer_v2(const void* data, size_t size, const kiln_plan_options* options,
+                                     kiln_plan** out_plan) {
+  if (data == nullptr) return null_argument("kiln_plan_load_buffer_v2", "data");
+  if (out_plan == nullptr) return null_argument("kiln_plan_load_buffer_v2", "out_plan");
+  return load("kiln_plan_load_buffer_v2", options, out_plan, copy_bytes, data, size);
+}
+
+kiln_status kiln_cancel_create(kiln_cancel** out_cancel) {
+  if (out_cancel == nullptr) return null_argument("kiln_cancel_create", "out_cancel");
+  return guarded("kiln_cancel_create", [&] { *out_cancel = new kiln_cancel; });
+}
+
+void kiln_cancel_free(kiln_cancel* cancel) { delete cancel; }
+
+void kiln_cancel_request(kiln_cancel* cancel) {
+  if (cancel != nullptr) cancel->requested.store(1, std::memory_order_release);
+}
+
+void kiln_cancel_reset(kiln_cancel* cancel) {
+  if (cancel != nullptr) cancel->requested.store(0, std::memory_order_release);
+}
+
+int kiln_cancel_is_requested(const kiln_cancel* cancel) {
+  return cancel != nullptr && cancel->requested.load(std::memory_order_acquire) != 0;
+}
+
+void kiln_run_options_init(kiln_run_options* options) {
+  if (options == nullptr) return;
+  *options = kiln_run_options{};
+  options->size = sizeof(kiln_run_options);
+}
+
+kiln_status kiln_plan_run_with_options(const kiln_plan* plan, const kiln_tensor* inputs, size_t input_count,
+                                       const kiln_tensor* outputs, size_t output_count,
+                                       const kiln_run_options* given) {
+  if (plan == nullptr) return null_argument("kiln_plan_run_with_options", "plan");
+  kiln_run_options options;
+  kiln_run_options_init(&options);
+  if (!read_options(given, options, "kiln_plan_run_with_options")) return KILN_ERROR_INVALID_ARGUMENT;
+  if (options.thread_count < 0)
+    return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_plan_run_with_options: options->thread_count is negative (" +
+                                                 std::to_string(options.thread_count) + ")");
+  kiln::RunSettings settings;
+  settings.thread_count = options.thread_count;
+  settings.cancel = options.cancel ? &options.cancel->requested : nullptr;
+  return guarded("kiln_plan_run_with_options",
+                 [&] { plan->runner.run(inputs, input_count, outputs, output_count, settings); });
 }
 
 void kiln_plan_free(kiln_plan* plan) { delete plan; }

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kiln/dlpack_compat.h"
 #include "kiln/version.h"
 
 #ifdef __cplusplus
@@ -46,7 +47,10 @@ typedef enum kiln_status {
   KILN_ERROR_UNSUPPORTED_VERSION = 4, /* the plan's format version is newer than this library reads */
   KILN_ERROR_UNSUPPORTED_TARGET = 5,  /* built for another target, or a CPU feature this CPU lacks */
   KILN_ERROR_OUT_OF_MEMORY = 6,
-  KILN_ERROR_INTERNAL = 7          /* a bug in kiln; the message says where */
+  KILN_ERROR_INTERNAL = 7,         /* a bug in kiln; the message says where */
+  KILN_ERROR_CANCELLED = 8,        /* the run was cancelled through its kiln_cancel (see below) */
+  KILN_ERROR_INVALID_MODEL = 9     /* compiler.h: the model is malformed, unsupported or has unbound
+                                      dimensions; the message names the node or input */
 } kiln_status;
 
 /* A static, never-NULL name for a status code ("KILN_OK", "KILN_ERROR_INVALID_PLAN", ...; "unknown
@@ -55,7 +59,9 @@ KILN_API const char* kiln_status_string(kiln_status status);
 
 /* The message of the last call that failed on the calling thread, or "" if none has. The text is
  * owned by the library and stays valid until the next kiln_* call on this thread. Each thread has
- * its own message, so threads sharing one plan never see each other's errors. */
+ * its own message, so threads sharing one plan never see each other's errors. It also reports the
+ * failures of libkiln-compiler (kiln/compiler.h), which stores its messages here: one message per
+ * thread for both libraries. */
 KILN_API const char* kiln_error_message(void);
 
 /* ---- Element types ---------------------------------------------------------------------------- */
@@ -95,7 +101,7 @@ typedef struct kiln_plan kiln_plan;
  * (truncated), section bounds, content hash, metadata (flatbuffers verifier), target triple and
  * CPU features (KILN_ERROR_UNSUPPORTED_TARGET, naming the missing feature). The weights are mapped
  * read-only from the file, not copied. A plan is code: load only plans you trust like a shared
- * library. Free with kiln_plan_free. Thread-safe.
+ * library. Free with kiln_plan_free. Thread-safe. kiln_plan_load_file_v2 takes load options.
  * Errors: KILN_ERROR_INVALID_ARGUMENT (NULL path or out_plan), KILN_ERROR_IO, and the above. */
 KILN_API kiln_status kiln_plan_load_file(const char* path, kiln_plan** out_plan);
 
@@ -141,12 +147,146 @@ typedef struct kiln_tensor {
  * the plan has run as many times at once as it ever will (the first run on each concurrent thread
  * allocates one arena). Thread-safe: any number of threads may run one plan at once, each with its
  * own output buffers. Kernels split their work over the library's thread pool (KILN_THREADS sets
- * its size). Outputs must not overlap inputs or each other.
+ * its size), or the plan's own pool or the caller's parallel_for (kiln_plan_options). Outputs must
+ * not overlap inputs or each other. For a thread cap or cancellation see kiln_plan_run_with_options.
  * Errors: KILN_ERROR_INVALID_ARGUMENT naming the tensor and what is wrong (count, unknown or
  * repeated name, dtype, rank, shape, too small a buffer, NULL or misaligned data), and
  * KILN_ERROR_OUT_OF_MEMORY. Outputs are unspecified after an error. */
 KILN_API kiln_status kiln_plan_run(const kiln_plan* plan, const kiln_tensor* inputs, size_t input_count,
                                    const kiln_tensor* outputs, size_t output_count);
+
+/* ---- Cancellation ----------------------------------------------------------------------------- */
+
+/* A cancellation token: a flag that one thread sets and the runs that were given it poll. Opaque. */
+typedef struct kiln_cancel kiln_cancel;
+
+/* Creates a token (not requested) into *out_cancel. Free with kiln_cancel_free. Thread-safe.
+ * Errors: KILN_ERROR_INVALID_ARGUMENT (NULL out_cancel), KILN_ERROR_OUT_OF_MEMORY. */
+KILN_API kiln_status kiln_cancel_create(kiln_cancel** out_cancel);
+
+/* Releases a token. NULL is a no-op. No run that was given it may still be in progress. */
+KILN_API void kiln_cancel_free(kiln_cancel* cancel);
+
+/* Asks every run given this token to stop: each checks it before every kernel and before every
+ * chunk of a kernel's parallel work, skips what is left and returns KILN_ERROR_CANCELLED (the
+ * outputs are then unspecified). A request stays until kiln_cancel_reset; runs started later with
+ * the token return KILN_ERROR_CANCELLED at once. Thread-safe and async-signal-safe (one atomic
+ * store); NULL is a no-op. */
+KILN_API void kiln_cancel_request(kiln_cancel* cancel);
+
+/* Clears a request, so that the token can be given to new runs. Call it only when no run that was
+ * given the token is in progress. NULL is a no-op. */
+KILN_API void kiln_cancel_reset(kiln_cancel* cancel);
+
+/* 1 if a request is pending, 0 otherwise (and for NULL). Thread-safe. */
+KILN_API int kiln_cancel_is_requested(const kiln_cancel* cancel);
+
+/* ---- Run options ------------------------------------------------------------------------------ */
+
+/* Options of one run. Set `size` (kiln_run_options_init does) so that a newer library knows which
+ * fields an older caller filled in; fields past `size` take their defaults. */
+typedef struct kiln_run_options {
+  size_t size;         /* sizeof(kiln_run_options), set by kiln_run_options_init */
+  int thread_count;    /* at most this many threads work on each kernel; 0 = all the plan has */
+  kiln_cancel* cancel; /* polled between kernels and chunks; NULL = the run cannot be cancelled */
+} kiln_run_options;
+
+/* Fills *options with the defaults (size = sizeof, everything else 0/NULL). NULL is a no-op. */
+KILN_API void kiln_run_options_init(kiln_run_options* options);
+
+/* kiln_plan_run with options (NULL = defaults, the same as kiln_plan_run). Thread-safe as
+ * kiln_plan_run; one token may be shared by many runs. The options are read during the call only.
+ * Errors: those of kiln_plan_run; KILN_ERROR_INVALID_ARGUMENT for options->size 0 or a negative
+ * thread_count; KILN_ERROR_CANCELLED when the token was requested before or during the run. */
+KILN_API kiln_status kiln_plan_run_with_options(const kiln_plan* plan, const kiln_tensor* inputs, size_t input_count,
+                                                const kiln_tensor* outputs, size_t output_count,
+                                                const kiln_run_options* options);
+
+/* ---- Plan load options ------------------------------------------------------------------------ */
+
+/* Memory for the plan's run contexts (arena and staging space, one per concurrent run). `alloc`
+ * returns `size` bytes aligned to `alignment` (a power of two, 64) or NULL; `free` releases what
+ * `alloc` returned, with the same size. Both are called from whichever thread loads, runs or frees
+ * the plan, so they must be thread-safe. Leave both NULL for the C library's allocator. */
+typedef struct kiln_allocator {
+  void* (*alloc)(void* user_data, size_t size, size_t alignment);
+  void (*free)(void* user_data, void* pointer, size_t size);
+  void* user_data;
+} kiln_allocator;
+
+/* Severity of a log line. */
+typedef enum kiln_log_level {
+  KILN_LOG_DEBUG = 0,
+  KILN_LOG_INFO = 1,
+  KILN_LOG_WARNING = 2,
+  KILN_LOG_ERROR = 3
+} kiln_log_level;
+
+/* Receives one log line; `message` is valid during the call only. Called from the thread that
+ * loads or runs the plan, possibly from several at once. */
+typedef void (*kiln_log_callback)(void* user_data, kiln_log_level level, const char* message);
+
+/* A caller's parallel-for: runs task(context, i) once for every i in [0, n), on any threads, and
+ * returns when all have returned. The tasks of one call are independent. Called from the threads
+ * that run the plan, possibly several at once. */
+typedef void (*kiln_parallel_for_function)(void* user_data, size_t n, void (*task)(void* context, size_t index),
+                                           void* context);
+
+/* Options of a plan load. Set `size` (kiln_plan_options_init does); fields past it take defaults. */
+typedef struct kiln_plan_options {
+  size_t size;                 /* sizeof(kiln_plan_options), set by kiln_plan_options_init */
+  kiln_allocator allocator;    /* both functions NULL = aligned_alloc/free */
+  kiln_log_callback log;       /* NULL = no logging */
+  void* log_user_data;
+  kiln_log_level log_level;    /* lines below this level are not sent; default KILN_LOG_INFO */
+  int thread_count;            /* > 0: the plan gets its own pool of this many threads (the caller
+                                  included); 0 = the library's shared pool (KILN_THREADS) */
+  kiln_parallel_for_function parallel_for; /* non-NULL: every kernel's chunks run through it, about
+                                  four per thread (thread_count, else KILN_THREADS or the cores: no
+                                  pool is made); NULL = kiln's pool */
+  void* parallel_for_user_data;
+} kiln_plan_options;
+
+/* Fills *options with the defaults. NULL is a no-op. */
+KILN_API void kiln_plan_options_init(kiln_plan_options* options);
+
+/* kiln_plan_load_file / kiln_plan_load_buffer with options (NULL = defaults). The options are
+ * copied: the callbacks and their user data must stay valid until kiln_plan_free, the struct
+ * itself need not. Thread-safe.
+ * Errors: those of kiln_plan_load_file / _buffer; KILN_ERROR_INVALID_ARGUMENT for size 0, only one
+ * of alloc/free set, or a negative thread_count; KILN_ERROR_OUT_OF_MEMORY when the allocator
+ * returns NULL. */
+KILN_API kiln_status kiln_plan_load_file_v2(const char* path, const kiln_plan_options* options, kiln_plan** out_plan);
+KILN_API kiln_status kiln_plan_load_buffer_v2(const void* data, size_t size, const kiln_plan_options* options,
+                                              kiln_plan** out_plan);
+
+/* ---- DLPack ----------------------------------------------------------------------------------- */
+
+/* A kiln_tensor that views a DLPack tensor (any producer: numpy, PyTorch, ...), for kiln_plan_run.
+ * Nothing is copied and no ownership moves: *out_tensor points at tensor->data (plus byte_offset)
+ * and at tensor->shape, so the DLTensor (and its owner) must stay alive while *out_tensor is used.
+ * `name` (may be NULL: bind by position) is stored as is. Accepts CPU memory (kDLCPU), one lane,
+ * the element types of kiln_dtype (kDLBool with 8 bits is KILN_DTYPE_BOOL), and dense row-major
+ * layouts (strides NULL, or the compact row-major strides; dimensions of size 1 may have any
+ * stride). For a DLManagedTensorVersioned pass &managed->dl_tensor (and do not use one flagged
+ * DLPACK_FLAG_BITMASK_READ_ONLY as an output). Thread-safe.
+ * Errors: KILN_ERROR_INVALID_ARGUMENT (NULL tensor or out_tensor, another device, lanes, an element
+ * type kiln lacks, a negative dimension, strides that are not dense row-major). */
+KILN_API kiln_status kiln_tensor_from_dltensor(const DLTensor* tensor, const char* name, kiln_tensor* out_tensor);
+
+/* The same for a DLPack 0.x managed tensor: a view of managed->dl_tensor. The caller still owns
+ * `managed` and calls its deleter when done with the view (after the run). */
+KILN_API kiln_status kiln_tensor_from_dlpack(const DLManagedTensor* managed, const char* name, kiln_tensor* out_tensor);
+
+/* Wraps a caller's kiln_tensor (dense row-major, CPU) in a new DLManagedTensor for a DLPack
+ * consumer: dl_tensor.data is tensor->data (not copied), the shape is copied, strides are NULL
+ * (compact). The consumer calls (*out_managed)->deleter once; it frees the wrapper and then calls
+ * release(release_user_data) when `release` is not NULL, so the caller can free the data then.
+ * Thread-safe.
+ * Errors: KILN_ERROR_INVALID_ARGUMENT (NULL tensor or out_managed, an unknown dtype, a rank above
+ * INT32_MAX, NULL shape with rank > 0), KILN_ERROR_OUT_OF_MEMORY. */
+KILN_API kiln_status kiln_tensor_to_dlpack(const kiln_tensor* tensor, void (*release)(void* release_user_data),
+                                           void* release_user_data, DLManagedTensor** out_managed);
 
 /* Plan facts for tools (`kiln inspect`). Every out-pointer may be NULL. Strings point into the plan
  * and stay valid until kiln_plan_free. Thread-safe.

@@ -1,13 +1,17 @@
 #!/bin/sh
 # Drives the plan tests that need a plan made by `kiln compile` at test time.
-#   run_plan_test.sh MODE KILN PLAN_REFERENCE TEST_PLAN LIBKILN DATA_DIR
+#   run_plan_test.sh MODE KILN PLAN_REFERENCE TEST_PLAN LIBKILN DATA_DIR [TEST_COMPILER TEST_RUN_OPTIONS]
 # MODE: end-to-end (compile mnist_8, run it through the C API, compare with the test data and the
 # in-process path), reproducible (two compiles, one with the kernel cache off, are byte-identical),
 # misuse (the C misuse tests on a fresh plan), threads (8 threads run one plan at once),
-# deps (libkiln depends on the C library only: no LLVM, no protobuf, no libstdc++).
+# deps (libkiln depends on the C library only: no LLVM, no protobuf, no libstdc++), compiler
+# (compiler.h compiles mnist_8 from C; the plan equals `kiln compile`'s byte for byte and passes the
+# end-to-end test), cancel (cancellation, on the largest model present: many kernels), options
+# (plan load options and run options), dlpack (DLPack in and out).
 # Exits 77 (skipped) when the models are absent.
 set -eu
 mode=$1 kiln=$2 reference=$3 test_plan=$4 libkiln=$5 data=$6
+test_compiler=${7:-} test_run_options=${8:-}
 model_dir=$data/models/mnist_8
 
 if [ "$mode" = deps ]; then
@@ -30,8 +34,27 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/kiln-plan-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
+if [ "$mode" = cancel ]; then
+  # A model with many kernels, so that a run is long enough to be cancelled in the middle.
+  model=$data/models/ultraface_rfb_320/model.onnx
+  [ -f "$model" ] || model=$model_dir/model.onnx
+  "$kiln" compile "$model" -o "$work/cancel.kiln"
+  "$test_run_options" cancel "$work/cancel.kiln"
+  exit 0
+fi
+
 "$kiln" compile "$model_dir/model.onnx" -o "$work/mnist.kiln"
 case "$mode" in
+  compiler)
+    "$test_compiler" "$model_dir/model.onnx" "$work/from-c.kiln" "$work"
+    cmp "$work/mnist.kiln" "$work/from-c.kiln"
+    echo "ok: the plan compiled through compiler.h equals kiln compile's byte for byte"
+    "$reference" "$model_dir/model.onnx" "$model_dir/test_data_set_0" "$work/data"
+    "$test_plan" end-to-end "$work/from-c.kiln" "$work/data"
+    ;;
+  options | dlpack)
+    "$test_run_options" "$mode" "$work/mnist.kiln"
+    ;;
   end-to-end)
     "$kiln" inspect "$work/mnist.kiln"
     "$reference" "$model_dir/model.onnx" "$model_dir/test_data_set_0" "$work/data"

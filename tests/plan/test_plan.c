@@ -4,7 +4,7 @@
  *                                         atol 1e-4 + rtol 1e-3) and inprocess_K.bin (the JIT path,
  *                                         bit for bit)
  *   test-plan misuse PLAN                 every misuse gets its status and message
- *   test-plan threads PLAN                8 threads run one plan 200 times each on different inputs;
+ *   test-plan threads PLAN                8 threads run one plan 1000 times each on different inputs;
  *                                         every output equals the single-threaded one bit for bit
  * WORK_DIR is written by plan-reference (plan_reference.cpp); run_plan_test.sh drives both. */
 #define _POSIX_C_SOURCE 200112L
@@ -337,7 +337,7 @@ static int misuse(const char* plan_path) {
 
 /* ---- threads ---- */
 
-enum { kThreads = 8, kRunsPerThread = 200, kDistinctInputs = 16 };
+enum { kThreads = 8, kRunsPerThread = 1000, kDistinctInputs = 16 };
 
 struct Shared {
   const kiln_plan* plan;

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -18,12 +19,14 @@
 namespace kiln {
 
 struct PlanRunner::RunContext {
+  explicit RunContext(const PlanRunner& owner) : runner(owner) {}
+  const PlanRunner& runner;
   void* memory = nullptr;  // the plan's arena, then staging space; 64-byte aligned
   std::vector<void*> arguments;
   std::vector<void*> input_data, output_data;    // what the kernels see, per plan input / output
   std::vector<void*> output_destination;         // the caller's buffer when output_data is staging
   std::vector<const kiln_tensor*> bound_inputs, bound_outputs;
-  ~RunContext() { std::free(memory); }
+  ~RunContext() { runner.free_context_memory(memory); }
 };
 
 namespace {
@@ -51,7 +54,7 @@ std::vector<PlanValue> values_of(const flatbuffers::Vector<flatbuffers::Offset<p
 
 }  // namespace
 
-PlanRunner::PlanRunner(PlanBytes bytes) : bytes_(std::move(bytes)) {
+PlanRunner::PlanRunner(PlanBytes bytes, const PlanRunnerOptions& options) : bytes_(std::move(bytes)), options_(options) {
   plan_ = verify_plan(bytes_.data(), bytes_.size());
   const plan_fb::Plan& meta = *plan_.metadata;
   inputs_ = values_of(*meta.inputs());
@@ -83,8 +86,19 @@ PlanRunner::PlanRunner(PlanBytes bytes) : bytes_(std::move(bytes)) {
 
   try {
     load_launches();
+    if (options_.thread_count > 0 && options_.parallel_for == nullptr)
+      own_threads_ = std::make_unique<ThreadPool>(options_.thread_count);
+    hook_threads_ = options_.thread_count > 0 ? options_.thread_count : ThreadPool::default_thread_count();
     // One context up front: the first run allocates nothing.
     pool_.push_back(new_context());
+    if (options_.log != nullptr && options_.log_level <= KILN_LOG_INFO)
+      log(KILN_LOG_INFO, "loaded a plan: " + std::to_string(launches_.size()) + " kernels, arena " +
+                             std::to_string(context_bytes_) + " bytes, weights " + std::to_string(plan_.weights_size) +
+                             " bytes, " +
+                             (options_.parallel_for ? std::string("the caller's parallel_for")
+                                                    : std::to_string(own_threads_ ? own_threads_->thread_count()
+                                                                                  : default_thread_pool().thread_count()) +
+                                                          " threads"));
   } catch (...) {
     unload();  // the destructor does not run for a constructor that throws
     throw;
@@ -121,15 +135,34 @@ PlanRunner::~PlanRunner() { unload(); }
 
 void PlanRunner::unload() {
   pool_.clear();
+  own_threads_.reset();
   if (library_ != nullptr) ::dlclose(library_);
   library_ = nullptr;
   if (code_fd_ >= 0) ::close(code_fd_);
   code_fd_ = -1;
 }
 
+void PlanRunner::log(kiln_log_level level, const std::string& message) const {
+  if (options_.log != nullptr && level >= options_.log_level) options_.log(options_.log_user_data, level, message.c_str());
+}
+
+void* PlanRunner::allocate_context_memory() const {
+  size_t bytes = context_bytes_ == 0 ? kAlignment : context_bytes_;
+  if (options_.allocator.alloc != nullptr) return options_.allocator.alloc(options_.allocator.user_data, bytes, kAlignment);
+  return std::aligned_alloc(kAlignment, bytes);
+}
+
+void PlanRunner::free_context_memory(void* memory) const {
+  if (memory == nullptr) return;
+  if (options_.allocator.free != nullptr)
+    options_.allocator.free(options_.allocator.user_data, memory, context_bytes_ == 0 ? kAlignment : context_bytes_);
+  else
+    std::free(memory);
+}
+
 std::unique_ptr<PlanRunner::RunContext> PlanRunner::new_context() const {
-  auto context = std::make_unique<RunContext>();
-  context->memory = std::aligned_alloc(kAlignment, context_bytes_ == 0 ? kAlignment : context_bytes_);
+  auto context = std::make_unique<RunContext>(*this);
+  context->memory = allocate_context_memory();
   if (context->memory == nullptr)
     throw PlanError(KILN_ERROR_OUT_OF_MEMORY, "cannot allocate the plan's arena (" + std::to_string(context_bytes_) + " bytes)");
   context->arguments.assign(argument_count_, nullptr);
@@ -195,8 +228,40 @@ void PlanRunner::bind(const kiln_tensor* given, size_t count, const std::vector<
   }
 }
 
+namespace {
+
+// One kernel handed to the caller's parallel_for: chunk i is [i * chunk, min((i + 1) * chunk, extent)).
+struct HookLaunch {
+  void (*function)(void* const*, int64_t, int64_t);
+  void* const* arguments;
+  int64_t extent, chunk;
+  const std::atomic<int>* cancel;
+};
+
+void run_hook_chunk(void* context, size_t index) {
+  const auto& launch = *static_cast<const HookLaunch*>(context);
+  if (launch.cancel != nullptr && launch.cancel->load(std::memory_order_relaxed) != 0) return;
+  int64_t begin = static_cast<int64_t>(index) * launch.chunk;
+  int64_t end = std::min(launch.extent, begin + launch.chunk);
+  if (begin < end) launch.function(launch.arguments, begin, end);
+}
+
+bool cancelled(const std::atomic<int>* cancel) {
+  return cancel != nullptr && cancel->load(std::memory_order_acquire) != 0;
+}
+
+[[noreturn]] void throw_cancelled(size_t kernel, size_t kernels) {
+  throw PlanError(KILN_ERROR_CANCELLED, "kiln_plan_run: the run was cancelled (" +
+                                            (kernel == 0 ? std::string("before its first kernel)")
+                                                         : std::to_string(kernel) + " of " + std::to_string(kernels) +
+                                                               " kernels had run)"));
+}
+
+}  // namespace
+
 void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_tensor* outputs,
-                     size_t output_count) const {
+                     size_t output_count, const RunSettings& settings) const {
+  if (cancelled(settings.cancel)) throw_cancelled(0, launches_.size());
   std::unique_ptr<RunContext> context;
   {
     std::lock_guard lock(pool_mutex_);
@@ -205,7 +270,12 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
       pool_.pop_back();
     }
   }
-  if (!context) context = new_context();  // more concurrent runs than ever before
+  if (!context) {  // more concurrent runs than ever before
+    context = new_context();
+    if (options_.log != nullptr && options_.log_level <= KILN_LOG_DEBUG)
+      log(KILN_LOG_DEBUG, "more concurrent runs than before: allocated one more run context (" +
+                              std::to_string(context_bytes_) + " bytes)");
+  }
   struct ReturnToPool {
     const PlanRunner* runner;
     std::unique_ptr<RunContext>& context;
@@ -240,14 +310,42 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
     context->arguments[slot.argument] =
         slot.output ? context->output_data[static_cast<size_t>(slot.index)] : context->input_data[static_cast<size_t>(slot.index)];
 
-  ThreadPool& pool = default_thread_pool();
+  ThreadPool* pool = options_.parallel_for ? nullptr : own_threads_ ? own_threads_.get() : &default_thread_pool();
+  const std::atomic<int>* cancel = settings.cancel;
   void* const* arguments = context->arguments.data();
-  for (const Launch& launch : launches_) {
+  for (size_t k = 0; k < launches_.size(); ++k) {
+    if (cancelled(cancel)) throw_cancelled(k, launches_.size());
+    const Launch& launch = launches_[k];
     void* const* args = arguments + launch.first_argument;
     KernelFunction function = launch.function;
-    pool.parallel_for(launch.parallel_extent, [&](int64_t begin, int64_t end) { function(args, begin, end); },
-                      launch.minimum_chunk);
+    int64_t extent = launch.parallel_extent;
+    if (extent <= 0) continue;
+    int64_t minimum_chunk = std::max<int64_t>(launch.minimum_chunk, 1);
+    if (pool == nullptr) {
+      // The caller's parallel_for: about four chunks per thread it may have (the run's thread
+      // count, else the plan's, else KILN_THREADS or the cores), none shorter than minimum_chunk.
+      int64_t threads = settings.thread_count > 0 ? settings.thread_count : hook_threads_;
+      int64_t chunk = std::max(minimum_chunk, (extent + 4 * threads - 1) / (4 * threads));
+      HookLaunch hook{function, args, extent, chunk, cancel};
+      options_.parallel_for(options_.parallel_for_user_data, static_cast<size_t>((extent + chunk - 1) / chunk),
+                            run_hook_chunk, &hook);
+      continue;
+    }
+    if (settings.thread_count == 1) {
+      function(args, 0, extent);
+      continue;
+    }
+    // thread_count T > 1 caps the chunks at T, so at most T threads get work.
+    if (settings.thread_count > 1)
+      minimum_chunk = std::max(minimum_chunk, (extent + settings.thread_count - 1) / settings.thread_count);
+    pool->parallel_for(
+        extent,
+        [&](int64_t begin, int64_t end) {
+          if (cancel == nullptr || cancel->load(std::memory_order_relaxed) == 0) function(args, begin, end);
+        },
+        minimum_chunk);
   }
+  if (cancelled(cancel)) throw_cancelled(launches_.size(), launches_.size());
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (context->output_destination[i] != nullptr)
       std::memcpy(context->output_destination[i], context->output_data[i], outputs_[i].byte_size);

@@ -3,6 +3,7 @@
 // many threads can run one plan at once and a run allocates nothing once the pool is warm.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,10 +22,29 @@ struct PlanValue {
   int same_as_output;  // outputs: the output this one copies, or -1
 };
 
+class ThreadPool;
+
+// What a plan is loaded with (kiln_plan_options, checked by the C shim).
+struct PlanRunnerOptions {
+  kiln_allocator allocator{};  // both NULL: aligned_alloc/free
+  kiln_log_callback log = nullptr;
+  void* log_user_data = nullptr;
+  kiln_log_level log_level = KILN_LOG_INFO;
+  int thread_count = 0;  // > 0: a pool of its own
+  kiln_parallel_for_function parallel_for = nullptr;
+  void* parallel_for_user_data = nullptr;
+};
+
+// What one run is given (kiln_run_options).
+struct RunSettings {
+  int thread_count = 0;                       // 0: every thread the plan has
+  const std::atomic<int>* cancel = nullptr;   // non-zero: stop at the next kernel or chunk
+};
+
 class PlanRunner {
  public:
   // Verifies `bytes` (verify_plan) and only then loads its code. Throws PlanError.
-  explicit PlanRunner(PlanBytes bytes);
+  explicit PlanRunner(PlanBytes bytes, const PlanRunnerOptions& options = {});
   ~PlanRunner();
   PlanRunner(const PlanRunner&) = delete;
   PlanRunner& operator=(const PlanRunner&) = delete;
@@ -35,8 +55,10 @@ class PlanRunner {
   uint64_t weights_bytes() const { return plan_.weights_size; }
 
   // Checks the tensors against the plan (PlanError KILN_ERROR_INVALID_ARGUMENT naming what is
-  // wrong) and runs the launch list. Thread-safe.
-  void run(const kiln_tensor* inputs, size_t input_count, const kiln_tensor* outputs, size_t output_count) const;
+  // wrong) and runs the launch list. A cancelled run throws PlanError KILN_ERROR_CANCELLED.
+  // Thread-safe.
+  void run(const kiln_tensor* inputs, size_t input_count, const kiln_tensor* outputs, size_t output_count,
+           const RunSettings& settings = {}) const;
 
  private:
   struct RunContext;
@@ -48,6 +70,9 @@ class PlanRunner {
   std::unique_ptr<RunContext> new_context() const;
   void load_launches();
   void unload();
+  void log(kiln_log_level level, const std::string& message) const;
+  void* allocate_context_memory() const;
+  void free_context_memory(void* memory) const;
   void bind(const kiln_tensor* given, size_t count, const std::vector<PlanValue>& expected, bool outputs,
             RunContext& context) const;
 
@@ -70,6 +95,10 @@ class PlanRunner {
   // aligned (kernels assume 64-byte alignment): offsets per input, then per output.
   std::vector<uint64_t> staging_offsets_;
   uint64_t context_bytes_ = 0;
+
+  PlanRunnerOptions options_;
+  std::unique_ptr<ThreadPool> own_threads_;  // when options_.thread_count > 0
+  int hook_threads_ = 1;  // the threads the caller's parallel_for is assumed to have (chunking)
 
   mutable std::mutex pool_mutex_;
   mutable std::vector<std::unique_ptr<RunContext>> pool_;

@@ -1,0 +1,145 @@
+// C shims of compiler.h (libkiln-compiler): ONNX model → plan file, as `kiln compile` does. Every
+// exception is caught here; messages go to libkiln's per-thread message (error_bridge.h).
+#include "kiln/compiler.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "error_bridge.h"
+#include "onnx_model.h"
+#include "plan/plan_writer.h"
+#include "support/error.h"
+#include "tensor/tensor_internal.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using kiln::onnx_import::OnnxModel;
+using kiln::onnx_import::ShapeSpec;
+
+// A failure with its own status (the compile's argument and I/O errors); UserErrors from the
+// importer and the writer are about the model.
+struct CompileFailure {
+  kiln_status status;
+  std::string message;
+};
+
+void compile(const char* model_path, const kiln_compile_options& options, const char* plan_path) {
+  std::vector<ShapeSpec> specs;
+  for (size_t i = 0; i < options.shape_count; ++i) {
+    if (options.shapes == nullptr || options.shapes[i] == nullptr)
+      throw CompileFailure{KILN_ERROR_INVALID_ARGUMENT,
+                           "kiln_compile_onnx_file: options->shapes[" + std::to_string(i) + "] is NULL"};
+    try {
+      specs.push_back(kiln::onnx_import::parse_shape_spec(options.shapes[i]));
+    } catch (const kiln::UserError& error) {
+      throw CompileFailure{KILN_ERROR_INVALID_ARGUMENT, std::string("kiln_compile_onnx_file: shape spec '") +
+                                                            options.shapes[i] + "': " + error.what()};
+    }
+  }
+  {
+    std::ifstream probe(model_path, std::ios::binary);
+    if (!probe)
+      throw CompileFailure{KILN_ERROR_IO, std::string("cannot open ONNX model '") + model_path + "': " +
+                                              std::strerror(errno)};
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto progress = [&](const std::string& line) {
+    if (!options.verbose) return;
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "kiln compile: [%6.2fs] %s\n", seconds, line.c_str());
+  };
+  progress(std::string("loading ") + model_path);
+  OnnxModel model = OnnxModel::load_file(model_path);
+  std::vector<std::pair<std::string, kiln::Tensor>> inputs, outputs;
+  try {
+    for (const auto& [name, shape] : model.bind_input_shapes(specs)) {
+      kiln::ScalarType dtype = kiln::ScalarType::Float32;  // an input the model leaves untyped
+      for (const auto& info : model.inputs())
+        if (info.name == name && info.dtype) dtype = *info.dtype;
+      inputs.emplace_back(name, kiln::graph_input(name, shape, dtype));
+    }
+    progress("building the graph");
+    outputs = model.build(inputs);
+  } catch (const kiln::UserError& error) {
+    throw kiln::UserError(std::string(model_path) + ": " + error.what());
+  }
+  kiln::PlanWriteOptions write_options;
+  write_options.progress = progress;
+  std::string plan = kiln::write_plan(inputs, outputs, write_options);
+
+  // Written beside the target and renamed, so that a failed compile never leaves half a plan.
+  std::string target = plan_path, temporary = target + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out.write(plan.data(), static_cast<std::streamsize>(plan.size()));
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(temporary, ignored);
+      throw CompileFailure{KILN_ERROR_IO, "cannot write the plan to '" + temporary + "'"};
+    }
+  }
+  std::error_code error;
+  fs::rename(temporary, target, error);
+  if (error) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);
+    throw CompileFailure{KILN_ERROR_IO, "cannot rename '" + temporary + "' to '" + target + "': " + error.message()};
+  }
+  progress("wrote " + target + " (" + std::to_string(plan.size()) + " bytes)");
+}
+
+kiln_status fail(kiln_status status, const std::string& message) {
+  return kiln_private_set_error_message(status, message.c_str());
+}
+
+}  // namespace
+
+extern "C" {
+
+void kiln_compile_options_init(kiln_compile_options* options) {
+  if (options == nullptr) return;
+  *options = kiln_compile_options{};
+  options->size = sizeof(kiln_compile_options);
+}
+
+kiln_status kiln_compile_onnx_file(const char* model_path, const kiln_compile_options* given, const char* plan_path) {
+  const char* function = "kiln_compile_onnx_file";
+  if (model_path == nullptr) return fail(KILN_ERROR_INVALID_ARGUMENT, std::string(function) + ": model_path is NULL");
+  if (plan_path == nullptr) return fail(KILN_ERROR_INVALID_ARGUMENT, std::string(function) + ": plan_path is NULL");
+  kiln_compile_options options;
+  kiln_compile_options_init(&options);
+  if (given != nullptr) {
+    if (given->size == 0)
+      return fail(KILN_ERROR_INVALID_ARGUMENT,
+                  std::string(function) + ": options->size is 0 (initialise the options with kiln_compile_options_init)");
+    std::memcpy(&options, given, std::min(given->size, sizeof options));
+  }
+  try {
+    kiln_private_set_error_message(KILN_OK, nullptr);
+    compile(model_path, options, plan_path);
+    return KILN_OK;
+  } catch (const CompileFailure& failure) {
+    return fail(failure.status, failure.message);
+  } catch (const kiln::UserError& error) {
+    return fail(KILN_ERROR_INVALID_MODEL, error.what());
+  } catch (const std::bad_alloc&) {
+    return fail(KILN_ERROR_OUT_OF_MEMORY, std::string(function) + ": out of memory");
+  } catch (const kiln::InternalError& error) {
+    return fail(KILN_ERROR_INTERNAL, std::string(function) + ": internal error: " + error.what());
+  } catch (const std::exception& error) {
+    return fail(KILN_ERROR_INTERNAL, std::string(function) + ": internal error: " + error.what());
+  } catch (...) {
+    return fail(KILN_ERROR_INTERNAL, std::string(function) + ": internal error (unknown exception)");
+  }
+}
+
+}  // extern "C"
