@@ -19,15 +19,16 @@ Columns:
     ort_p90, kiln_p90    90th percentile latency
     kiln/ort             ratio of the medians (below 1: kiln is faster)
     ort_init_ms          InferenceSession creation (graph optimisation included)
-    kiln_compile_ms      `kiln compile` wall time (process start included)
+    kiln_compile_ms      `kiln compile` wall time, kernel cache off (process start included)
     kiln_load_ms         plan load time as `kiln bench` reports it
     ort_rss, kiln_rss    peak resident memory of each engine's process, MiB
     max_abs_err          max |kiln - onnxruntime| over all outputs, from `kiln run` on the same inputs
 
-The kiln side is a stub until the `kiln compile`, `kiln bench` and `kiln run` commands of issue 5
-exist (see KILN SIDE below): without them the script says so once and prints onnxruntime's columns,
-with kiln's as "-". Timing kiln through `kiln test-onnx --timings` is not a benchmark (it includes
-graph building in every run) and is deliberately not used.
+The kiln side drives the kiln CLI: `kiln compile`, then `kiln bench PLAN` once per round (it loads
+the plan through libkiln, warms up and prints its statistics) and `kiln run` once for the outputs. If
+the CLI is missing the script says so once and prints onnxruntime's columns, with kiln's as "-".
+Timing kiln through `kiln test-onnx --timings` is not a benchmark (it includes graph building in
+every run) and is deliberately not used.
 
 options:
     --threads T        intra-op threads for both engines (default 1)
@@ -240,14 +241,14 @@ class OrtSession:
 
 
 # ---------------------------------------------------------------------------------------------------
-# KILN SIDE: PENDING the kiln CLI of issue 5 item 4.
+# KILN SIDE: the kiln CLI (tools/, issue 5 item 4).
 #
-# Everything below drives three commands that do not exist yet:
 #     kiln compile MODEL.onnx -o PLAN
-#     kiln bench PLAN --iterations N --threads T      prints lines "compile_ms X", "load_ms X",
-#                                                     "median_ms X", "p90_ms X", "min_ms X"
-#     kiln run PLAN --input NAME=FILE... --output-dir DIR     writes DIR/<output name>.npy or .pb
-# kiln_cli_status() probes for them; until they answer, the table's kiln columns are "-".
+#     kiln bench PLAN --iterations N --threads T      prints "KEY VALUE" lines: load_ms, first_run_ms,
+#                                                     min_ms, median_ms, p90_ms, peak_rss_mib (and
+#                                                     compile_ms when given a model)
+#     kiln run PLAN --input NAME=FILE... --output-dir DIR     writes DIR/<output name>.pb
+# kiln_cli_status() probes for them; when one is missing, the table's kiln columns are "-".
 
 KILN_COMMANDS = ("compile", "bench", "run")
 
@@ -263,18 +264,18 @@ def kiln_cli_status(kiln):
             missing.append(command)
     if missing:
         commands = ", ".join(f"'{command}'" for command in missing)
-        return f"{kiln} has no {commands} command yet (issue 5 item 4); printing onnxruntime's columns only"
+        return f"{kiln} has no {commands} command; printing onnxruntime's columns only"
     return None
 
 
-def run_child(arguments):
+def run_child(arguments, env=None):
     """Runs a command; returns (completed process, wall ms, its peak RSS in MiB).
 
     The peak is the child's VmHWM sampled every 20 ms while it runs (VmHWM only grows, so the last
     sample misses at most the final 20 ms); `kiln bench` may print its own exact figure instead."""
     with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
         start = time.perf_counter()
-        process = subprocess.Popen(arguments, stdout=stdout, stderr=stderr, text=True)
+        process = subprocess.Popen(arguments, stdout=stdout, stderr=stderr, text=True, env=env)
         peak = math.nan
         while process.poll() is None:
             sample = peak_rss_mib(process.pid)
@@ -294,8 +295,10 @@ def kiln_failure(what, completed):
 
 
 def kiln_compile(kiln, model_path, plan_path):
-    """Compiles MODEL to PLAN; returns the wall time in ms."""
-    completed, wall_ms, _ = run_child([kiln, "compile", model_path, "-o", plan_path])
+    """Compiles MODEL to PLAN; returns the wall time in ms. KILN_CACHE=0: a cold compile, every kernel
+    generated (otherwise kernels compiled by an earlier run come from the disk cache)."""
+    completed, wall_ms, _ = run_child([kiln, "compile", model_path, "-o", plan_path],
+                                      env=dict(os.environ, KILN_CACHE="0"))
     if completed.returncode != 0:
         raise kiln_failure("compile", completed)
     return wall_ms
@@ -309,7 +312,7 @@ def kiln_bench_round(kiln, plan_path, iterations, threads):
         raise kiln_failure("bench", completed)
     figures = {}
     for line in completed.stdout.splitlines():
-        match = re.fullmatch(r"\s*(compile_ms|load_ms|median_ms|p90_ms|min_ms|peak_rss_mib)\s+([-+0-9.eE]+)\s*", line)
+        match = re.fullmatch(r"\s*(compile_ms|load_ms|first_run_ms|median_ms|p90_ms|min_ms|peak_rss_mib)\s+([-+0-9.eE]+)\s*", line)
         if match:
             figures[match.group(1)] = float(match.group(2))
     for needed in ("median_ms", "p90_ms"):

@@ -1,10 +1,11 @@
-// The `kiln` command-line tool: one sub-command per job (plans: compile, inspect, run; ONNX: test-onnx,
+// The `kiln` command-line tool: one sub-command per job (plans: compile, inspect, run, bench; ONNX: test-onnx,
 // check-onnx).
 #include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "bench_command.h"
 #include "check_onnx.h"
 #include "plan_commands.h"
 #include "test_onnx.h"
@@ -17,7 +18,8 @@ void print_usage(std::ostream& out) {
          "commands:\n"
          "  compile MODEL -o PLAN   compile an ONNX model into one plan file for this CPU\n"
          "  inspect PLAN            describe a plan: target, inputs, outputs, kernels, sizes\n"
-         "  run PLAN --input N=F    run a plan with libkiln on .pb inputs, write .pb outputs\n"
+         "  run PLAN --input N=F    run a plan with libkiln on .npy/.pb inputs, write the outputs\n"
+         "  bench PLAN|MODEL        time a plan (or a model, compiled first) through libkiln\n"
          "  test-onnx DIR...        run ONNX backend-style test folders (model.onnx +\n"
          "                          test_data_set_N/) and compare with the references\n"
          "  check-onnx MODEL        load a model and build its graph (shapes: --shape), or say\n"
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
   if (command == "compile") return kiln::tools::compile_command(arguments);
   if (command == "inspect") return kiln::tools::inspect_command(arguments);
   if (command == "run") return kiln::tools::run_command(arguments);
+  if (command == "bench") return kiln::tools::bench_command(arguments);
   if (command == "check-onnx") return kiln::tools::check_onnx_command(arguments);
   std::cerr << "kiln: unknown command '" << command << "' (try 'kiln --help')\n";
   return 2;

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "kiln/kiln.h"
+#include "npy_file.h"
 #include "onnx/onnx_pb.h"
 #include "onnx_model.h"
 #include "plan/plan_writer.h"
@@ -152,16 +153,18 @@ int inspect(const std::string& path) {
 // ---- run ----
 
 void print_run_help(std::ostream& out) {
-  out << "usage: kiln run PLAN --input NAME=FILE.pb... [--output-dir DIR]\n"
+  out << "usage: kiln run PLAN --input NAME=FILE... [--output-dir DIR] [--output-format pb|npy]\n"
          "\n"
-         "Runs PLAN with libkiln on inputs read from ONNX TensorProto files and writes each output\n"
-         "to DIR/NAME.pb (characters other than letters, digits, '-', '_' and '.' in NAME become\n"
+         "Runs PLAN with libkiln on inputs read from NumPy .npy files (little-endian, C order) or\n"
+         "ONNX TensorProto files (any other name) and writes each output to DIR/NAME.pb or\n"
+         "DIR/NAME.npy (characters other than letters, digits, '-', '_' and '.' in NAME become\n"
          "'_'). Prints each output's name, dtype, shape and file, and the run time.\n"
          "\n"
          "options:\n"
-         "  --input NAME=FILE  an input (repeat for each); NAME is the plan input's name\n"
-         "  --output-dir DIR   where to write the outputs (default: the current directory)\n"
-         "  -h, --help         show this help\n";
+         "  --input NAME=FILE       an input (repeat for each); NAME is the plan input's name\n"
+         "  --output-dir DIR        where to write the outputs (default: the current directory)\n"
+         "  --output-format FORMAT  pb (ONNX TensorProto, the default) or npy\n"
+         "  -h, --help              show this help\n";
 }
 
 int onnx_type_of(kiln_dtype dtype) {
@@ -202,15 +205,20 @@ kiln_dtype kiln_dtype_of(ScalarType type) {
   }
 }
 
-std::string file_name_for(const std::string& name) {
+std::string file_name_for(const std::string& name, const std::string& extension) {
   std::string safe = name.empty() ? "output" : name;
   for (char& c : safe)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
   if (safe == "." || safe == "..") safe = "_";
-  return safe + ".pb";
+  return safe + extension;
 }
 
-int run(const std::string& path, const std::map<std::string, std::string>& input_files, const std::string& output_dir) {
+bool has_suffix(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+int run(const std::string& path, const std::map<std::string, std::string>& input_files, const std::string& output_dir,
+        const std::string& output_format) {
   PlanHandle handle;
   if (!load_plan("run", path, handle)) return kExitError;
   struct Value {
@@ -221,6 +229,12 @@ int run(const std::string& path, const std::map<std::string, std::string>& input
   std::vector<Value> inputs, outputs;
   std::vector<kiln_tensor> input_views, output_views;
   for (const auto& [name, file] : input_files) {
+    if (has_suffix(file, ".npy")) {
+      NpyArray array = read_npy_file(file);
+      input_views.push_back({nullptr, array.dtype, 0, nullptr, nullptr, 0});
+      inputs.push_back({name, std::move(array.shape), std::move(array.bytes)});
+      continue;
+    }
     NamedTensor read = read_tensor_file(file);
     Value value{name, std::vector<int64_t>(read.tensor.shape().begin(), read.tensor.shape().end()), {}};
     value.bytes.resize(static_cast<size_t>(read.tensor.numel()) * scalar_type_size(read.tensor.dtype()));
@@ -258,15 +272,18 @@ int run(const std::string& path, const std::map<std::string, std::string>& input
   fs::create_directories(output_dir, error);
   if (error) throw UserError(str_cat("cannot create ", output_dir, ": ", error.message()));
   for (size_t i = 0; i < output_count; ++i) {
-    onnx::TensorProto proto;
-    proto.set_name(outputs[i].name);
-    proto.set_data_type(onnx_type_of(output_views[i].dtype));
-    for (int64_t size : outputs[i].shape) proto.add_dims(size);
-    proto.set_raw_data(outputs[i].bytes);
-    std::string file = (fs::path(output_dir) / file_name_for(outputs[i].name)).string();
-    std::ofstream out(file, std::ios::binary | std::ios::trunc);
-    if (!proto.SerializeToOstream(&out) || !(out.flush()))
-      throw UserError(str_cat("cannot write ", file));
+    std::string file = (fs::path(output_dir) / file_name_for(outputs[i].name, "." + output_format)).string();
+    if (output_format == "npy") {
+      write_npy_file(file, {output_views[i].dtype, outputs[i].shape, outputs[i].bytes});
+    } else {
+      onnx::TensorProto proto;
+      proto.set_name(outputs[i].name);
+      proto.set_data_type(onnx_type_of(output_views[i].dtype));
+      for (int64_t size : outputs[i].shape) proto.add_dims(size);
+      proto.set_raw_data(outputs[i].bytes);
+      std::ofstream out(file, std::ios::binary | std::ios::trunc);
+      if (!proto.SerializeToOstream(&out) || !(out.flush())) throw UserError(str_cat("cannot write ", file));
+    }
     std::cout << outputs[i].name << ": " << kiln_dtype_name(output_views[i].dtype) << " "
               << shape_text(outputs[i].shape.data(), outputs[i].shape.size()) << " -> " << file << "\n";
   }
@@ -294,6 +311,13 @@ int usage_error(const char* command, const std::string& message) {
 }
 
 }  // namespace
+
+void compile_model(const std::string& model_path, const std::string& plan_path,
+                   const std::vector<std::string>& shape_specs) {
+  std::vector<ShapeSpec> specs;
+  for (const std::string& spec : shape_specs) specs.push_back(onnx_import::parse_shape_spec(spec));
+  compile(model_path, plan_path, specs);
+}
 
 int compile_command(const std::vector<std::string>& arguments) {
   return guarded("compile", [&]() -> int {
@@ -350,7 +374,7 @@ int inspect_command(const std::vector<std::string>& arguments) {
 
 int run_command(const std::vector<std::string>& arguments) {
   return guarded("run", [&]() -> int {
-    std::string path, output_dir = ".";
+    std::string path, output_dir = ".", output_format = "pb";
     std::map<std::string, std::string> inputs;
     for (size_t i = 0; i < arguments.size(); ++i) {
       const std::string& argument = arguments[i];
@@ -358,11 +382,17 @@ int run_command(const std::vector<std::string>& arguments) {
         print_run_help(std::cout);
         return 0;
       }
-      if (argument == "--input" || argument == "--output-dir") {
+      if (argument == "--input" || argument == "--output-dir" || argument == "--output-format") {
         if (i + 1 >= arguments.size()) return usage_error("run", argument + " needs a value");
         const std::string& value = arguments[++i];
         if (argument == "--output-dir") {
           output_dir = value;
+          continue;
+        }
+        if (argument == "--output-format") {
+          if (value != "pb" && value != "npy")
+            return usage_error("run", "--output-format is pb or npy, got '" + value + "'");
+          output_format = value;
           continue;
         }
         size_t equals = value.rfind('=');
@@ -379,7 +409,7 @@ int run_command(const std::vector<std::string>& arguments) {
       }
     }
     if (path.empty()) return usage_error("run", "no plan given");
-    return run(path, inputs, output_dir);
+    return run(path, inputs, output_dir, output_format);
   });
 }
 

@@ -1,0 +1,40 @@
+"""Shared start-up of the Python tests: pick an interpreter with numpy, find the shared models.
+
+Meson runs these tests with the system python3; when it lacks numpy (or onnx) the test re-runs
+itself with the project's .venv python (scripts/lib/python_env.sh) or $KILN_TEST_PYTHON, and exits
+77 (skipped) when neither has them."""
+import os
+import sys
+
+
+def require_numpy_and_onnx(venv_python):
+    try:
+        import numpy  # noqa: F401
+        import onnx  # noqa: F401
+        return
+    except ImportError:
+        pass
+    candidate = os.environ.get("KILN_TEST_PYTHON") or venv_python
+    if candidate and os.access(candidate, os.X_OK) and not os.environ.get("KILN_TEST_REEXEC"):
+        os.environ["KILN_TEST_REEXEC"] = "1"
+        os.execv(candidate, [candidate] + sys.argv)
+    print("skip: no Python with numpy and onnx (create .venv: scripts/lib/python_env.sh)")
+    sys.exit(77)
+
+
+def shared_model(source_root, name):
+    """The folder of ../shared/data/models/NAME, or exit 77 when it is absent."""
+    folder = os.path.join(source_root, "..", "shared", "data", "models", name)
+    if not os.path.isfile(os.path.join(folder, "model.onnx")):
+        print(f"skip: {folder} is absent")
+        sys.exit(77)
+    return folder
+
+
+def read_tensor(path):
+    from onnx import TensorProto, numpy_helper
+
+    tensor = TensorProto()
+    with open(path, "rb") as f:
+        tensor.ParseFromString(f.read())
+    return numpy_helper.to_array(tensor)

@@ -1,0 +1,104 @@
+"""The Python binding (python/kiln) end to end: kiln.compile mnist_8, load the plan from a path and
+from bytes, check its inputs/outputs, run it on the model's four test data sets against their
+reference outputs, run zero-copy into caller arrays, and check that C errors arrive as kiln.Error.
+
+usage: test_python_binding.py --source-root DIR --kiln KILN_CLI --libkiln LIBKILN [--python VENV_PYTHON]
+"""
+import argparse
+import glob
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import python_test_env  # noqa: E402
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--source-root", required=True)
+parser.add_argument("--kiln", required=True)
+parser.add_argument("--libkiln", required=True)
+parser.add_argument("--python")
+args = parser.parse_args()
+python_test_env.require_numpy_and_onnx(args.python)
+model_folder = python_test_env.shared_model(args.source_root, "mnist_8")
+
+import numpy as np  # noqa: E402
+
+os.environ["KILN_LIBRARY"] = args.libkiln
+os.environ["KILN_CLI"] = args.kiln
+sys.path.insert(0, os.path.join(args.source_root, "python"))
+import kiln  # noqa: E402
+
+failures = []
+
+
+def check(condition, what):
+    print(("ok    " if condition else "FAIL  ") + what)
+    if not condition:
+        failures.append(what)
+
+
+def expect_error(function, status, fragment, what):
+    try:
+        function()
+    except kiln.Error as error:
+        check(error.status == status and fragment in str(error), f"{what}: {error.status}: {error}")
+        return
+    check(False, f"{what}: no kiln.Error raised")
+
+
+with tempfile.TemporaryDirectory(prefix="kiln_python_test_") as work:
+    plan_path = os.path.join(work, "mnist.kiln")
+    check(kiln.compile(os.path.join(model_folder, "model.onnx"), plan_path) == plan_path and
+          os.path.getsize(plan_path) > 0, "kiln.compile writes the plan")
+    check(kiln.version().count(".") == 2, f"kiln.version() = {kiln.version()}")
+    plan = kiln.Plan(plan_path)
+    print(plan)
+    check(len(plan.inputs) == 1 and plan.inputs[0].dtype == np.float32 and plan.inputs[0].shape == (1, 1, 28, 28),
+          "plan.inputs: one float32 (1, 1, 28, 28)")
+    check(len(plan.outputs) == 1 and plan.outputs[0].dtype == np.float32 and plan.outputs[0].shape == (1, 10),
+          "plan.outputs: one float32 (1, 10)")
+    input_name, output_name = plan.inputs[0].name, plan.outputs[0].name
+
+    data_sets = sorted(glob.glob(os.path.join(model_folder, "test_data_set_*")))
+    for data_set in data_sets:
+        x = python_test_env.read_tensor(os.path.join(data_set, "input_0.pb"))
+        expected = python_test_env.read_tensor(os.path.join(data_set, "output_0.pb"))
+        result = plan.run({input_name: x})
+        error = float(np.max(np.abs(result[output_name] - expected)))
+        check(list(result) == [output_name] and error <= 1e-4,
+              f"{os.path.basename(data_set)}: max abs error {error:.2e} <= 1e-4")
+
+    # Zero copy: the caller's aligned arrays are written in place and returned as they are.
+    outputs = plan.empty_outputs()
+    x = python_test_env.read_tensor(os.path.join(data_sets[0], "input_0.pb"))
+    expected = python_test_env.read_tensor(os.path.join(data_sets[0], "output_0.pb"))
+    result = plan.run({input_name: x}, outputs=outputs)
+    check(result[output_name] is outputs[output_name] and outputs[output_name].ctypes.data % 64 == 0 and
+          np.allclose(outputs[output_name], expected, atol=1e-4), "run(outputs=...) writes the caller's array")
+    check(np.allclose(plan.run([x])[output_name], expected, atol=1e-4), "inputs as a list, by position")
+
+    with open(plan_path, "rb") as f:
+        from_bytes = kiln.Plan(f.read())
+    check(np.allclose(from_bytes.run({input_name: x})[output_name], expected, atol=1e-4), "Plan(bytes) runs")
+
+    # Errors carry libkiln's status and message.
+    expect_error(lambda: kiln.Plan(os.path.join(work, "missing.kiln")), "KILN_ERROR_IO", "missing.kiln",
+                 "a missing plan file")
+    expect_error(lambda: kiln.Plan(b"not a plan at all, just some bytes" * 4), "KILN_ERROR_INVALID_PLAN", "",
+                 "a buffer that is not a plan")
+    expect_error(lambda: plan.run({input_name: np.zeros((1, 1, 28, 27), np.float32)}), "KILN_ERROR_INVALID_ARGUMENT",
+                 input_name, "an input of the wrong shape")
+    expect_error(lambda: plan.run({input_name: x.astype(np.float64)}), "KILN_ERROR_INVALID_ARGUMENT", input_name,
+                 "an input of the wrong dtype")
+    expect_error(lambda: plan.run({"no_such_input": x}), "KILN_ERROR_INVALID_ARGUMENT", "no_such_input",
+                 "an unknown input name")
+    expect_error(lambda: plan.run({input_name: x}, outputs={output_name: np.zeros((1, 20), np.float32)[:, ::2]}),
+                 "KILN_ERROR_INVALID_ARGUMENT", "C-contiguous", "a non-contiguous output array")
+    expect_error(lambda: kiln.compile(os.path.join(work, "missing.onnx"), os.path.join(work, "x.kiln")),
+                 "KILN_ERROR_INVALID_ARGUMENT", "missing.onnx", "compiling a missing model")
+    plan.close()
+    expect_error(lambda: plan.run({input_name: x}), "KILN_ERROR_INVALID_ARGUMENT", "closed", "running a closed plan")
+
+print(f"{len(failures)} failure(s)")
+sys.exit(1 if failures else 0)

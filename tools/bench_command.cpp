@@ -1,0 +1,311 @@
+// `kiln bench`: times a plan the way an application would run it, through libkiln's C API only (a
+// model given as .onnx is compiled first, in process). Prints a human summary, then one
+// "KEY VALUE" line per figure, the format bench/compare_onnxruntime.py parses.
+#include "bench_command.h"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <random>
+
+#include <unistd.h>
+
+#include "kiln/kiln.h"
+#include "plan_commands.h"
+#include "support/error.h"
+
+namespace kiln::tools {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kExitError = 1, kExitUsage = 2, kExitInternal = 3;
+
+void print_bench_help(std::ostream& out) {
+  out << "usage: kiln bench PLAN|MODEL.onnx [--threads N] [--iterations N] [--warmup N] [--seed N]\n"
+         "                  [--shape SPEC...]\n"
+         "\n"
+         "Times PLAN through libkiln's C API: load, a first run, --warmup untimed runs, then\n"
+         "--iterations timed runs on seeded random inputs of each input's dtype and shape. Given an\n"
+         "ONNX model, compiles it first (to a temporary plan, removed afterwards; --shape as for\n"
+         "'kiln compile'). Prints a summary, then the machine-readable lines\n"
+         "    compile_ms X   (only for a model)   load_ms X   first_run_ms X\n"
+         "    min_ms X   median_ms X   p90_ms X   peak_rss_mib X\n"
+         "\n"
+         "options:\n"
+         "  --threads N     kernel threads (sets KILN_THREADS; default: libkiln's, one per core)\n"
+         "  --iterations N  timed runs (default 100)\n"
+         "  --warmup N      untimed runs after the first one (default 10)\n"
+         "  --seed N        seed of the random inputs (default 0)\n"
+         "  --shape SPEC... shapes for a model's symbolic dimensions: INPUT=D1,D2 or SYMBOL=N\n"
+         "  -h, --help      show this help\n";
+}
+
+struct Options {
+  std::string path;
+  long threads = 0, iterations = 100, warmup = 10;
+  uint64_t seed = 0;
+  std::vector<std::string> shapes;
+};
+
+struct PlanDeleter {
+  void operator()(kiln_plan* plan) const { kiln_plan_free(plan); }
+};
+struct AlignedDeleter {
+  void operator()(void* data) const { std::free(data); }
+};
+using AlignedBuffer = std::unique_ptr<unsigned char[], AlignedDeleter>;
+
+// 64-byte aligned, so libkiln uses the buffer in place (kiln.h: kiln_tensor).
+AlignedBuffer aligned_buffer(size_t bytes) {
+  size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+  void* data = std::aligned_alloc(64, rounded);
+  if (!data) throw UserError(str_cat("cannot allocate ", bytes, " bytes"));
+  std::memset(data, 0, rounded);
+  return AlignedBuffer(static_cast<unsigned char*>(data));
+}
+
+uint16_t float_to_half(float value) {  // round to nearest; values here are small normals or zero
+  uint32_t bits = std::bit_cast<uint32_t>(value);
+  uint32_t sign = (bits >> 16) & 0x8000u;
+  int exponent = static_cast<int>((bits >> 23) & 0xff) - 127 + 15;
+  if (exponent <= 0) return static_cast<uint16_t>(sign);
+  if (exponent >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
+  uint32_t mantissa = bits & 0x7fffffu;
+  uint32_t half = sign | (static_cast<uint32_t>(exponent) << 10) | (mantissa >> 13);
+  if (mantissa & 0x1000u) ++half;
+  return static_cast<uint16_t>(half);
+}
+
+// Seeded values of the right kind: floats ~ N(0, 1), integers 0..9 (small, so that index inputs stay
+// in range), bools 0/1.
+void fill_random(kiln_dtype dtype, unsigned char* data, size_t count, std::mt19937_64& random) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> digit(0, 9);
+  for (size_t i = 0; i < count; ++i) {
+    switch (dtype) {
+      case KILN_DTYPE_FLOAT32: reinterpret_cast<float*>(data)[i] = normal(random); break;
+      case KILN_DTYPE_FLOAT64: reinterpret_cast<double*>(data)[i] = normal(random); break;
+      case KILN_DTYPE_FLOAT16: reinterpret_cast<uint16_t*>(data)[i] = float_to_half(normal(random)); break;
+      case KILN_DTYPE_BFLOAT16:
+        reinterpret_cast<uint16_t*>(data)[i] = static_cast<uint16_t>(std::bit_cast<uint32_t>(normal(random)) >> 16);
+        break;
+      case KILN_DTYPE_BOOL: data[i] = static_cast<unsigned char>(digit(random) & 1); break;
+      case KILN_DTYPE_INT8: case KILN_DTYPE_UINT8: data[i] = static_cast<unsigned char>(digit(random)); break;
+      case KILN_DTYPE_INT16: case KILN_DTYPE_UINT16:
+        reinterpret_cast<uint16_t*>(data)[i] = static_cast<uint16_t>(digit(random));
+        break;
+      case KILN_DTYPE_INT32: case KILN_DTYPE_UINT32:
+        reinterpret_cast<uint32_t*>(data)[i] = static_cast<uint32_t>(digit(random));
+        break;
+      case KILN_DTYPE_INT64: case KILN_DTYPE_UINT64:
+        reinterpret_cast<uint64_t*>(data)[i] = static_cast<uint64_t>(digit(random));
+        break;
+    }
+  }
+}
+
+double peak_rss_mib() {  // VmHWM: the process's peak resident set
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  return NAN;
+}
+
+double milliseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+bool has_suffix(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A tensor the benchmark owns: its shape (pointing into the plan) and a buffer.
+struct Binding {
+  kiln_tensor view{};
+  AlignedBuffer buffer;
+};
+
+std::vector<Binding> bind(const kiln_plan* plan, bool outputs, std::mt19937_64& random) {
+  size_t count = outputs ? kiln_plan_output_count(plan) : kiln_plan_input_count(plan);
+  std::vector<Binding> bindings(count);
+  for (size_t i = 0; i < count; ++i) {
+    kiln_tensor& view = bindings[i].view;
+    if (outputs) kiln_plan_output_info(plan, i, &view.name, &view.dtype, &view.rank, &view.shape);
+    else kiln_plan_input_info(plan, i, &view.name, &view.dtype, &view.rank, &view.shape);
+    size_t elements = 1;
+    for (size_t d = 0; d < view.rank; ++d) elements *= static_cast<size_t>(view.shape[d]);
+    view.byte_size = elements * kiln_dtype_size(view.dtype);
+    bindings[i].buffer = aligned_buffer(view.byte_size);
+    view.data = bindings[i].buffer.get();
+    if (!outputs) fill_random(view.dtype, bindings[i].buffer.get(), elements, random);
+  }
+  return bindings;
+}
+
+std::string shape_text(const kiln_tensor& view) {
+  std::string text = "(";
+  for (size_t d = 0; d < view.rank; ++d) text += str_cat(d ? ", " : "", view.shape[d]);
+  return text + ")";
+}
+
+int bench(const Options& options) {
+  if (options.threads > 0) setenv("KILN_THREADS", std::to_string(options.threads).c_str(), 1);
+  std::string plan_path = options.path;
+  std::string temporary;
+  double compile_ms = NAN;
+  if (has_suffix(options.path, ".onnx")) {
+    temporary = (fs::temp_directory_path() / str_cat("kiln-bench-", getpid(), ".kiln")).string();
+    auto start = std::chrono::steady_clock::now();
+    compile_model(options.path, temporary, options.shapes);
+    compile_ms = milliseconds_since(start);
+    plan_path = temporary;
+  } else if (!options.shapes.empty()) {
+    std::cerr << "kiln bench: note: --shape applies to ONNX models only; a plan's shapes are fixed\n";
+  }
+  struct RemoveTemporary {
+    std::string path;
+    ~RemoveTemporary() {
+      if (!path.empty()) std::remove(path.c_str());
+    }
+  } remove_temporary{temporary};
+
+  auto load_start = std::chrono::steady_clock::now();
+  kiln_plan* loaded = nullptr;
+  kiln_status status = kiln_plan_load_file(plan_path.c_str(), &loaded);
+  double load_ms = milliseconds_since(load_start);
+  if (status != KILN_OK) {
+    std::cerr << "kiln bench: " << plan_path << ": " << kiln_error_message() << " (" << kiln_status_string(status)
+              << ")\n";
+    return kExitError;
+  }
+  std::unique_ptr<kiln_plan, PlanDeleter> plan(loaded);
+  std::mt19937_64 random(options.seed);
+  std::vector<Binding> inputs = bind(plan.get(), false, random);
+  std::vector<Binding> outputs = bind(plan.get(), true, random);
+  std::vector<kiln_tensor> input_views, output_views;
+  for (const Binding& binding : inputs) input_views.push_back(binding.view);
+  for (const Binding& binding : outputs) output_views.push_back(binding.view);
+
+  auto run_once = [&]() {
+    kiln_status run_status =
+        kiln_plan_run(plan.get(), input_views.data(), input_views.size(), output_views.data(), output_views.size());
+    if (run_status != KILN_OK)
+      throw UserError(str_cat(kiln_error_message(), " (", kiln_status_string(run_status), ")"));
+  };
+  auto first_start = std::chrono::steady_clock::now();
+  run_once();
+  double first_run_ms = milliseconds_since(first_start);
+  for (long i = 0; i < options.warmup; ++i) run_once();
+  std::vector<double> latencies;
+  latencies.reserve(static_cast<size_t>(options.iterations));
+  for (long i = 0; i < options.iterations; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    run_once();
+    latencies.push_back(milliseconds_since(start));
+  }
+  std::sort(latencies.begin(), latencies.end());
+  // Percentiles by linear interpolation between order statistics (numpy.percentile's default).
+  auto percentile = [&](double q) {
+    double rank = q / 100.0 * static_cast<double>(latencies.size() - 1);
+    size_t low = static_cast<size_t>(rank);
+    size_t high = std::min(low + 1, latencies.size() - 1);
+    return latencies[low] + (latencies[high] - latencies[low]) * (rank - static_cast<double>(low));
+  };
+
+  std::cout << "plan: " << (temporary.empty() ? plan_path : options.path + " (compiled)") << "\n";
+  for (const Binding& binding : inputs)
+    std::cout << "input " << binding.view.name << ": " << kiln_dtype_name(binding.view.dtype) << " "
+              << shape_text(binding.view) << " (random, seed " << options.seed << ")\n";
+  const char* threads = std::getenv("KILN_THREADS");
+  std::cout << "threads: " << (threads ? threads : "default (one per core)") << ", " << options.warmup
+            << " warm-up runs, " << options.iterations << " timed runs\n";
+  char line[64];
+  auto figure = [&](const char* key, double value) {
+    std::snprintf(line, sizeof line, "%s %.4f\n", key, value);
+    std::cout << line;
+  };
+  if (!std::isnan(compile_ms)) figure("compile_ms", compile_ms);
+  figure("load_ms", load_ms);
+  figure("first_run_ms", first_run_ms);
+  figure("min_ms", latencies.front());
+  figure("median_ms", percentile(50));
+  figure("p90_ms", percentile(90));
+  figure("peak_rss_mib", peak_rss_mib());
+  return 0;
+}
+
+int usage_error(const std::string& message) {
+  std::cerr << "kiln bench: " << message << " (try 'kiln bench --help')\n";
+  return kExitUsage;
+}
+
+// Parses a count option's value; false when it is not an integer >= minimum.
+bool parse_count(const std::string& text, long minimum, long& value) {
+  char* end = nullptr;
+  errno = 0;
+  long parsed = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || parsed < minimum) return false;
+  value = parsed;
+  return true;
+}
+
+}  // namespace
+
+int bench_command(const std::vector<std::string>& arguments) {
+  Options options;
+  bool in_shapes = false;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const std::string& argument = arguments[i];
+    if (argument == "-h" || argument == "--help") {
+      print_bench_help(std::cout);
+      return 0;
+    }
+    if (argument == "--threads" || argument == "--iterations" || argument == "--warmup" || argument == "--seed") {
+      in_shapes = false;
+      if (i + 1 >= arguments.size()) return usage_error(argument + " needs a value");
+      const std::string& value = arguments[++i];
+      long parsed = 0;
+      long minimum = argument == "--threads" || argument == "--iterations" ? 1 : 0;
+      if (!parse_count(value, minimum, parsed))
+        return usage_error(str_cat(argument, " takes an integer of at least ", minimum, ", got '", value, "'"));
+      if (argument == "--threads") options.threads = parsed;
+      else if (argument == "--iterations") options.iterations = parsed;
+      else if (argument == "--warmup") options.warmup = parsed;
+      else options.seed = static_cast<uint64_t>(parsed);
+    } else if (argument == "--shape") {
+      in_shapes = true;
+    } else if (argument.rfind("--shape=", 0) == 0) {
+      options.shapes.push_back(argument.substr(8));
+    } else if (!argument.empty() && argument[0] == '-') {
+      return usage_error("unknown option '" + argument + "'");
+    } else if (in_shapes && argument.find('=') != std::string::npos) {
+      options.shapes.push_back(argument);
+    } else if (options.path.empty()) {
+      options.path = argument;
+      in_shapes = false;
+    } else {
+      return usage_error("one plan or model at a time ('" + argument + "' is a second one)");
+    }
+  }
+  if (options.path.empty()) return usage_error("no plan or model given");
+  try {
+    return bench(options);
+  } catch (const Error& error) {
+    std::cerr << "kiln bench: " << error.what() << "\n";
+    return kExitError;
+  } catch (const std::exception& error) {
+    std::cerr << "kiln bench: internal error: " << error.what() << "\n";
+    return kExitInternal;
+  }
+}
+
+}  // namespace kiln::tools
