@@ -96,7 +96,7 @@ with tempfile.TemporaryDirectory(prefix="kiln_python_test_") as work:
     expect_error(lambda: plan.run({input_name: x}, outputs={output_name: np.zeros((1, 20), np.float32)[:, ::2]}),
                  "KILN_ERROR_INVALID_ARGUMENT", "C-contiguous", "a non-contiguous output array")
     expect_error(lambda: kiln.compile(os.path.join(work, "missing.onnx"), os.path.join(work, "x.kiln")),
-                 "KILN_ERROR_INVALID_ARGUMENT", "missing.onnx", "compiling a missing model")
+                 "KILN_ERROR_IO", "missing.onnx", "compiling a missing model")
     plan.close()
     expect_error(lambda: plan.run({input_name: x}), "KILN_ERROR_INVALID_ARGUMENT", "closed", "running a closed plan")
 
