@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 
+#include "plan/plan_dtype.h"
 #include "kiln/kiln.h"
 #include "npy_file.h"
 #include "onnx/onnx_pb.h"
@@ -187,22 +188,9 @@ int onnx_type_of(kiln_dtype dtype) {
 }
 
 kiln_dtype kiln_dtype_of(ScalarType type) {
-  switch (type) {
-    case ScalarType::Bool: return KILN_DTYPE_BOOL;
-    case ScalarType::Int8: return KILN_DTYPE_INT8;
-    case ScalarType::Int16: return KILN_DTYPE_INT16;
-    case ScalarType::Int32: return KILN_DTYPE_INT32;
-    case ScalarType::Int64: return KILN_DTYPE_INT64;
-    case ScalarType::UInt8: return KILN_DTYPE_UINT8;
-    case ScalarType::UInt16: return KILN_DTYPE_UINT16;
-    case ScalarType::UInt32: return KILN_DTYPE_UINT32;
-    case ScalarType::UInt64: return KILN_DTYPE_UINT64;
-    case ScalarType::Float16: return KILN_DTYPE_FLOAT16;
-    case ScalarType::BFloat16: return KILN_DTYPE_BFLOAT16;
-    case ScalarType::Float32: return KILN_DTYPE_FLOAT32;
-    case ScalarType::Float64: return KILN_DTYPE_FLOAT64;
-    default: throw UserError(str_cat("unsupported input dtype ", scalar_type_name(type)));
-  }
+  std::optional<kiln_dtype> dtype = plan::plan_dtype_of(type);
+  if (!dtype) throw UserError(str_cat("unsupported input dtype ", scalar_type_name(type)));
+  return *dtype;
 }
 
 std::string file_name_for(const std::string& name, const std::string& extension) {

@@ -14,6 +14,7 @@
 #include "kiln/kiln.h"
 #include "passes/pipeline.h"
 #include "plan/link_shared_object.h"
+#include "plan/plan_dtype.h"
 #include "plan/plan_format.h"
 #include "plan/plan_generated.h"
 #include "schedule/schedule.h"
@@ -26,22 +27,9 @@ namespace {
 using detail::TensorData;
 
 int kiln_dtype_of(DType dtype) {
-  switch (dtype.scalar()) {
-    case ScalarType::Bool: return KILN_DTYPE_BOOL;
-    case ScalarType::Int8: return KILN_DTYPE_INT8;
-    case ScalarType::Int16: return KILN_DTYPE_INT16;
-    case ScalarType::Int32: return KILN_DTYPE_INT32;
-    case ScalarType::Int64: return KILN_DTYPE_INT64;
-    case ScalarType::UInt8: return KILN_DTYPE_UINT8;
-    case ScalarType::UInt16: return KILN_DTYPE_UINT16;
-    case ScalarType::UInt32: return KILN_DTYPE_UINT32;
-    case ScalarType::UInt64: return KILN_DTYPE_UINT64;
-    case ScalarType::Float16: return KILN_DTYPE_FLOAT16;
-    case ScalarType::BFloat16: return KILN_DTYPE_BFLOAT16;
-    case ScalarType::Float32: return KILN_DTYPE_FLOAT32;
-    case ScalarType::Float64: return KILN_DTYPE_FLOAT64;
-    default: throw UserError(str_cat("a plan cannot hold values of type ", dtype.name()));
-  }
+  std::optional<kiln_dtype> type = plan::plan_dtype_of(dtype.scalar());
+  if (!type) throw UserError(str_cat("a plan cannot hold values of type ", dtype.name()));
+  return *type;
 }
 
 uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
