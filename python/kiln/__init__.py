@@ -8,6 +8,8 @@
 
 Zero copy: pass `outputs=` arrays (C-contiguous, writeable, the plan's dtype and shape; see
 `Plan.empty_outputs`, which allocates them 64-byte aligned so that libkiln writes into them in place).
+DLPack: inputs may be any CPU DLPack producer (read through `np.from_dlpack`, no copy), and the
+returned numpy arrays are DLPack producers.
 Errors from the C library are raised as `kiln.Error`, carrying libkiln's message and status name.
 
 Libraries are found in this order: the KILN_LIBRARY / KILN_COMPILER_LIBRARY environment variables,
@@ -202,6 +204,9 @@ class Plan:
         """Runs the plan; returns {output name: ndarray} in the plan's output order.
 
         inputs: {name: array-like} with every plan input (or a list in the plan's input order).
+        Any DLPack producer on the CPU (an object with __dlpack__: torch, jax, cupy's host arrays…)
+        is read through DLPack without a copy when it is C-contiguous. The returned numpy arrays
+        are DLPack producers in turn (numpy's own __dlpack__).
         Arrays of the plan's dtype are used as they are (non-contiguous ones are copied first);
         libkiln checks names, dtypes and shapes and its message is raised as Error.
         outputs: optional {name: ndarray} (or a list in output order) that libkiln writes into
@@ -214,7 +219,7 @@ class Plan:
         keep = []  # arrays and shape buffers that must outlive the call
         input_tensors = (_Tensor * max(len(inputs), 1))()
         for k, (name, value) in enumerate(inputs.items()):
-            array = np.ascontiguousarray(value)
+            array = np.ascontiguousarray(_from_dlpack(name, value))
             tensor, shape = self._tensor(name, array)
             input_tensors[k] = tensor
             keep += [array, shape, tensor]
@@ -233,6 +238,18 @@ class Plan:
         _check(self._lib.kiln_plan_run(self._handle, input_tensors, len(inputs), output_tensors, len(outputs)),
                self._lib)
         return {info.name: outputs[info.name] for info in self.outputs if info.name in outputs}
+
+
+def _from_dlpack(name, value):
+    """`value` as an ndarray: DLPack producers (other than ndarrays) go through np.from_dlpack, a
+    zero-copy view of the producer's memory; a producer on another device is refused clearly."""
+    if isinstance(value, np.ndarray) or not hasattr(value, "__dlpack__"):
+        return value
+    try:
+        return np.from_dlpack(value)
+    except (BufferError, RuntimeError, TypeError, ValueError) as failure:
+        raise Error(f"input '{name}': cannot read it through DLPack ({failure})",
+                    "KILN_ERROR_INVALID_ARGUMENT") from failure
 
 
 # ---------------------------------------------------------------------------------------------------

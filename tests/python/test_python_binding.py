@@ -97,6 +97,24 @@ with tempfile.TemporaryDirectory(prefix="kiln_python_test_") as work:
                  "KILN_ERROR_INVALID_ARGUMENT", "C-contiguous", "a non-contiguous output array")
     expect_error(lambda: kiln.compile(os.path.join(work, "missing.onnx"), os.path.join(work, "x.kiln")),
                  "KILN_ERROR_IO", "missing.onnx", "compiling a missing model")
+    # DLPack in: a producer that is not an ndarray is read through __dlpack__ (zero copy), and the
+    # results are DLPack producers in turn.
+    class Producer:
+        def __init__(self, array):
+            self.array = array
+            self.exported = 0
+        def __dlpack__(self, **kwargs):
+            self.exported += 1
+            return self.array.__dlpack__(**kwargs)
+        def __dlpack_device__(self):
+            return self.array.__dlpack_device__()
+    x0 = python_test_env.read_tensor(os.path.join(data_sets[0], "input_0.pb"))
+    producer = Producer(np.ascontiguousarray(x0))
+    via_dlpack = plan.run({input_name: producer})[output_name]
+    direct = plan.run({input_name: x0})[output_name]
+    check(producer.exported == 1 and np.array_equal(via_dlpack, direct),
+          "an input given as a DLPack producer gives the same result")
+    check(np.array_equal(np.from_dlpack(via_dlpack), direct), "an output is a DLPack producer")
     plan.close()
     expect_error(lambda: plan.run({input_name: x}), "KILN_ERROR_INVALID_ARGUMENT", "closed", "running a closed plan")
 
