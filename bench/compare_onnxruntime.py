@@ -34,7 +34,7 @@ options:
     --threads T        intra-op threads for both engines (default 1)
     --iterations N     timed runs per round (default 50)
     --rounds R         alternating rounds (default 3)
-    --warmup W         untimed onnxruntime runs before timing (default 5; `kiln bench` warms up itself)
+    --warmup W         untimed runs before timing, both engines (default 5; kiln's after its first run)
     --kiln PATH        the kiln CLI (default build/tools/kiln next to this script's repository)
     --work-dir DIR     where plans, input files and kiln's outputs go (default: a temporary folder)
     --csv FILE         also write the table as CSV
@@ -304,10 +304,10 @@ def kiln_compile(kiln, model_path, plan_path):
     return wall_ms
 
 
-def kiln_bench_round(kiln, plan_path, iterations, threads):
+def kiln_bench_round(kiln, plan_path, iterations, threads, warmup):
     """One `kiln bench` round: {"median_ms", "p90_ms", "min_ms", "load_ms", "compile_ms", "peak_rss"}."""
     completed, _, peak = run_child([kiln, "bench", plan_path, "--iterations", str(iterations),
-                                    "--threads", str(threads)])
+                                    "--threads", str(threads), "--warmup", str(warmup)])
     if completed.returncode != 0:
         raise kiln_failure("bench", completed)
     figures = {}
@@ -389,7 +389,7 @@ def measure(name, model_path, args, kiln_ready, work_dir):
             if kiln_ok:
                 log(f"{name}: round {round_index + 1}/{args.rounds}: kiln")
                 try:
-                    kiln_rounds.append(kiln_bench_round(args.kiln, plan, args.iterations, args.threads))
+                    kiln_rounds.append(kiln_bench_round(args.kiln, plan, args.iterations, args.threads, args.warmup))
                 except Exception as error:
                     row["notes"].append(str(error))
                     kiln_ok = False
