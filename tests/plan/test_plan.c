@@ -16,19 +16,8 @@
 #include <string.h>
 #include <threads.h>
 
+#include "c_check.h"
 #include "kiln/kiln.h"
-
-static int failures = 0;
-
-#define CHECK(condition, ...)                                   \
-  do {                                                          \
-    if (!(condition)) {                                         \
-      fprintf(stderr, "%s:%d: FAILED: ", __FILE__, __LINE__);   \
-      fprintf(stderr, __VA_ARGS__);                             \
-      fprintf(stderr, "\n");                                    \
-      ++failures;                                               \
-    }                                                           \
-  } while (0)
 
 /* A whole file in a 64-byte-aligned buffer (NULL when it cannot be read). */
 static unsigned char* read_file(const char* path, size_t* out_size) {
@@ -56,14 +45,6 @@ static size_t element_count(const int64_t* shape, size_t rank) {
 }
 
 /* Expects `status` and a message containing `text`. */
-static void expect_error(kiln_status status, kiln_status expected, const char* text, const char* what) {
-  const char* message = kiln_error_message();
-  CHECK(status == expected, "%s: status %s, expected %s (message: %s)", what, kiln_status_string(status),
-        kiln_status_string(expected), message);
-  CHECK(strstr(message, text) != NULL, "%s: message \"%s\" lacks \"%s\"", what, message, text);
-  if (status == expected && strstr(message, text) != NULL) printf("ok   %s: %s\n", what, message);
-}
-
 /* ---- end-to-end ---- */
 
 static void compare_outputs(const kiln_plan* plan, unsigned char** outputs, const char* work_dir) {
