@@ -71,15 +71,7 @@ Outputs gemm(const OnnxNode& node) {
 Outputs conv(const OnnxNode& node) {
   const Tensor& x = node.input(0);
   const Tensor& weight = node.input(1);
-  size_t spatial = static_cast<size_t>(weight.ndim()) - 2;
-  std::vector<int64_t> kernel(weight.shape().begin() + 2, weight.shape().end());
-  if (node.has_attribute("kernel_shape") && node.attr_ints("kernel_shape") != kernel) node.fail("kernel_shape does not match the weight");
-  ConvOptions options;
-  options.stride = per_axis(node, "strides", spatial, 1);
-  options.dilation = per_axis(node, "dilations", spatial, 1);
-  options.groups = node.attr_int("group", 1);
-  options.padding = forward_pads(node, x.shape(), kernel, options.stride, options.dilation);
-  return {x.conv(weight, node.has_input(2) ? node.input(2) : Tensor(), options)};
+  return {x.conv(weight, node.has_input(2) ? node.input(2) : Tensor(), conv_options(node, x.shape(), weight.shape()))};
 }
 
 Outputs conv_transpose(const OnnxNode& node) {
@@ -606,6 +598,19 @@ Outputs resize_op(const OnnxNode& node) {
 }
 
 }  // namespace
+
+ConvOptions conv_options(const OnnxNode& node, const Shape& x_shape, const Shape& w_shape) {
+  if (w_shape.size() < 3) node.fail("the weight must have rank 3 or more");
+  size_t spatial = w_shape.size() - 2;
+  std::vector<int64_t> kernel(w_shape.begin() + 2, w_shape.end());
+  if (node.has_attribute("kernel_shape") && node.attr_ints("kernel_shape") != kernel) node.fail("kernel_shape does not match the weight");
+  ConvOptions options;
+  options.stride = per_axis(node, "strides", spatial, 1);
+  options.dilation = per_axis(node, "dilations", spatial, 1);
+  options.groups = node.attr_int("group", 1);
+  options.padding = forward_pads(node, x_shape, kernel, options.stride, options.dilation);
+  return options;
+}
 
 void register_nn_ops(OpRegistry& registry) {
   registry.add("MatMul", matmul);

@@ -306,43 +306,6 @@ Outputs qlinear_matmul(const OnnxNode& node) {
   return {requantize(node, a.matmul(b), scale, 6, 7)};
 }
 
-std::vector<int64_t> per_axis(const OnnxNode& node, const std::string& name, size_t spatial, int64_t fallback) {
-  std::vector<int64_t> values = node.attr_ints(name, std::vector<int64_t>(spatial, fallback));
-  if (values.size() != spatial) node.fail(str_cat(name, " must have ", spatial, " entries"));
-  return values;
-}
-
-// Conv's attributes (strides, dilations, group, pads / auto_pad) as kiln ConvOptions.
-ConvOptions conv_options(const OnnxNode& node, const Shape& x_shape, const Shape& w_shape) {
-  const size_t spatial = w_shape.size() - 2;
-  std::vector<int64_t> kernel(w_shape.begin() + 2, w_shape.end());
-  if (node.has_attribute("kernel_shape") && node.attr_ints("kernel_shape") != kernel)
-    node.fail("kernel_shape does not match the weight");
-  ConvOptions options;
-  options.stride = per_axis(node, "strides", spatial, 1);
-  options.dilation = per_axis(node, "dilations", spatial, 1);
-  options.groups = node.attr_int("group", 1);
-  const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-  std::vector<int64_t> pads(2 * spatial, 0);
-  if (auto_pad == "NOTSET") {
-    pads = node.attr_ints("pads", pads);
-    if (pads.size() != 2 * spatial) node.fail(str_cat("pads must have ", 2 * spatial, " entries"));
-  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    for (size_t i = 0; i < spatial; ++i) {
-      const int64_t in = x_shape[2 + i], stride = options.stride[i];
-      const int64_t out = (in + stride - 1) / stride;
-      const int64_t total = std::max<int64_t>(0, (out - 1) * stride + (kernel[i] - 1) * options.dilation[i] + 1 - in);
-      const int64_t small = total / 2, large = total - small;
-      pads[i] = auto_pad == "SAME_UPPER" ? small : large;
-      pads[i + spatial] = auto_pad == "SAME_UPPER" ? large : small;
-    }
-  } else if (auto_pad != "VALID") {
-    node.fail(str_cat("unsupported: auto_pad '", auto_pad, "'"));
-  }
-  options.padding = pads;
-  return options;
-}
-
 // conv(x - x_zero_point, w - w_zero_point) in i32; padding is zero after the shift, i.e. the zero
 // point before it. The weight's zero point may be one per output channel.
 Tensor integer_conv(const OnnxNode& node, size_t x_index, size_t x_zero_index, size_t w_index, size_t w_zero_index,
