@@ -304,6 +304,10 @@ class Rangeifier {
       std::vector<const UOp*> use{valid.get()};
       for (const UOpPtr& i : index) use.push_back(i.get());
       auto [first, inserted] = kernel.first_use.try_emplace(node, use);
+      if (inserted) {  // the recorded pointers must stay unique while the kernel is built
+        kernel.memo_keys_alive.insert(kernel.memo_keys_alive.end(), index.begin(), index.end());
+        if (valid) kernel.memo_keys_alive.push_back(valid);
+      }
       if (!inserted && first->second != use) {
         forced_.insert(node);
         keep_alive_.push_back(node->self());

@@ -149,6 +149,26 @@ TEST_CASE("a reduction under padding is its own kernel (WHERE evaluates both arm
   CHECK(pad_masked_loads == 1);
 }
 
+TEST_CASE("a reduction one kernel reads at two indices is materialised once") {
+  // r = sum(a, axis 1); out[i] = r[i] + r[i + 1]. Fused, the output kernel would run the reduction
+  // loop twice per element (LRN's window sum over a conv's output did this five times). Rangeify
+  // notices the second index, materialises r and rebuilds the kernel: two kernels, and the output
+  // kernel has no reduction of its own.
+  Tensor a = input({8, 16});
+  Tensor r = a.cast(ScalarType::Float32).sum({1});
+  Tensor out = shrink_axis(r, 0, 0, 7) + shrink_axis(r, 0, 1, 8);
+  Schedule schedule = schedule_of({out});
+  REQUIRE(schedule.kernels.size() == 2);
+  int reduces_in_output_kernel = 0;
+  for (const UOp* node : toposort(schedule.kernels[1].ast))
+    if (node->op() == Ops::REDUCE) ++reduces_in_output_kernel;
+  CHECK(reduces_in_output_kernel == 0);
+  int reduces_in_first = 0;
+  for (const UOp* node : toposort(schedule.kernels[0].ast))
+    if (node->op() == Ops::REDUCE) ++reduces_in_first;
+  CHECK(reduces_in_first == 1);
+}
+
 }  // TEST_SUITE
 
 }  // namespace
