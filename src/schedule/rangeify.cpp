@@ -12,6 +12,9 @@
 //  - it is a reduction used by more than one node, or reached through an EXPAND (a broadcast):
 //    recomputing it per broadcast element would repeat the whole reduction loop (softmax's max and
 //    sum, a norm's mean); or
+//  - it is a reduction whose value flows, through elementwise and movement ops, into more than one
+//    reduction or output: each of those kernels would run its loop again (a matmul before a
+//    LayerNorm feeds the mean, the variance and the normalised output); or
 //  - it is elementwise work of at least kExpensiveOps ALU ops reached through an EXPAND: each
 //    broadcast element would redo it, where a load is one memory access.
 //  - it is a reduction, or elementwise work of at least kExpensiveOps, that one kernel needs at two
@@ -31,6 +34,7 @@
 
 #include "ir/build.h"
 #include "passes/symbolic.h"
+#include "schedule/reduce_collapse.h"
 #include "schedule/schedule.h"
 #include "support/error.h"
 #include "support/hash.h"
@@ -93,6 +97,10 @@ class Rangeifier {
  public:
   explicit Rangeifier(const std::vector<UOpPtr>& outputs) {
     for (const UOpPtr& output : outputs) count_consumers(output);
+    for (const UOpPtr& output : outputs) output_nodes_.insert(output.get());
+    for (const UOpPtr& output : outputs)
+      for (const UOp* node : toposort(output))
+        if (node->op() == Ops::REDUCE_AXIS && reaches_several_kernels(node)) forced_.insert(node);
     for (const UOpPtr& output : outputs) {
       auto found = buffer_of_.find(output.get());
       if (found == buffer_of_.end()) {
@@ -136,6 +144,32 @@ class Rangeifier {
       if (node->op() == Ops::SPECIAL || node->op() == Ops::BUFFER) continue;
       for (const UOpPtr& src : node->srcs()) consumers_[src.get()].insert(node);
     }
+  }
+
+  // Whether the value of `reduction` flows, through elementwise and movement ops only, into more
+  // than one place that computes it: other reductions (each is a loop of its own kernel, or of its
+  // own loop nest) and outputs. Each would recompute the reduction, so it is materialised once:
+  // LayerNorm's mean, variance and normalise each read the matmul before them, softmax's max,
+  // sum and normalise the scores.
+  bool reaches_several_kernels(const UOp* reduction) {
+    std::unordered_set<const UOp*> boundaries, seen;
+    std::vector<const UOp*> stack{reduction};
+    while (!stack.empty()) {
+      const UOp* node = stack.back();
+      stack.pop_back();
+      for (const UOp* consumer : consumers_[node]) {
+        if (!seen.insert(consumer).second) continue;
+        bool boundary = consumer->op() == Ops::REDUCE_AXIS || consumer->op() == Ops::CONTIGUOUS ||
+                        output_nodes_.contains(consumer);
+        if (boundary) {
+          boundaries.insert(consumer);
+          if (boundaries.size() > 1) return true;
+        } else {
+          stack.push_back(consumer);
+        }
+      }
+    }
+    return false;
   }
 
   int add_buffer(ScheduledBuffer::Kind kind, DType dtype, int64_t count) {
@@ -422,6 +456,9 @@ class Rangeifier {
         }
         UOpPtr body = lower(source, source_index, valid, through_expand, kernel);
         if (ranges.empty()) return body;
+        // A gather written as "compare with arange, select, sum" is a load (reduce_collapse.h).
+        auto reduce_op = static_cast<Ops>(arg.at(0));
+        if (UOpPtr collapsed = collapse_one_hot_reduce(reduce_op, node->dtype(), body, ranges)) return collapsed;
         std::vector<UOpPtr> sources{body};
         sources.insert(sources.end(), ranges.begin(), ranges.end());
         return UOp::make(Ops::REDUCE, node->dtype(), std::move(sources), static_cast<Ops>(arg.at(0)));
@@ -480,7 +517,9 @@ class Rangeifier {
   std::unordered_set<const UOp*> pending_;  // outputs whose kernel is not built yet
   std::unordered_map<int64_t, int> input_buffers_;
   std::vector<UOpPtr> keep_alive_;
-  std::unordered_set<const UOp*> forced_;  // values materialised because one kernel needed them at two indices
+  // Values materialised because one kernel needed them at two indices, or several kernels need them.
+  std::unordered_set<const UOp*> forced_;
+  std::unordered_set<const UOp*> output_nodes_;
 };
 
 }  // namespace
