@@ -169,6 +169,63 @@ TEST_CASE("a reduction one kernel reads at two indices is materialised once") {
   CHECK(reduces_in_first == 1);
 }
 
+// Reduce RANGEs (axis ids from 1000, docs/kernel-ast.md) of extent `extent` in every kernel of the
+// schedule: with a contraction length used by no other reduction in a graph, the number of loops
+// that run that contraction.
+int ranges_of_extent(const Schedule& schedule, int64_t extent) {
+  int count = 0;
+  for (const ScheduledKernel& kernel : schedule.kernels)
+    for (const UOp* node : toposort(kernel.ast))
+      if (node->op() == Ops::RANGE && node->arg_int() >= 1000 && node->src(0)->is_const() &&
+          node->src(0)->const_int() == extent)
+        ++count;
+  return count;
+}
+
+TEST_CASE("a gather on a 30k-row table reads one row per index: no loop over the table") {
+  constexpr int64_t rows = 30522, width = 16;
+  Tensor table = input({rows, width});
+  Tensor ids = Tensor::from_vector<int64_t>({101, 7592, 2088, -1, 30521, 0}, {1, 6});
+  Schedule schedule = schedule_of({table.take(ids, 0)});
+  REQUIRE(schedule.kernels.size() == 1);
+  const UOpPtr& ast = schedule.kernels[0].ast;
+  CHECK(count_ops(ast, Ops::REDUCE) == 0);
+  CHECK(ranges_of_extent(schedule, rows) == 0);
+  CHECK(count_ops(ast, Ops::LOAD) == 2);  // the index, then the row element at it
+}
+
+TEST_CASE("gather, GatherElements-style gather and one-hot selects collapse; other reductions do not") {
+  Tensor data = input({50, 40});
+  Tensor index = Tensor::from_vector<int64_t>({3, 1, 49, 0}, {2, 2});
+  Schedule gathered = schedule_of({data.gather(0, index)});
+  REQUIRE(gathered.kernels.size() == 1);
+  CHECK(count_ops(gathered.kernels[0].ast, Ops::REDUCE) == 0);
+  // A masked sum that keeps more than one element per output is a real reduction.
+  Tensor positions = Tensor::arange(50, ScalarType::Int64).reshape({50, 1});
+  Tensor kept = positions.lt(Tensor::scalar(10.0, ScalarType::Int64)).where(data, Tensor::scalar(0.0f)).sum({0});
+  Schedule masked = schedule_of({kept});
+  REQUIRE(masked.kernels.size() == 1);
+  CHECK(count_ops(masked.kernels[0].ast, Ops::REDUCE) == 1);
+}
+
+TEST_CASE("LayerNorm after a matmul runs the matmul once") {
+  // (32, 48) @ (48, 64) + bias + residual, then LayerNorm over 64: the mean, the variance and the
+  // normalised output all read the matmul. The contraction length 48 appears nowhere else, so the
+  // loops of extent 48 are exactly the matmul's.
+  Tensor x = input({32, 48}), w = input({48, 64}), bias = input({64}), residual = input({32, 64});
+  Tensor y = x.matmul(w) + bias + residual;
+  Tensor out = y.layer_norm(input({64}), input({64}));
+  Schedule schedule = schedule_of({out});
+  CHECK(ranges_of_extent(schedule, 48) == 1);
+}
+
+TEST_CASE("softmax after a matmul runs the matmul once") {
+  Tensor q = input({12, 32, 40}), k = input({12, 40, 32});
+  Tensor scores = q.matmul(k) * 0.125f;
+  Schedule schedule = schedule_of({scores.softmax(-1)});
+  CHECK(ranges_of_extent(schedule, 40) == 1);
+}
+
 }  // TEST_SUITE
 
 }  // namespace
