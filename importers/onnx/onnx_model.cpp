@@ -15,6 +15,7 @@
 #include <google/protobuf/wire_format_lite.h>
 
 #include "ir/uop.h"
+#include "conv_batchnorm.h"
 #include "narrow_types.h"
 #include "onnx/onnx_pb.h"
 #include "op_helpers.h"
@@ -498,9 +499,8 @@ std::vector<OnnxValue> build_subgraph(const BuildContext& context, const onnx::G
   return outputs;
 }
 
-// Builds one node: looks up its inputs in `scope`, runs its builder (Constant is the model's own)
-// and stores its outputs in `scope`.
-void build_node(const BuildContext& context, const onnx::NodeProto& proto, Scope& scope) {
+// The view of one node that op builders see: its inputs looked up in `scope`.
+OnnxNode make_node(const BuildContext& context, const onnx::NodeProto& proto, Scope& scope) {
   const std::string domain = canonical_domain(proto.domain());
   std::optional<int64_t> node_opset = context.opset(domain);
 
@@ -527,13 +527,28 @@ void build_node(const BuildContext& context, const onnx::NodeProto& proto, Scope
   for (const auto& name : proto.input()) narrow_inputs.push_back(name.empty() ? 0 : scope.narrow_type(name));
   node.set_narrow_input_types(std::move(narrow_inputs));
   if (!node_opset) node.fail(str_cat("the model imports no opset for domain '", domain_label(domain), "'"));
+  return node;
+}
+
+// Builds one node: looks up its inputs in `scope`, runs its builder (Constant is the model's own)
+// and stores its outputs in `scope`. `fused_conv` is the Conv a BatchNormalization absorbs
+// (conv_batchnorm.h), or null.
+void build_node(const BuildContext& context, const onnx::NodeProto& proto, Scope& scope,
+                const onnx::NodeProto* fused_conv = nullptr) {
+  const std::string domain = canonical_domain(proto.domain());
+  OnnxNode node = make_node(context, proto, scope);
+  std::optional<int64_t> node_opset = context.opset(domain);
 
   // Every UOp this node's builder creates is tagged with the node, so errors and profiles made
   // much later (scheduling, codegen) still point back into the model.
   ProvenanceScope provenance(node.describe());
   std::vector<OnnxValue> results;
   try {
-    if (domain.empty() && proto.op_type() == "Constant") {
+    std::vector<Tensor> fused;
+    if (fused_conv != nullptr) fused = build_conv_batchnorm(make_node(context, *fused_conv, scope), node);
+    if (!fused.empty()) {
+      results.emplace_back(fused[0]);
+    } else if (domain.empty() && proto.op_type() == "Constant") {
       results.emplace_back(constant_value(node, proto));
     } else {
       const ValueOpBuilder* builder = context.registry.find(domain, proto.op_type(), *node_opset);
@@ -568,7 +583,11 @@ void build_node(const BuildContext& context, const onnx::NodeProto& proto, Scope
 
 void build_nodes(const BuildContext& context, const onnx::GraphProto& graph, const std::vector<int>& order,
                  Scope& scope) {
-  for (int index : order) build_node(context, graph.node(index), scope);
+  std::unordered_map<int, int> conv_of_batchnorm = find_conv_batchnorm_pairs(graph);
+  for (int index : order) {
+    auto conv = conv_of_batchnorm.find(index);
+    build_node(context, graph.node(index), scope, conv == conv_of_batchnorm.end() ? nullptr : &graph.node(conv->second));
+  }
 }
 
 std::string kind_label(OnnxValue::Kind kind) {

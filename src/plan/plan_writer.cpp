@@ -75,10 +75,20 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
       throw UserError(str_cat("plan input '", inputs[i].first, "' is not a graph input placeholder"));
     input_of_buffer[tensor.data().buffer_id] = static_cast<int>(i);
   }
-  std::vector<UOpPtr> nodes;
-  std::vector<const TensorData*> roots;
+  std::vector<Tensor> values;
   for (const auto& [name, tensor] : outputs) {
     if (!tensor.defined()) throw UserError(str_cat("plan output '", name, "' is an empty Tensor"));
+    values.push_back(tensor);
+  }
+  if (options.fold_constants) {
+    progress("folding constants");
+    ConstantFoldReport folded;
+    values = fold_constants(values, &folded);
+    progress(str_cat("folded ", folded.values, " weight-only values (", folded.bytes, " bytes)"));
+  }
+  std::vector<UOpPtr> nodes;
+  std::vector<const TensorData*> roots;
+  for (const Tensor& tensor : values) {
     nodes.push_back(tensor.data().node);
     roots.push_back(&tensor.data());
   }

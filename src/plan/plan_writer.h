@@ -14,6 +14,9 @@ namespace kiln {
 struct PlanWriteOptions {
   // Called with one line per stage (scheduling, each kernel compiled, linking); may be empty.
   std::function<void(const std::string&)> progress;
+  // Compute every weight-only value that run-time values read (a transposed weight, BatchNorm's
+  // scale) once, now, and store it as a weight (fold_constants in src/tensor/tensor_internal.h).
+  bool fold_constants = true;
 };
 
 // Schedules `outputs` (no realize), compiles and links their kernels for the host CPU, and lays

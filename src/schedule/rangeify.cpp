@@ -36,6 +36,7 @@
 #include "passes/symbolic.h"
 #include "schedule/reduce_collapse.h"
 #include "schedule/schedule.h"
+#include "schedule/split_reduce_ranges.h"
 #include "support/error.h"
 #include "support/hash.h"
 #include "tensor/tensor_data.h"
@@ -239,7 +240,7 @@ class Rangeifier {
     UOpPtr buffer = define_global(output_buffer, 0);
     UOpPtr store = UOp::make(Ops::STORE, dtypes::void_,
                              {UOp::make(Ops::INDEX, buffer->dtype(), {buffer, flatten_index(index, shape)}), value});
-    UOpPtr body = simplify(sink({store}));
+    UOpPtr body = split_reduce_ranges(simplify(sink({store})));
     bool reduces = kernel.next_reduce_axis != kFirstReduceAxis;
     // The name is readable (kind and output sizes) and unique per AST (a hash of its body), so it
     // can be a symbol in a process that runs many kernels.

@@ -28,23 +28,37 @@ bool is_realized(const TensorData& data) {
   return data.buffer != nullptr && data.buffer->count() == shape_numel(data.shape);
 }
 
-// Every buffer the graphs of `roots` read, by BUFFER id (found through the handles' inputs). A graph
-// input of a plan (graph_input) has no data: reading it here is a UserError that names it.
-std::unordered_map<int64_t, std::shared_ptr<HostBuffer>> collect_buffers(const std::vector<const TensorData*>& roots) {
-  std::unordered_map<int64_t, std::shared_ptr<HostBuffer>> buffers;
+// Every buffer the handles of `roots` keep alive, by BUFFER id (found through the handles' inputs),
+// and the graph inputs of a plan (graph_input) among them, which have no data.
+struct GraphBuffers {
+  std::unordered_map<int64_t, std::shared_ptr<HostBuffer>> data;
+  std::unordered_map<int64_t, std::string> graph_inputs;
+};
+
+GraphBuffers collect_buffers(const std::vector<const TensorData*>& roots) {
+  GraphBuffers buffers;
   std::unordered_set<const TensorData*> seen;
   std::vector<const TensorData*> stack(roots.begin(), roots.end());
   while (!stack.empty()) {
     const TensorData* data = stack.back();
     stack.pop_back();
     if (!seen.insert(data).second) continue;
-    if (!data->graph_input_name.empty())
-      throw UserError(str_cat("the value of graph input '", data->graph_input_name,
-                              "' is needed at compile time (it is only known when the plan runs)"));
-    if (data->buffer) buffers.emplace(data->buffer_id, data->buffer);
+    if (!data->graph_input_name.empty()) buffers.graph_inputs.emplace(data->buffer_id, data->graph_input_name);
+    if (data->buffer) buffers.data.emplace(data->buffer_id, data->buffer);
     for (const auto& input : data->inputs) stack.push_back(input.get());
   }
   return buffers;
+}
+
+// Reading a graph input of a plan here is a UserError that names it.
+void reject_graph_inputs(const Schedule& schedule, const GraphBuffers& buffers) {
+  for (const ScheduledBuffer& buffer : schedule.buffers) {
+    if (buffer.kind != ScheduledBuffer::Kind::Input) continue;
+    auto found = buffers.graph_inputs.find(buffer.input_id);
+    if (found != buffers.graph_inputs.end())
+      throw UserError(str_cat("the value of graph input '", found->second,
+                              "' is needed at compile time (it is only known when the plan runs)"));
+  }
 }
 
 }  // namespace
@@ -83,11 +97,13 @@ void realize_tensors(const std::vector<Tensor*>& tensors) {
     roots.push_back(&tensor->data());
   }
   if (pending.empty()) return;
-  auto inputs = collect_buffers(roots);  // first: it rejects graphs that read a plan's graph input
+  GraphBuffers buffers = collect_buffers(roots);
+  const auto& inputs = buffers.data;
 
   auto start = Clock::now();
   Schedule schedule = create_schedule(outputs);
   double schedule_ms = milliseconds_since(start);
+  reject_graph_inputs(schedule, buffers);  // before anything is compiled
 
   start = Clock::now();
   std::vector<KernelFunction> functions;

@@ -1,0 +1,68 @@
+// Splitting a reduce loop read through `r / c` and `r % c` (split_reduce_ranges.h).
+#include "schedule/split_reduce_ranges.h"
+
+#include <set>
+#include <unordered_map>
+
+#include "ir/build.h"
+#include "passes/symbolic.h"
+
+namespace kiln {
+namespace {
+
+constexpr int64_t kFirstReduceAxis = 1000;  // docs/kernel-ast.md
+
+}  // namespace
+
+UOpPtr split_reduce_ranges(const UOpPtr& kernel) {
+  std::vector<const UOp*> nodes = toposort(kernel);
+  const UOp* innermost = nullptr;
+  int64_t last_axis = -1;
+  for (const UOp* node : nodes) {
+    if (node->op() != Ops::RANGE) continue;
+    last_axis = std::max(last_axis, node->arg_int());
+    if (node->arg_int() >= kFirstReduceAxis && node->src(0)->is_const() &&
+        (innermost == nullptr || node->arg_int() > innermost->arg_int()))
+      innermost = node;
+  }
+  if (innermost == nullptr) return kernel;
+  auto extent = static_cast<int64_t>(innermost->src(0)->const_int());
+  std::set<int64_t> divisors;
+  for (const UOp* node : nodes)
+    if ((node->op() == Ops::IDIV || node->op() == Ops::MOD) && node->src(0).get() == innermost &&
+        node->src(1)->is_const())
+      divisors.insert(static_cast<int64_t>(node->src(1)->const_int()));
+  if (divisors.size() != 1) return kernel;
+  int64_t divisor = *divisors.begin();
+  if (divisor <= 1 || divisor >= extent || extent % divisor != 0) return kernel;
+
+  UOpPtr outer = range(extent / divisor, last_axis + 1);
+  UOpPtr inner = range(divisor, last_axis + 2);
+  UOpPtr joined = outer * divisor + inner;
+  // Rebuild bottom-up: uses of the range read h·c + d; a REDUCE over it reduces over h and d.
+  std::unordered_map<const UOp*, UOpPtr> rebuilt;
+  for (const UOp* node : nodes) {
+    if (node == innermost) {
+      rebuilt[node] = joined;
+      continue;
+    }
+    std::vector<UOpPtr> sources;
+    bool changed = false;
+    for (size_t i = 0; i < node->src_count(); ++i) {
+      const UOp* src = node->src(i).get();
+      if (node->op() == Ops::REDUCE && i > 0 && src == innermost) {
+        sources.push_back(outer);
+        sources.push_back(inner);
+        changed = true;
+        continue;
+      }
+      const UOpPtr& mapped = rebuilt.at(src);
+      changed = changed || mapped.get() != src;
+      sources.push_back(mapped);
+    }
+    rebuilt[node] = changed ? node->with_srcs(std::move(sources)) : node->self();
+  }
+  return simplify(rebuilt.at(kernel.get()));
+}
+
+}  // namespace kiln

@@ -1,0 +1,161 @@
+// Compile-time constant folding (fold_constants in tensor_internal.h).
+//
+// A value is constant when every buffer it reads has data at compile time (a weight, not a graph
+// input placeholder). The values worth computing once are the constant ones that a run-time value
+// reads (the "frontier"): a weight transposed for a matmul, BatchNorm's scale 1/sqrt(var+eps)·γ,
+// a weight-only subgraph. Each is realized here, with the same kernels a run would use, and
+// replaced by a buffer holding its result; the plan then stores that buffer as a weight.
+//
+// What is not folded:
+//  - views of one buffer (reshape, permute, expand …, no arithmetic): a kernel reads them in place;
+//  - the movement ops above a folded value (a bias reshaped and broadcast over an activation): the
+//    value below them is folded, the broadcast stays a view, so nothing grows;
+//  - values much larger than the buffers they read (an outer product of two weight vectors): a
+//    kernel recomputes them cheaper than it loads them;
+//  - arithmetic on constants alone with no buffer (arange, iota masks): index math, cheaper inline.
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/build.h"
+#include "ir/substitute.h"
+#include "support/error.h"
+#include "tensor/tensor_data.h"
+#include "tensor/tensor_internal.h"
+
+namespace kiln {
+namespace {
+
+using detail::TensorData;
+
+struct NodeFacts {
+  bool constant = false;     // every buffer below has data at compile time
+  bool reads_data = false;   // some buffer below has data
+  bool has_work = false;     // some ALU, cast, reduction or CONTIGUOUS below (not a pure view)
+};
+
+bool is_movement(Ops op) { return op_group(op) == OpGroup::Movement; }
+
+// Buffer ids whose values exist only when the plan runs.
+std::unordered_set<int64_t> runtime_buffer_ids(const std::vector<Tensor>& outputs) {
+  std::unordered_set<int64_t> ids;
+  std::unordered_set<const TensorData*> seen;
+  std::vector<const TensorData*> stack;
+  for (const Tensor& output : outputs) stack.push_back(&output.data());
+  while (!stack.empty()) {
+    const TensorData* data = stack.back();
+    stack.pop_back();
+    if (!seen.insert(data).second) continue;
+    if (!data->graph_input_name.empty() || (data->buffer_id >= 0 && !data->buffer)) ids.insert(data->buffer_id);
+    for (const auto& input : data->inputs) stack.push_back(input.get());
+  }
+  return ids;
+}
+
+}  // namespace
+
+std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, ConstantFoldReport* report) {
+  if (report != nullptr) *report = {};
+  std::unordered_set<int64_t> runtime = runtime_buffer_ids(outputs);
+  std::vector<UOpPtr> roots;
+  for (const Tensor& output : outputs) roots.push_back(output.data().node);
+  UOpPtr graph = sink(roots);
+  std::vector<const UOp*> order = toposort(graph);
+
+  std::unordered_map<const UOp*, NodeFacts> facts;
+  std::unordered_map<const UOp*, std::unordered_set<int64_t>> buffers_below;  // only for constant nodes
+  for (const UOp* node : order) {
+    if (node == graph.get()) continue;
+    NodeFacts& fact = facts[node];
+    if (node->op() == Ops::BUFFER) {
+      int64_t id = node->arg_list().at(0);
+      fact.constant = !runtime.contains(id);
+      fact.reads_data = fact.constant;
+      if (fact.constant) buffers_below[node] = {id};
+      continue;
+    }
+    fact.constant = true;
+    fact.has_work = !is_movement(node->op()) && node->op() != Ops::CONST && node->op() != Ops::SPECIAL;
+    std::unordered_set<int64_t> below;
+    for (const UOpPtr& src : node->srcs()) {
+      const NodeFacts& source = facts.at(src.get());
+      fact.constant = fact.constant && source.constant;
+      fact.reads_data = fact.reads_data || source.reads_data;
+      fact.has_work = fact.has_work || source.has_work;
+    }
+    if (!fact.constant || !fact.reads_data) continue;
+    for (const UOpPtr& src : node->srcs()) {
+      auto found = buffers_below.find(src.get());
+      if (found != buffers_below.end()) below.insert(found->second.begin(), found->second.end());
+    }
+    buffers_below[node] = std::move(below);
+  }
+  // Bytes of each constant buffer, by id, for the size rule.
+  std::unordered_map<int64_t, int64_t> buffer_bytes;
+  for (const UOp* node : order)
+    if (node->op() == Ops::BUFFER) buffer_bytes[node->arg_list().at(0)] = node->arg_list().at(1) * node->dtype().scalar_bytes();
+
+  // The frontier: constant values read by run-time values (or that are outputs themselves).
+  std::vector<const UOp*> frontier;
+  std::unordered_set<const UOp*> in_frontier;
+  auto add_frontier = [&](const UOp* node) {
+    if (!facts.at(node).constant) return;
+    if (in_frontier.insert(node).second) frontier.push_back(node);
+  };
+  for (const UOp* node : order) {
+    if (node == graph.get() || facts.at(node).constant) continue;
+    for (const UOpPtr& src : node->srcs()) add_frontier(src.get());
+  }
+  // A constant output is left to its kernel: an output that is a bare buffer would have no kernel
+  // to write it (rangeify builds kernels for computed values only).
+  std::unordered_set<const UOp*> root_nodes;
+  for (const UOpPtr& root : roots) root_nodes.insert(root.get());
+
+  ShapeMap shapes;
+  std::vector<const UOp*> targets;
+  std::unordered_set<const UOp*> is_target;
+  for (const UOp* node : frontier) {
+    while (is_movement(node->op()) && facts.at(node->src(0).get()).constant) node = node->src(0).get();
+    const NodeFacts& fact = facts.at(node);
+    if (!fact.reads_data || !fact.has_work || node->op() == Ops::BUFFER || root_nodes.contains(node)) continue;
+    int64_t source_bytes = 0;
+    for (int64_t id : buffers_below.at(node)) source_bytes += buffer_bytes.at(id);
+    int64_t bytes = shape_numel(shapes.of(node)) * node->dtype().scalar_bytes();
+    constexpr int64_t kSmallValue = 1 << 16;
+    if (bytes > 2 * source_bytes + kSmallValue) continue;
+    if (is_target.insert(node).second) targets.push_back(node);
+  }
+  if (targets.empty()) return outputs;
+
+  // Realize every target in one schedule. Each tensor keeps the outputs alive, and with them every
+  // buffer the graph reads.
+  std::vector<Tensor> folded;
+  std::vector<const Tensor*> keep;
+  for (const Tensor& output : outputs) keep.push_back(&output);
+  for (const UOp* target : targets) {
+    DType dtype = target->dtype();
+    folded.push_back(make_tensor(target->self(), shapes.of(target), dtype, keep));
+  }
+  std::vector<Tensor*> pending;
+  for (Tensor& tensor : folded) pending.push_back(&tensor);
+  realize_tensors(pending);
+
+  std::unordered_map<const UOp*, UOpPtr> replacements;
+  int64_t folded_bytes = 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    replacements.emplace(targets[i], folded[i].data().node);
+    folded_bytes += folded[i].numel() * folded[i].data().dtype.scalar_bytes();
+  }
+  UOpPtr rewritten = substitute(graph, replacements);
+  std::vector<const Tensor*> inputs = keep;
+  for (const Tensor& tensor : folded) inputs.push_back(&tensor);
+  std::vector<Tensor> result;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    result.push_back(make_tensor(rewritten->src(i), outputs[i].shape(), outputs[i].data().dtype, inputs));
+  if (report != nullptr) {
+    report->values = static_cast<int>(targets.size());
+    report->bytes = folded_bytes;
+  }
+  return result;
+}
+
+}  // namespace kiln

@@ -1,0 +1,153 @@
+"""Compile-time folding, seen from outside: models built with onnx.helper, compiled with `kiln
+compile`, described with `kiln inspect` and run with `kiln run`, against numpy references.
+
+  - Conv -> BatchNormalization -> Relu is one kernel, and the plan stores only the folded weight and
+    bias (W' = W*gamma/sqrt(var+eps), b' = (b-mean)*gamma/sqrt(var+eps)+beta), not the BN vectors;
+  - MatMul by a constant (K, N) weight is one kernel: the transposed weight is stored, not made
+    on every run;
+  - Gather with negative and out-of-range indices: negative ones wrap once, ones still out of range
+    give zeros (the documented result).
+
+usage: test_compile_folding.py --source-root DIR --kiln KILN_CLI [--python VENV_PYTHON]
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import python_test_env  # noqa: E402
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--source-root", required=True)
+parser.add_argument("--kiln", required=True)
+parser.add_argument("--python")
+args = parser.parse_args()
+python_test_env.require_numpy_and_onnx(args.python)
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+failures = []
+rng = np.random.default_rng(7)
+
+
+def check(condition, what):
+    print(("ok    " if condition else "FAIL  ") + what)
+    if not condition:
+        failures.append(what)
+
+
+def kiln(*arguments):
+    completed = subprocess.run([args.kiln, *arguments], capture_output=True, text=True)
+    print(f"$ kiln {' '.join(arguments)}  -> {completed.returncode}\n{completed.stdout}{completed.stderr}")
+    return completed
+
+
+def save_model(path, nodes, inputs, outputs, initializers):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, [numpy_helper.from_array(a, n) for n, a in initializers])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def compile_and_run(work, name, feeds):
+    """Compiles work/name.onnx, returns (kernel count, weight bytes, outputs by file name)."""
+    model, plan = os.path.join(work, name + ".onnx"), os.path.join(work, name + ".kiln")
+    check(kiln("compile", model, "-o", plan).returncode == 0, f"kiln compile {name}")
+    inspect = kiln("inspect", plan).stdout
+    kernels = int(re.search(r"kernels: (\d+)", inspect).group(1))
+    weights = int(re.search(r"weights: (\d+) bytes", inspect).group(1))
+    run_args = ["run", plan, "--output-dir", os.path.join(work, name), "--output-format", "npy"]
+    for input_name, array in feeds.items():
+        path = os.path.join(work, f"{name}_{input_name}.npy")
+        np.save(path, array)
+        run_args += ["--input", f"{input_name}={path}"]
+    check(kiln(*run_args).returncode == 0, f"kiln run {name}")
+    return kernels, weights, os.path.join(work, name)
+
+
+def aligned(size):
+    return (size + 63) // 64 * 64
+
+
+def conv2d_same3x3(x, w, b):
+    n, c, h, width = x.shape
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    out = np.zeros((n, w.shape[0], h, width), np.float64)
+    for ky in range(3):
+        for kx in range(3):
+            window = padded[:, :, ky:ky + h, kx:kx + width]
+            out += np.einsum("nchw,fc->nfhw", window, w[:, :, ky, kx])
+    return out + b.reshape(1, -1, 1, 1)
+
+
+with tempfile.TemporaryDirectory(prefix="kiln_folding_test_") as work:
+    # Conv + BatchNormalization + Relu.
+    f, c = 8, 3
+    w = rng.standard_normal((f, c, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(f).astype(np.float32)
+    gamma = rng.uniform(0.5, 1.5, f).astype(np.float32)
+    beta = rng.standard_normal(f).astype(np.float32)
+    mean = rng.standard_normal(f).astype(np.float32)
+    var = rng.uniform(0.5, 2.0, f).astype(np.float32)
+    save_model(os.path.join(work, "conv_bn.onnx"),
+               [helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1], name="conv"),
+                helper.make_node("BatchNormalization", ["y", "gamma", "beta", "mean", "var"], ["z"], epsilon=1e-3,
+                                 name="bn"),
+                helper.make_node("Relu", ["z"], ["out"], name="relu")],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 8, 8])],
+               [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, f, 8, 8])],
+               [("w", w), ("b", bias), ("gamma", gamma), ("beta", beta), ("mean", mean), ("var", var)])
+    x = rng.standard_normal((1, c, 8, 8)).astype(np.float32)
+    kernels, weights, out_dir = compile_and_run(work, "conv_bn", {"x": x})
+    check(kernels == 1, f"Conv + BatchNormalization + Relu is one kernel (got {kernels})")
+    expected_weights = aligned(w.nbytes) + bias.nbytes  # W' then b', nothing else
+    check(weights == expected_weights, f"the plan stores W' and b' only: {weights} == {expected_weights} bytes")
+    reference = conv2d_same3x3(x.astype(np.float64), w.astype(np.float64), bias.astype(np.float64))
+    reference = (reference - mean.reshape(1, -1, 1, 1)) / np.sqrt(var.reshape(1, -1, 1, 1) + 1e-3)
+    reference = np.maximum(reference * gamma.reshape(1, -1, 1, 1) + beta.reshape(1, -1, 1, 1), 0)
+    produced = np.load(os.path.join(out_dir, "out.npy"))
+    error = float(np.max(np.abs(produced - reference)))
+    check(error < 1e-4, f"Conv + BN + Relu matches numpy (max abs error {error:.2e})")
+
+    # MatMul by a constant (K, N) weight.
+    k, n = 48, 40
+    weight = rng.standard_normal((k, n)).astype(np.float32)
+    save_model(os.path.join(work, "matmul.onnx"),
+               [helper.make_node("MatMul", ["a", "weight"], ["out"], name="matmul")],
+               [helper.make_tensor_value_info("a", TensorProto.FLOAT, [16, k])],
+               [helper.make_tensor_value_info("out", TensorProto.FLOAT, [16, n])],
+               [("weight", weight)])
+    a = rng.standard_normal((16, k)).astype(np.float32)
+    kernels, weights, out_dir = compile_and_run(work, "matmul", {"a": a})
+    check(kernels == 1, f"MatMul by a constant weight is one kernel, its transpose folded (got {kernels})")
+    check(weights == weight.nbytes, f"the plan stores the transposed weight once ({weights} bytes)")
+    error = float(np.max(np.abs(np.load(os.path.join(out_dir, "out.npy")) - a.astype(np.float64) @ weight)))
+    check(error < 1e-4, f"MatMul matches numpy (max abs error {error:.2e})")
+
+    # Gather from a 30,522-row table: negative indices wrap once; still out of range gives zeros.
+    rows, width = 30522, 16
+    table = rng.standard_normal((rows, width)).astype(np.float32)
+    save_model(os.path.join(work, "gather.onnx"),
+               [helper.make_node("Gather", ["table", "ids"], ["out"], axis=0, name="embed")],
+               [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 6])],
+               [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 6, width])],
+               [("table", table)])
+    ids = np.array([[101, -1, 30521, -30522, 30522, -30523]], np.int64)
+    kernels, weights, out_dir = compile_and_run(work, "gather", {"ids": ids})
+    produced = np.load(os.path.join(out_dir, "out.npy"))
+    expected = np.zeros((1, 6, width), np.float32)
+    for i, index in enumerate(ids[0]):
+        wrapped = index + rows if index < 0 else index
+        if 0 <= wrapped < rows:
+            expected[0, i] = table[wrapped]
+    check(np.array_equal(produced, expected), "Gather: in-range rows exact, negative wrap once, out of range is 0")
+
+if failures:
+    print(f"{len(failures)} check(s) failed")
+    sys.exit(1)
+print("all checks passed")
