@@ -83,7 +83,7 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   if (options.fold_constants) {
     progress("folding constants");
     ConstantFoldReport folded;
-    values = fold_constants(values, &folded);
+    values = fold_constants(values, {}, &folded);
     progress(str_cat("folded ", folded.values, " weight-only values (", folded.bytes, " bytes)"));
   }
   std::vector<UOpPtr> nodes;

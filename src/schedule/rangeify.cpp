@@ -34,6 +34,7 @@
 
 #include "ir/build.h"
 #include "passes/symbolic.h"
+#include "schedule/order_output_axes.h"
 #include "schedule/reduce_collapse.h"
 #include "schedule/schedule.h"
 #include "schedule/split_reduce_ranges.h"
@@ -240,7 +241,8 @@ class Rangeifier {
     UOpPtr buffer = define_global(output_buffer, 0);
     UOpPtr store = UOp::make(Ops::STORE, dtypes::void_,
                              {UOp::make(Ops::INDEX, buffer->dtype(), {buffer, flatten_index(index, shape)}), value});
-    UOpPtr body = split_reduce_ranges(simplify(sink({store})));
+    OrderedKernel ordered = order_output_axes(split_reduce_ranges(simplify(sink({store}))));
+    const UOpPtr& body = ordered.ast;
     bool reduces = kernel.next_reduce_axis != kFirstReduceAxis;
     // The name is readable (kind and output sizes) and unique per AST (a hash of its body), so it
     // can be a symbol in a process that runs many kernels.
@@ -251,12 +253,7 @@ class Rangeifier {
     ScheduledKernel scheduled;
     scheduled.ast = UOp::make(Ops::SINK, dtypes::void_, std::move(stores), full_name);
     scheduled.buffers = kernel.slots;
-    scheduled.parallel_extent = 1;
-    for (size_t i = 0; i < shape.size(); ++i)
-      if (shape[i] != 1) {
-        scheduled.parallel_extent = shape[i];
-        break;
-      }
+    scheduled.parallel_extent = ordered.parallel_extent;
     estimate_cost(scheduled);
     schedule_.kernels.push_back(std::move(scheduled));
   }

@@ -35,9 +35,12 @@ struct NodeFacts {
 
 bool is_movement(Ops op) { return op_group(op) == OpGroup::Movement; }
 
-// Buffer ids whose values exist only when the plan runs.
-std::unordered_set<int64_t> runtime_buffer_ids(const std::vector<Tensor>& outputs) {
+// Buffer ids whose values exist only when the plan runs: placeholders, and `runtime_inputs`.
+std::unordered_set<int64_t> runtime_buffer_ids(const std::vector<Tensor>& outputs,
+                                               const std::vector<Tensor>& runtime_inputs) {
   std::unordered_set<int64_t> ids;
+  for (const Tensor& input : runtime_inputs)
+    if (input.defined() && input.data().buffer_id >= 0) ids.insert(input.data().buffer_id);
   std::unordered_set<const TensorData*> seen;
   std::vector<const TensorData*> stack;
   for (const Tensor& output : outputs) stack.push_back(&output.data());
@@ -53,9 +56,10 @@ std::unordered_set<int64_t> runtime_buffer_ids(const std::vector<Tensor>& output
 
 }  // namespace
 
-std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, ConstantFoldReport* report) {
+std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std::vector<Tensor>& runtime_inputs,
+                                   ConstantFoldReport* report) {
   if (report != nullptr) *report = {};
-  std::unordered_set<int64_t> runtime = runtime_buffer_ids(outputs);
+  std::unordered_set<int64_t> runtime = runtime_buffer_ids(outputs, runtime_inputs);
   std::vector<UOpPtr> roots;
   for (const Tensor& output : outputs) roots.push_back(output.data().node);
   UOpPtr graph = sink(roots);

@@ -33,15 +33,16 @@ Tensor reduce(const Tensor& t, Ops op, const std::vector<int64_t>& axes, bool ke
 // Zero padding: (before, after) pairs for the first axes; every pad must be >= 0.
 Tensor pad_zero(const Tensor& t, const std::vector<int64_t>& pads);
 // Compile-time constant folding (fold_constants.cpp): `outputs` with every weight-only value that
-// run-time values read computed now and replaced by a buffer of its result. Buffers with data are
-// constants; graph_input placeholders are the run-time values. Meant for compiling a plan, where
-// the folded buffers become weights; the results equal the unfolded graph's (the same kernels
-// compute the folded values).
+// run-time values read computed now and replaced by a buffer of its result. The run-time values
+// are the graph_input placeholders and the buffers of `runtime_inputs` (tensors with data that
+// stand for inputs, for running a folded graph in process exactly as its plan would); every other
+// buffer with data is a constant. The plan writer stores the folded buffers as weights.
 struct ConstantFoldReport {
   int values = 0;       // values folded
   int64_t bytes = 0;    // bytes of their results
 };
-std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, ConstantFoldReport* report = nullptr);
+std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std::vector<Tensor>& runtime_inputs = {},
+                                   ConstantFoldReport* report = nullptr);
 // Realizes several tensors with one schedule (Tensor::realize and realize_all call this).
 void realize_tensors(const std::vector<Tensor*>& tensors);
 // Runs the kernels of `schedule` in order on the default thread pool, with the buffer of schedule

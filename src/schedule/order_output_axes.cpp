@@ -1,0 +1,74 @@
+// Choosing the outermost output axis of a reduction kernel (order_output_axes.h).
+#include "schedule/order_output_axes.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "ir/build.h"
+#include "ir/substitute.h"
+
+namespace kiln {
+namespace {
+
+constexpr int64_t kFirstReduceAxis = 1000;  // docs/kernel-ast.md
+// Reordering only pays when what axis 0 re-reads leaves the near caches; below this it stays put.
+constexpr double kRereadWorthMoving = 1 << 20;
+
+}  // namespace
+
+OrderedKernel order_output_axes(const UOpPtr& kernel) {
+  std::vector<const UOp*> nodes = toposort(kernel);
+  std::vector<const UOp*> axes;  // output ranges by axis id
+  bool reduces = false;
+  for (const UOp* node : nodes) {
+    if (node->op() == Ops::REDUCE) reduces = true;
+    if (node->op() == Ops::RANGE && node->arg_int() < kFirstReduceAxis) axes.push_back(node);
+  }
+  std::sort(axes.begin(), axes.end(), [](const UOp* a, const UOp* b) { return a->arg_int() < b->arg_int(); });
+  OrderedKernel result{kernel, axes.empty() ? 1 : static_cast<int64_t>(axes[0]->src(0)->const_int())};
+  if (!reduces || axes.size() < 2 || axes.size() > 64) return result;
+
+  // Which output axes each node depends on, as a bit mask over `axes`.
+  std::unordered_map<const UOp*, uint64_t> depends;
+  for (const UOp* node : nodes) {
+    uint64_t mask = 0;
+    for (size_t a = 0; a < axes.size(); ++a)
+      if (node == axes[a]) mask |= uint64_t{1} << a;
+    for (const UOpPtr& src : node->srcs()) mask |= depends[src.get()];
+    depends[node] = mask;
+  }
+  // Per loaded buffer (by DEFINE_GLOBAL): its bytes, and the axes any of its loads depend on.
+  std::map<int64_t, std::pair<double, uint64_t>> buffers;
+  for (const UOp* node : nodes) {
+    if (node->op() != Ops::LOAD || node->src(0)->op() != Ops::INDEX) continue;
+    const UOp* global = node->src(0)->src(0).get();
+    if (global->op() != Ops::DEFINE_GLOBAL) continue;
+    auto& [bytes, mask] = buffers[global->arg_int()];
+    bytes = static_cast<double>(global->dtype().pointer_size()) * global->dtype().scalar_bytes();
+    mask |= depends[node->src(0).get()];
+  }
+  auto reread = [&](size_t axis) {
+    double total = 0;
+    for (const auto& [slot, info] : buffers)
+      if ((info.second & (uint64_t{1} << axis)) == 0) total += info.first;
+    return total;
+  };
+  size_t best = 0;
+  for (size_t a = 1; a < axes.size(); ++a)
+    if (reread(a) < reread(best)) best = a;
+  if (best == 0 || reread(0) < kRereadWorthMoving || 2 * reread(best) > reread(0)) return result;
+
+  // Renumber: the chosen axis becomes 0, the others keep their order after it.
+  std::vector<const UOp*> order{axes[best]};
+  for (size_t a = 0; a < axes.size(); ++a)
+    if (a != best) order.push_back(axes[a]);
+  std::unordered_map<const UOp*, UOpPtr> renumbered;
+  for (size_t position = 0; position < order.size(); ++position)
+    renumbered.emplace(order[position], range(order[position]->src(0), static_cast<int64_t>(position)));
+  result.ast = substitute(kernel, renumbered);
+  result.parallel_extent = static_cast<int64_t>(axes[best]->src(0)->const_int());
+  return result;
+}
+
+}  // namespace kiln
