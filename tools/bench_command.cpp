@@ -1,6 +1,7 @@
 // `kiln bench`: times a plan the way an application would run it, through libkiln's C API only (a
 // model given as .onnx is compiled first, in process). Prints a human summary, then one
-// "KEY VALUE" line per figure, the format bench/compare_onnxruntime.py parses.
+// "KEY VALUE" line per figure, the format bench/compare_onnxruntime.py parses. With --profile, more
+// runs follow through the runtime's PlanRunner with each launch timed, and a per-kernel table.
 #include "bench_command.h"
 
 #include <algorithm>
@@ -19,8 +20,11 @@
 #include <unistd.h>
 
 #include "kiln/kiln.h"
+#include "plan/plan_reader.h"
 #include "plan_commands.h"
+#include "runtime/cpu/plan_runner.h"
 #include "support/error.h"
+#include "support/kernel_profile.h"
 
 namespace kiln::tools {
 namespace {
@@ -30,7 +34,7 @@ constexpr int kExitError = 1, kExitUsage = 2, kExitInternal = 3;
 
 void print_bench_help(std::ostream& out) {
   out << "usage: kiln bench PLAN|MODEL.onnx [--threads N] [--iterations N] [--warmup N] [--seed N]\n"
-         "                  [--shape SPEC...]\n"
+         "                  [--profile] [--shape SPEC...]\n"
          "\n"
          "Times PLAN through libkiln's C API: load, a first run, --warmup untimed runs, then\n"
          "--iterations timed runs on seeded random inputs of each input's dtype and shape. Given an\n"
@@ -38,12 +42,17 @@ void print_bench_help(std::ostream& out) {
          "'kiln compile'). Prints a summary, then the machine-readable lines\n"
          "    compile_ms X   (only for a model)   load_ms X   first_run_ms X\n"
          "    min_ms X   median_ms X   p90_ms X   peak_rss_mib X\n"
+         "With --profile, another --iterations runs follow with every kernel launch timed, and a\n"
+         "table with one row per kernel, slowest first: launches per run, ms per run, share of the\n"
+         "kernels' time, GFLOP/s and GB/s (from the compiler's estimates) and the model nodes it\n"
+         "computes.\n"
          "\n"
          "options:\n"
          "  --threads N     kernel threads (sets KILN_THREADS; default: libkiln's, one per core)\n"
          "  --iterations N  timed runs (default 100)\n"
          "  --warmup N      untimed runs after the first one (default 10)\n"
          "  --seed N        seed of the random inputs (default 0)\n"
+         "  --profile       time each kernel launch and print the per-kernel table\n"
          "  --shape SPEC... shapes for a model's symbolic dimensions: INPUT=D1,D2 or SYMBOL=N\n"
          "  -h, --help      show this help\n";
 }
@@ -52,6 +61,7 @@ struct Options {
   std::string path;
   long threads = 0, iterations = 100, warmup = 10;
   uint64_t seed = 0;
+  bool profile = false;
   std::vector<std::string> shapes;
 };
 
@@ -134,7 +144,7 @@ struct Binding {
   AlignedBuffer buffer;
 };
 
-std::vector<Binding> bind(const kiln_plan* plan, bool outputs, std::mt19937_64& random) {
+std::vector<Binding> bind_tensors(const kiln_plan* plan, bool outputs, std::mt19937_64& random) {
   size_t count = outputs ? kiln_plan_output_count(plan) : kiln_plan_input_count(plan);
   std::vector<Binding> bindings(count);
   for (size_t i = 0; i < count; ++i) {
@@ -155,6 +165,42 @@ std::string shape_text(const kiln_tensor& view) {
   std::string text = "(";
   for (size_t d = 0; d < view.rank; ++d) text += str_cat(d ? ", " : "", view.shape[d]);
   return text + ")";
+}
+
+// --profile: the plan loaded again, this time as the runtime's PlanRunner (the code libkiln runs,
+// compiled into this tool; the C API has no per-kernel timing), run `iterations` times on the same
+// tensors with every launch timed. The table is printed after the benchmark's figures.
+void print_profile(const std::string& plan_path, const std::vector<kiln_tensor>& inputs,
+                   const std::vector<kiln_tensor>& outputs, long iterations) {
+  PlanRunner runner(PlanBytes::map_file(plan_path));
+  const auto& kernels = *runner.metadata().kernels();
+  runner.run(inputs.data(), inputs.size(), outputs.data(), outputs.size());  // untimed: a first run
+  std::vector<double> seconds(kernels.size(), 0.0);
+  RunSettings settings;
+  settings.kernel_seconds = seconds.data();
+  auto start = std::chrono::steady_clock::now();
+  for (long i = 0; i < iterations; ++i) runner.run(inputs.data(), inputs.size(), outputs.data(), outputs.size(), settings);
+  double run_ms = milliseconds_since(start) / static_cast<double>(iterations);
+
+  std::vector<KernelLaunchTiming> launches;
+  double kernel_ms = 0;
+  for (flatbuffers::uoffset_t k = 0; k < kernels.size(); ++k) {
+    const plan_fb::Kernel* kernel = kernels.Get(k);
+    KernelLaunchTiming launch;
+    launch.name = kernel->symbol()->str();
+    launch.milliseconds = seconds[k] * 1000 / static_cast<double>(iterations);
+    launch.flops = kernel->estimated_flops();
+    launch.bytes = kernel->estimated_bytes();
+    if (kernel->sources() != nullptr)
+      for (const flatbuffers::String* source : *kernel->sources()) launch.sources.push_back(source->str());
+    kernel_ms += launch.milliseconds;
+    launches.push_back(std::move(launch));
+  }
+  char line[160];
+  std::snprintf(line, sizeof line, "profile: %ld runs with each launch timed: %.4f ms per run, %.4f ms in kernels\n",
+                iterations, run_ms, kernel_ms);
+  std::cout << "\n" << line;
+  for (const std::string& row : format_kernel_profile(launches)) std::cout << row << "\n";
 }
 
 int bench(const Options& options) {
@@ -189,8 +235,8 @@ int bench(const Options& options) {
   }
   std::unique_ptr<kiln_plan, PlanDeleter> plan(loaded);
   std::mt19937_64 random(options.seed);
-  std::vector<Binding> inputs = bind(plan.get(), false, random);
-  std::vector<Binding> outputs = bind(plan.get(), true, random);
+  std::vector<Binding> inputs = bind_tensors(plan.get(), false, random);
+  std::vector<Binding> outputs = bind_tensors(plan.get(), true, random);
   std::vector<kiln_tensor> input_views, output_views;
   for (const Binding& binding : inputs) input_views.push_back(binding.view);
   for (const Binding& binding : outputs) output_views.push_back(binding.view);
@@ -240,6 +286,7 @@ int bench(const Options& options) {
   figure("median_ms", percentile(50));
   figure("p90_ms", percentile(90));
   figure("peak_rss_mib", peak_rss_mib());
+  if (options.profile) print_profile(plan_path, input_views, output_views, options.iterations);
   return 0;
 }
 
@@ -281,6 +328,9 @@ int bench_command(const std::vector<std::string>& arguments) {
       else if (argument == "--iterations") options.iterations = parsed;
       else if (argument == "--warmup") options.warmup = parsed;
       else options.seed = static_cast<uint64_t>(parsed);
+    } else if (argument == "--profile") {
+      in_shapes = false;
+      options.profile = true;
     } else if (argument == "--shape") {
       in_shapes = true;
     } else if (argument.rfind("--shape=", 0) == 0) {
@@ -301,6 +351,9 @@ int bench_command(const std::vector<std::string>& arguments) {
     return bench(options);
   } catch (const Error& error) {
     std::cerr << "kiln bench: " << error.what() << "\n";
+    return kExitError;
+  } catch (const PlanError& error) {  // --profile's own load and runs
+    std::cerr << "kiln bench: " << options.path << ": " << error.what() << "\n";
     return kExitError;
   } catch (const std::exception& error) {
     std::cerr << "kiln bench: internal error: " << error.what() << "\n";

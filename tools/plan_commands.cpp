@@ -10,12 +10,14 @@
 #include <map>
 
 #include "plan/plan_dtype.h"
+#include "plan/plan_reader.h"
 #include "kiln/kiln.h"
 #include "npy_file.h"
 #include "onnx/onnx_pb.h"
 #include "onnx_model.h"
 #include "plan/plan_writer.h"
 #include "support/error.h"
+#include "support/kernel_profile.h"
 #include "tensor/tensor_internal.h"
 #include "tensor_file.h"
 
@@ -28,12 +30,6 @@ namespace fs = std::filesystem;
 
 // Exit statuses: 0 success, 1 the input (model, plan, data) is wrong, 2 bad command line, 3 kiln bug.
 constexpr int kExitError = 1, kExitUsage = 2, kExitInternal = 3;
-
-std::string shape_text(const int64_t* shape, size_t rank) {
-  std::string text = "(";
-  for (size_t i = 0; i < rank; ++i) text += str_cat(i ? ", " : "", shape[i]);
-  return text + ")";
-}
 
 // ---- compile ----
 
@@ -114,7 +110,8 @@ void print_inspect_help(std::ostream& out) {
   out << "usage: kiln inspect PLAN\n"
          "\n"
          "Loads PLAN with libkiln (verifying it) and prints its target, inputs, outputs, arena and\n"
-         "weights sizes and the kernel launch list.\n"
+         "weights sizes and the kernel launch list: each kernel's parallel extent, the compiler's\n"
+         "estimate of its work and the model nodes it computes.\n"
          "\n"
          "options:\n"
          "  -h, --help  show this help\n";
@@ -142,11 +139,28 @@ int inspect(const std::string& path) {
     }
   }
   std::cout << "arena: " << arena << " bytes\nweights: " << weights << " bytes\nkernels: " << kernels << "\n";
+  // The cost estimates and sources are not in kiln.h: read them from the metadata, verified again.
+  PlanBytes bytes = PlanBytes::map_file(path);
+  const auto& metadata = *verify_plan(bytes.data(), bytes.size()).metadata->kernels();
   for (size_t k = 0; k < kernels; ++k) {
     const char* symbol;
     int64_t extent;
     kiln_plan_kernel_info(handle.plan, k, &symbol, &extent);
-    std::cout << "  " << symbol << " (parallel extent " << extent << ")\n";
+    std::cout << "  " << symbol << " (parallel extent " << extent;
+    const plan_fb::Kernel* kernel = metadata.Get(static_cast<flatbuffers::uoffset_t>(k));
+    if (kernel->estimated_flops() > 0 || kernel->estimated_bytes() > 0) {
+      char work[96];
+      std::snprintf(work, sizeof work, ", ~%.3g MFLOP, ~%.3g MB", kernel->estimated_flops() / 1e6,
+                    kernel->estimated_bytes() / 1e6);
+      std::cout << work;
+    }
+    std::cout << ")";
+    if (kernel->sources() != nullptr && kernel->sources()->size() > 0) {
+      std::cout << " from";
+      for (flatbuffers::uoffset_t i = 0; i < kernel->sources()->size(); ++i)
+        std::cout << (i ? ", " : " ") << short_source_label(kernel->sources()->Get(i)->str());
+    }
+    std::cout << "\n";
   }
   return 0;
 }
@@ -285,6 +299,9 @@ int guarded(const char* command, Body&& body) {
   try {
     return body();
   } catch (const Error& error) {
+    std::cerr << "kiln " << command << ": " << error.what() << "\n";
+    return kExitError;
+  } catch (const PlanError& error) {  // inspect's own read of the metadata
     std::cerr << "kiln " << command << ": " << error.what() << "\n";
     return kExitError;
   } catch (const std::exception& error) {

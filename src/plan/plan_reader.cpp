@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -58,6 +59,10 @@ void check_consistency(const plan_fb::Plan& plan, uint64_t weights_size) {
     std::string symbol = kernel->symbol()->str();
     if (kernel->parallel_extent() < 1 || kernel->minimum_chunk() < 1)
       invalid("kernel " + symbol + " has a parallel extent or chunk below 1");
+    // Read by tools only (kiln bench --profile), but a tool must not print garbage either.
+    if (!(kernel->estimated_flops() >= 0) || !(kernel->estimated_bytes() >= 0) ||
+        !std::isfinite(kernel->estimated_flops()) || !std::isfinite(kernel->estimated_bytes()))
+      invalid("kernel " + symbol + " has a negative or non-finite cost estimate");
     for (const plan_fb::Slot* slot : *kernel->slots()) {
       bool ok = slot->size() >= 0 && slot->offset() >= 0;
       switch (slot->kind()) {

@@ -180,8 +180,11 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   for (const ScheduledKernel& kernel : schedule.kernels) {
     std::vector<plan_fb::Slot> slots;
     for (int buffer : kernel.buffers) slots.push_back(buffer_slots[static_cast<size_t>(buffer)]);
+    std::vector<flatbuffers::Offset<flatbuffers::String>> sources;
+    for (const std::string& source : kernel.sources) sources.push_back(builder.CreateString(source));
     kernel_values.push_back(plan_fb::CreateKernelDirect(builder, kernel.name().c_str(), &slots,
-                                                        kernel.parallel_extent, kernel_minimum_chunk(kernel)));
+                                                        kernel.parallel_extent, kernel_minimum_chunk(kernel),
+                                                        kernel.estimated_flops, kernel.estimated_bytes, &sources));
   }
   const CpuTarget& target = CpuTarget::host();
   std::vector<std::string> features = enabled_features(target.features());

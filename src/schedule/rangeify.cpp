@@ -135,6 +135,9 @@ class Rangeifier {
     std::vector<UOpPtr> memo_keys_alive;  // the memo's keys are raw pointers: keep their nodes alive
     // The first (index, valid) each recomputed reduction or expensive value was lowered at.
     std::unordered_map<const UOp*, std::vector<const UOp*>> first_use;
+    // The provenance tags of the values computed here, root first, and whether the value is a
+    // reduction (see note_source).
+    std::vector<std::pair<const std::string*, bool>> sources;
   };
 
   // Thrown while a kernel is built when a value must be materialised after all (see lower_uncached);
@@ -255,6 +258,7 @@ class Rangeifier {
     scheduled.buffers = kernel.slots;
     scheduled.parallel_extent = ordered.parallel_extent;
     estimate_cost(scheduled);
+    scheduled.sources = kernel_sources(kernel, node);
     schedule_.kernels.push_back(std::move(scheduled));
   }
 
@@ -359,6 +363,7 @@ class Rangeifier {
   // The value of `node` computed in this kernel (not loaded): the kernel's root, and every node
   // that rangeify fuses.
   UOpPtr compute(const UOp* node, const Index& index, const UOpPtr& valid, bool through_expand, KernelState& kernel) {
+    note_source(node, kernel);
     const Shape& shape = shapes_.of(node);
     switch (node->op()) {
       case Ops::CONST: return node->self();
@@ -472,6 +477,29 @@ class Rangeifier {
     std::vector<UOpPtr> sources;
     for (const UOpPtr& src : node->srcs()) sources.push_back(lower(src.get(), index, valid, through_expand, kernel));
     return UOp::make(node->op(), node->dtype(), std::move(sources), node->arg());
+  }
+
+  // ScheduledKernel::sources. Only nodes that compute (ALU, casts, reductions) name a source: a
+  // broadcast constant or a view is shared by every model node that builds the same one, and keeps
+  // the first one's tag. A kernel that only moves data (a copy, a transpose) names its root's.
+  static void note_source(const UOp* node, KernelState& kernel) {
+    const std::shared_ptr<const std::string>& tag = node->provenance().tag;
+    bool computes = op_is_alu(node->op()) || op_group(node->op()) == OpGroup::Cast || node->op() == Ops::REDUCE_AXIS;
+    std::pair<const std::string*, bool> source{tag.get(), node->op() == Ops::REDUCE_AXIS};
+    if (tag && computes && (kernel.sources.empty() || kernel.sources.back() != source)) kernel.sources.push_back(source);
+  }
+
+  // The tags noted while the kernel was built, distinct, at most kMaxKernelSources: those of
+  // reductions first (the bulk of the work: a conv, a matmul, a pool), then the rest, each group
+  // producers first (the notes are root first, top-down, so reversed).
+  static std::vector<std::string> kernel_sources(const KernelState& kernel, const UOp* root) {
+    std::vector<std::string> sources;
+    for (bool reductions : {true, false})
+      for (auto it = kernel.sources.rbegin(); it != kernel.sources.rend() && sources.size() < kMaxKernelSources; ++it)
+        if (it->second == reductions && std::find(sources.begin(), sources.end(), *it->first) == sources.end())
+          sources.push_back(*it->first);
+    if (sources.empty() && root->provenance().tag) sources.push_back(*root->provenance().tag);
+    return sources;
   }
 
   // Rough work estimates for KILN_DEBUG=2: each ALU op counts once per iteration of the loops it

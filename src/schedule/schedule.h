@@ -23,12 +23,19 @@ struct ScheduledBuffer {
   int64_t bytes() const { return count * dtype.scalar_bytes(); }
 };
 
+constexpr size_t kMaxKernelSources = 16;
+
 struct ScheduledKernel {
   UOpPtr ast;                 // the kernel AST (docs/kernel-ast.md); SINK arg = function name
   std::vector<int> buffers;   // schedule buffer index bound to each DEFINE_GLOBAL slot
   int64_t parallel_extent = 1;  // end of the range with axis id 0 (1 when there is none)
-  double estimated_flops = 0;   // for KILN_DEBUG=2
+  double estimated_flops = 0;   // for KILN_DEBUG=2 and `kiln bench --profile`
   double estimated_bytes = 0;
+  // The provenance tags (UOp::provenance().tag, e.g. an ONNX node's "node 'conv1' (Conv, opset
+  // 13)") of the tensor-level values this kernel computes rather than loads: distinct, those of
+  // reductions first, then producers before consumers, at most kMaxKernelSources. Empty for graphs
+  // built without tags (the C++ Tensor API).
+  std::vector<std::string> sources;
   const std::string& name() const { return ast->arg_string(); }
 };
 

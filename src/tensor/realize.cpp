@@ -11,6 +11,7 @@
 #include "schedule/schedule.h"
 #include "support/debug.h"
 #include "support/error.h"
+#include "support/kernel_profile.h"
 #include "tensor/tensor_internal.h"
 
 namespace kiln {
@@ -67,6 +68,7 @@ void run_schedule(const Schedule& schedule, const std::vector<KernelFunction>& f
                   const std::vector<void*>& buffer_pointers) {
   ThreadPool& pool = default_thread_pool();
   std::vector<void*> arguments;
+  std::vector<KernelLaunchTiming> timings;  // KILN_DEBUG=2: the table at the end
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
     const ScheduledKernel& kernel = schedule.kernels[k];
     arguments.clear();
@@ -81,8 +83,11 @@ void run_schedule(const Schedule& schedule, const std::vector<KernelFunction>& f
       double seconds = std::max(ms, 1e-6) / 1000;
       debug_print(str_cat("  run ", kernel.name(), ": ", ms, " ms, ", kernel.estimated_flops / seconds / 1e9,
                           " GFLOP/s, ", kernel.estimated_bytes / seconds / 1e9, " GB/s"));
+      timings.push_back({kernel.name(), ms, kernel.estimated_flops, kernel.estimated_bytes, kernel.sources});
     }
   }
+  if (timings.size() > 1)  // the table, slowest first; one launch has its line above
+    for (const std::string& line : format_kernel_profile(timings)) debug_print(str_cat("  ", line));
 }
 
 void realize_tensors(const std::vector<Tensor*>& tensors) {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -313,13 +314,11 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
   ThreadPool* pool = options_.parallel_for ? nullptr : own_threads_ ? own_threads_.get() : &default_thread_pool();
   const std::atomic<int>* cancel = settings.cancel;
   void* const* arguments = context->arguments.data();
-  for (size_t k = 0; k < launches_.size(); ++k) {
-    if (cancelled(cancel)) throw_cancelled(k, launches_.size());
-    const Launch& launch = launches_[k];
+  auto run_launch = [&](const Launch& launch) {
     void* const* args = arguments + launch.first_argument;
     KernelFunction function = launch.function;
     int64_t extent = launch.parallel_extent;
-    if (extent <= 0) continue;
+    if (extent <= 0) return;
     int64_t minimum_chunk = std::max<int64_t>(launch.minimum_chunk, 1);
     if (pool == nullptr) {
       // The caller's parallel_for: about four chunks per thread it may have (the run's thread
@@ -329,11 +328,11 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
       HookLaunch hook{function, args, extent, chunk, cancel};
       options_.parallel_for(options_.parallel_for_user_data, static_cast<size_t>((extent + chunk - 1) / chunk),
                             run_hook_chunk, &hook);
-      continue;
+      return;
     }
     if (settings.thread_count == 1) {
       function(args, 0, extent);
-      continue;
+      return;
     }
     // thread_count T > 1 caps the chunks at T, so at most T threads get work.
     if (settings.thread_count > 1)
@@ -344,6 +343,16 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
           if (cancel == nullptr || cancel->load(std::memory_order_relaxed) == 0) function(args, begin, end);
         },
         minimum_chunk);
+  };
+  for (size_t k = 0; k < launches_.size(); ++k) {
+    if (cancelled(cancel)) throw_cancelled(k, launches_.size());
+    if (settings.kernel_seconds == nullptr) {
+      run_launch(launches_[k]);
+      continue;
+    }
+    auto start = std::chrono::steady_clock::now();
+    run_launch(launches_[k]);
+    settings.kernel_seconds[k] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   if (cancelled(cancel)) throw_cancelled(launches_.size(), launches_.size());
   for (size_t i = 0; i < outputs_.size(); ++i)

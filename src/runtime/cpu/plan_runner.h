@@ -39,6 +39,10 @@ struct PlanRunnerOptions {
 struct RunSettings {
   int thread_count = 0;                       // 0: every thread the plan has
   const std::atomic<int>* cancel = nullptr;   // non-zero: stop at the next kernel or chunk
+  // Non-null: the wall time of launch k (seconds, the chunks' threads included) is added to
+  // kernel_seconds[k], one per metadata().kernels(). Internal, for `kiln bench --profile`: libkiln's
+  // C API has no such option (docs/profiling.md says why).
+  double* kernel_seconds = nullptr;
 };
 
 class PlanRunner {
