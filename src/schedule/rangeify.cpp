@@ -14,9 +14,13 @@
 //    sum, a norm's mean); or
 //  - it is a reduction whose value flows, through elementwise and movement ops, into more than one
 //    reduction or output: each of those kernels would run its loop again (a matmul before a
-//    LayerNorm feeds the mean, the variance and the normalised output); or
+//    LayerNorm feeds the mean, the variance and the normalised output), or into elementwise work
+//    of at least kExpensiveOps (its epilogue would run scalar, once per output, in the reduction
+//    kernel's tail instead of in a vectorised elementwise kernel); or
 //  - it is elementwise work of at least kExpensiveOps ALU ops reached through an EXPAND: each
-//    broadcast element would redo it, where a load is one memory access.
+//    broadcast element would redo it, where a load is one memory access. Inside a reduction loop
+//    the bar is kExpensiveOpsInLoop: the loop body runs for every filter a conv's input meets, so
+//    a residual chain or a normalisation before a matmul is materialised once instead.
 //  - it is a reduction, or elementwise work of at least kExpensiveOps, that one kernel needs at two
 //    different indices (shifted views of one value, as in LRN's window sum over a conv's output):
 //    each index would redo it. Found while the kernel is built; the kernel is then built again.
@@ -46,6 +50,10 @@ namespace kiln {
 namespace {
 
 constexpr int kExpensiveOps = 16;
+// Inside a reduction loop, a broadcast value is recomputed once per iteration of the loop for every
+// output it is broadcast over (a conv's input, once per filter and window tap): there even a short
+// chain (a residual add and relu, a LayerNorm's normalise) costs more than a load.
+constexpr int kExpensiveOpsInLoop = 4;
 // Axis ids of reduce ranges start here; output ranges use 0, 1, 2 … (docs/kernel-ast.md).
 constexpr int64_t kFirstReduceAxis = 1000;
 
@@ -74,11 +82,11 @@ UOpPtr and_valid(const UOpPtr& valid, const UOpPtr& condition) {
 
 // The cost of recomputing a value: ALU ops down to buffers and reductions (transcendentals count
 // as the ~20 ops their approximations take). Capped, so the walk stays small.
-int recompute_cost(const UOp* root) {
+int recompute_cost(const UOp* root, int limit = kExpensiveOps) {
   int cost = 0;
   std::vector<const UOp*> stack{root};
   std::unordered_set<const UOp*> seen;
-  while (!stack.empty() && cost < kExpensiveOps) {
+  while (!stack.empty() && cost < limit) {
     const UOp* node = stack.back();
     stack.pop_back();
     if (!seen.insert(node).second) continue;
@@ -93,6 +101,22 @@ int recompute_cost(const UOp* root) {
     for (const UOpPtr& src : node->srcs()) stack.push_back(src.get());
   }
   return cost;
+}
+
+// Whether `root` computes from an arange (SPECIAL) without a buffer, reduction or CONTIGUOUS in
+// between. The walk is capped: a value too large to tell is treated as not reading one.
+bool reads_arange(const UOp* root) {
+  std::vector<const UOp*> stack{root};
+  std::unordered_set<const UOp*> seen;
+  while (!stack.empty() && seen.size() < 64) {
+    const UOp* node = stack.back();
+    stack.pop_back();
+    if (!seen.insert(node).second) continue;
+    if (node->op() == Ops::SPECIAL) return true;
+    if (node->op() == Ops::REDUCE_AXIS || node->op() == Ops::CONTIGUOUS || node->op() == Ops::BUFFER) continue;
+    for (const UOpPtr& src : node->srcs()) stack.push_back(src.get());
+  }
+  return false;
 }
 
 class Rangeifier {
@@ -155,7 +179,7 @@ class Rangeifier {
   // than one place that computes it: other reductions (each is a loop of its own kernel, or of its
   // own loop nest) and outputs. Each would recompute the reduction, so it is materialised once:
   // LayerNorm's mean, variance and normalise each read the matmul before them, softmax's max,
-  // sum and normalise the scores.
+  // sum and normalise the scores. Also true when the elementwise work on that path is expensive.
   bool reaches_several_kernels(const UOp* reduction) {
     std::unordered_set<const UOp*> boundaries, seen;
     std::vector<const UOp*> stack{reduction};
@@ -166,6 +190,12 @@ class Rangeifier {
         if (!seen.insert(consumer).second) continue;
         bool boundary = consumer->op() == Ops::REDUCE_AXIS || consumer->op() == Ops::CONTIGUOUS ||
                         output_nodes_.contains(consumer);
+        // An expensive epilogue (GELU's erf after the FFN matmul) would run once per output in the
+        // reduction kernel's scalar tail; in a kernel of its own it is a plain elementwise loop
+        // that vectorises.
+        OpGroup group = op_group(consumer->op());
+        bool alu = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
+        if (alu && recompute_cost(consumer) >= kExpensiveOps) return true;
         if (boundary) {
           boundaries.insert(consumer);
           if (boundaries.size() > 1) return true;
@@ -212,7 +242,14 @@ class Rangeifier {
   }
 
   void build_kernel(const UOp* node, int output_buffer) {
+    // A kernel materialised while another is being built starts outside any reduction loop.
+    struct SavedDepth {
+      int& depth;
+      int saved;
+      ~SavedDepth() { depth = saved; }
+    } saved{reduce_depth_, reduce_depth_};
     while (true) {
+      reduce_depth_ = 0;
       try {
         build_kernel_once(node, output_buffer);
         return;
@@ -307,7 +344,11 @@ class Rangeifier {
     if (node->op() == Ops::REDUCE_AXIS) return through_expand || consumers_[node].size() > 1;
     OpGroup group = op_group(node->op());
     bool alu = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
-    return alu && through_expand && recompute_cost(node) >= kExpensiveOps;
+    if (!alu || !through_expand) return false;
+    // Comparisons with arange (a gather's one-hot mask) stay inline even in a loop: they are what
+    // the one-hot collapse turns into a load (reduce_collapse.h).
+    int bar = reduce_depth_ > 0 && !reads_arange(node) ? kExpensiveOpsInLoop : kExpensiveOps;
+    return recompute_cost(node, bar) >= bar;
   }
 
   // The value of `node` at `index` (one index expression per axis of its shape), under `valid`.
@@ -457,7 +498,15 @@ class Rangeifier {
           source_index[axis] = r;
           ranges.push_back(r);
         }
-        UOpPtr body = lower(source, source_index, valid, through_expand, kernel);
+        ++reduce_depth_;
+        UOpPtr body;
+        try {
+          body = lower(source, source_index, valid, through_expand, kernel);
+        } catch (...) {
+          --reduce_depth_;
+          throw;
+        }
+        --reduce_depth_;
         if (ranges.empty()) return body;
         // A gather written as "compare with arange, select, sum" is a load (reduce_collapse.h).
         auto reduce_op = static_cast<Ops>(arg.at(0));
@@ -546,6 +595,7 @@ class Rangeifier {
   // Values materialised because one kernel needed them at two indices, or several kernels need them.
   std::unordered_set<const UOp*> forced_;
   std::unordered_set<const UOp*> output_nodes_;
+  int reduce_depth_ = 0;  // REDUCE_AXIS sources being lowered around the current node
 };
 
 }  // namespace

@@ -226,6 +226,38 @@ TEST_CASE("softmax after a matmul runs the matmul once") {
   CHECK(ranges_of_extent(schedule, 40) == 1);
 }
 
+// The kernel that runs the reduction of the given contraction length.
+const ScheduledKernel* reduction_kernel(const Schedule& schedule, int64_t extent) {
+  for (const ScheduledKernel& kernel : schedule.kernels)
+    for (const UOp* node : toposort(kernel.ast))
+      if (node->op() == Ops::RANGE && node->arg_int() >= 1000 && node->src(0)->const_int() == extent) return &kernel;
+  return nullptr;
+}
+
+TEST_CASE("a short elementwise chain read inside a reduction loop is materialised, not redone per output") {
+  // ((a + b).relu() + c).relu() is 4 ops; as a matmul's left operand it is broadcast over the 64
+  // output columns, so recomputing it would repeat it 64 times per element.
+  Tensor a = input({32, 48}), b = input({32, 48}), c = input({32, 48}), w = input({64, 48});
+  Tensor x = ((a + b).relu() + c).relu();
+  Schedule schedule = schedule_of({x.matmul(w.transpose())});
+  const ScheduledKernel* matmul = reduction_kernel(schedule, 48);
+  REQUIRE(matmul != nullptr);
+  CHECK(count_ops(matmul->ast, Ops::MAX) == 0);
+  CHECK(count_ops(matmul->ast, Ops::LOAD) == 2);
+}
+
+TEST_CASE("an expensive epilogue after a reduction gets a kernel of its own") {
+  // exp2 is a ~20-op polynomial: in the matmul kernel it would run in the scalar tail per output,
+  // in its own elementwise kernel it vectorises.
+  Tensor x = input({32, 48}), w = input({64, 48});
+  Tensor y = (x.matmul(w.transpose()) * 0.5f).exp2();
+  Schedule schedule = schedule_of({y});
+  const ScheduledKernel* matmul = reduction_kernel(schedule, 48);
+  REQUIRE(matmul != nullptr);
+  CHECK(count_ops(matmul->ast, Ops::EXP2) == 0);
+  CHECK(schedule.kernels.size() == 2);
+}
+
 }  // TEST_SUITE
 
 }  // namespace
