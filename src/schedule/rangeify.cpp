@@ -82,7 +82,7 @@ UOpPtr and_valid(const UOpPtr& valid, const UOpPtr& condition) {
 
 // The cost of recomputing a value: ALU ops down to buffers and reductions (transcendentals count
 // as the ~20 ops their approximations take). Capped, so the walk stays small.
-int recompute_cost(const UOp* root, int limit = kExpensiveOps) {
+int recompute_cost(const UOp* root, int limit = kExpensiveOps, bool count_pads = true) {
   int cost = 0;
   std::vector<const UOp*> stack{root};
   std::unordered_set<const UOp*> seen;
@@ -97,7 +97,7 @@ int recompute_cost(const UOp* root, int limit = kExpensiveOps) {
     // A PAD lowers to bounds compares, a select and a masked load: a concatenation of k inputs is
     // k of them plus k - 1 selects, work that a broadcast (a 1x1 conv over the concatenation)
     // would repeat for every output channel.
-    if (node->op() == Ops::PAD) cost += 2;
+    if (node->op() == Ops::PAD && count_pads) cost += 2;
     for (const UOpPtr& src : node->srcs()) stack.push_back(src.get());
   }
   return cost;
@@ -347,8 +347,10 @@ class Rangeifier {
     if (!alu || !through_expand) return false;
     // Comparisons with arange (a gather's one-hot mask) stay inline even in a loop: they are what
     // the one-hot collapse turns into a load (reduce_collapse.h).
-    int bar = reduce_depth_ > 0 && !reads_arange(node) ? kExpensiveOpsInLoop : kExpensiveOps;
-    return recompute_cost(node, bar) >= bar;
+    // Padding is not counted there: a pool's window over a padded input stays one kernel.
+    if (reduce_depth_ > 0 && !reads_arange(node) && recompute_cost(node, kExpensiveOpsInLoop, false) >= kExpensiveOpsInLoop)
+      return true;
+    return recompute_cost(node) >= kExpensiveOps;
   }
 
   // The value of `node` at `index` (one index expression per axis of its shape), under `valid`.

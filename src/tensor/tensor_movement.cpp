@@ -410,11 +410,13 @@ Tensor Tensor::take(const Tensor& indices, int64_t axis) const {
   return one_hot_select(reshape(data_shape), index, a + index_axes, n);
 }
 
-// Prefix sums as masked reductions: out[i] = Σ_j x[j]·[j ≤ i], with x broadcast along a new axis i.
-// That is one kernel but O(n²) work along the axis, fine for short axes. Longer axes are split into
-// blocks of length B: a prefix sum inside each block (O(n·B)) plus the exclusive prefix sum of the
-// block totals (O((n/B)²)), with B ≈ √n: O(n^1.5) work in three kernels (block totals, their
-// prefix, and the in-block prefix plus offset).
+// Prefix sums. Short axes (up to 64): one masked reduction, out[i] = Σ_j x[j]·[j ≤ i], one kernel
+// with O(n²) work along the axis. Longer axes: a log-step scan (Hillis-Steele): after pass p every
+// element holds the sum of the 2^p elements ending at it, x_{p+1}[i] = x_p[i] + x_p[i - 2^p]; ⌈log2 n⌉
+// passes of one add per element, each materialised (O(n log n) work; a pass fused into the next
+// would read its input at two shifts and double the work per level). The additions happen in a
+// different order than a running sum, so floats differ from one by rounding (the error grows with
+// log n instead of n); integers are exact.
 Tensor Tensor::cumsum(int64_t axis) const {
   if (ndim() == 0) return reshape({1}).cumsum(0).reshape({});
   int64_t a = normalize_axis(axis, ndim(), "cumsum");
@@ -425,15 +427,12 @@ Tensor Tensor::cumsum(int64_t axis) const {
                                                                                           : out_type;
   Tensor x = cast(acc_type);
   if (n <= 1) return x.cast(out_type);
-  constexpr int64_t kDirectLimit = 512;
+  constexpr int64_t kDirectLimit = 64;
   if (n <= kDirectLimit) return masked_prefix_sum(x, a, true).cast(out_type);
-  auto block = static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(n))));
-  int64_t blocks = (n + block - 1) / block;
-  Tensor grouped = split_axis(pad_axis_zero(x, a, 0, blocks * block - n), a, {blocks, block});
-  Tensor inner = masked_prefix_sum(grouped, a + 1, true);
-  Tensor offsets = masked_prefix_sum(grouped.sum({a + 1}), a, false).unsqueeze(a + 1);
-  Tensor result = merge_axes(inner + offsets, a, 2);
-  return shrink_axis(result, a, 0, n).cast(out_type);
+  Tensor scan = x;
+  for (int64_t shift = 1; shift < n; shift *= 2)
+    scan = contiguous(scan + pad_axis_zero(shrink_axis(scan, a, 0, n - shift), a, shift, 0));
+  return scan.cast(out_type);
 }
 
 }  // namespace kiln
