@@ -53,7 +53,7 @@ constexpr int kExpensiveOps = 16;
 // Inside a reduction loop, a broadcast value is recomputed once per iteration of the loop for every
 // output it is broadcast over (a conv's input, once per filter and window tap): there even a short
 // chain (a residual add and relu, a LayerNorm's normalise) costs more than a load.
-constexpr int kExpensiveOpsInLoop = 4;
+constexpr int kExpensiveOpsInLoop = 3;
 // Axis ids of reduce ranges start here; output ranges use 0, 1, 2 … (docs/kernel-ast.md).
 constexpr int64_t kFirstReduceAxis = 1000;
 
@@ -82,7 +82,7 @@ UOpPtr and_valid(const UOpPtr& valid, const UOpPtr& condition) {
 
 // The cost of recomputing a value: ALU ops down to buffers and reductions (transcendentals count
 // as the ~20 ops their approximations take). Capped, so the walk stays small.
-int recompute_cost(const UOp* root, int limit = kExpensiveOps, bool count_pads = true) {
+int recompute_cost(const UOp* root, int limit = kExpensiveOps, int pad_cost = 2) {
   int cost = 0;
   std::vector<const UOp*> stack{root};
   std::unordered_set<const UOp*> seen;
@@ -97,13 +97,13 @@ int recompute_cost(const UOp* root, int limit = kExpensiveOps, bool count_pads =
     // A PAD lowers to bounds compares, a select and a masked load: a concatenation of k inputs is
     // k of them plus k - 1 selects, work that a broadcast (a 1x1 conv over the concatenation)
     // would repeat for every output channel.
-    if (node->op() == Ops::PAD && count_pads) cost += 2;
+    if (node->op() == Ops::PAD) cost += pad_cost;
     for (const UOpPtr& src : node->srcs()) stack.push_back(src.get());
   }
   return cost;
 }
 
-// Whether `root` computes from an arange (SPECIAL) without a buffer, reduction or CONTIGUOUS in
+// Whether `root` computes from an arange (SPECIAL) with no buffer, CONTIGUOUS or reduction in
 // between. The walk is capped: a value too large to tell is treated as not reading one.
 bool reads_arange(const UOp* root) {
   std::vector<const UOp*> stack{root};
@@ -116,6 +116,14 @@ bool reads_arange(const UOp* root) {
     if (node->op() == Ops::REDUCE_AXIS || node->op() == Ops::CONTIGUOUS || node->op() == Ops::BUFFER) continue;
     for (const UOpPtr& src : node->srcs()) stack.push_back(src.get());
   }
+  return false;
+}
+
+// Whether an index expression uses a reduce loop variable (axis ids from kFirstReduceAxis).
+bool varies_with_reduce_loop(const Index& index) {
+  for (const UOpPtr& component : index)
+    for (const UOp* node : toposort(component))
+      if (node->op() == Ops::RANGE && node->arg_int() >= kFirstReduceAxis) return true;
   return false;
 }
 
@@ -338,17 +346,20 @@ class Rangeifier {
     return UOp::make(Ops::CONST, type, {}, static_cast<int64_t>(min_value(type)));
   }
 
-  bool must_materialize(const UOp* node, bool through_expand) {
+  bool must_materialize(const UOp* node, bool through_expand, const Index& index) {
     if (buffer_of_.contains(node) || node->op() == Ops::BUFFER || node->op() == Ops::CONTIGUOUS) return true;
     if (forced_.contains(node)) return true;
     if (node->op() == Ops::REDUCE_AXIS) return through_expand || consumers_[node].size() > 1;
     OpGroup group = op_group(node->op());
     bool alu = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
     if (!alu || !through_expand) return false;
-    // Comparisons with arange (a gather's one-hot mask) stay inline even in a loop: they are what
-    // the one-hot collapse turns into a load (reduce_collapse.h).
-    // Padding is not counted there: a pool's window over a padded input stays one kernel.
-    if (reduce_depth_ > 0 && !reads_arange(node) && recompute_cost(node, kExpensiveOpsInLoop, false) >= kExpensiveOpsInLoop)
+    // The lower bar applies where the value changes with the reduction loop (a conv's input
+    // varies with its window and channel loops; a gather's index does not, and is hoisted). Pads do
+    // not count there (a pool over a padded input stays one kernel), and comparisons with arange
+    // stay inline: they are a gather's one-hot mask, which the collapse turns into a load
+    // (reduce_collapse.h).
+    if (reduce_depth_ > 0 && varies_with_reduce_loop(index) && !reads_arange(node) &&
+        recompute_cost(node, kExpensiveOpsInLoop, 0) >= kExpensiveOpsInLoop)
       return true;
     return recompute_cost(node) >= kExpensiveOps;
   }
@@ -367,7 +378,7 @@ class Rangeifier {
 
   UOpPtr lower_uncached(const UOp* node, const Index& index, const UOpPtr& valid, bool through_expand,
                         KernelState& kernel) {
-    if (must_materialize(node, through_expand)) return load(node, index, valid, kernel);
+    if (must_materialize(node, through_expand, index)) return load(node, index, valid, kernel);
     // A reduction under padding would run its loop for the padding too (WHERE evaluates both arms):
     // in a concatenation, for every element of every other input (DenseNet's concat of a growing
     // feature map with one new conv output ran that conv for all 1024 channels).
