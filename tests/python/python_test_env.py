@@ -3,7 +3,9 @@
 Meson runs these tests with the system python3; when it lacks numpy (or onnx) the test re-runs
 itself with the project's .venv python (scripts/lib/python_env.sh) or $KILN_TEST_PYTHON, and exits
 77 (skipped) when neither has them."""
+import argparse
 import os
+import subprocess
 import sys
 
 
@@ -38,3 +40,35 @@ def read_tensor(path):
     with open(path, "rb") as f:
         tensor.ParseFromString(f.read())
     return numpy_helper.to_array(tensor)
+
+
+def cli_arguments():
+    """The arguments meson passes to the CLI tests: --source-root, --kiln and --python."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--source-root", required=True)
+    parser.add_argument("--kiln", required=True)
+    parser.add_argument("--python")
+    return parser.parse_args()
+
+
+class Checks:
+    """Named checks that print ok/FAIL and are counted, and a runner for the kiln CLI."""
+
+    def __init__(self, kiln_path):
+        self.kiln_path = kiln_path
+        self.failures = []
+
+    def check(self, condition, what):
+        print(("ok    " if condition else "FAIL  ") + what)
+        if not condition:
+            self.failures.append(what)
+
+    def kiln(self, *arguments):
+        completed = subprocess.run([self.kiln_path, *arguments], capture_output=True, text=True)
+        print(f"$ kiln {' '.join(arguments)}  -> {completed.returncode}\n{completed.stdout}{completed.stderr}")
+        return completed
+
+    def finish(self):
+        """Prints the failure count and exits 1 when any check failed."""
+        print(f"{len(self.failures)} failure(s)")
+        sys.exit(1 if self.failures else 0)

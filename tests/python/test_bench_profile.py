@@ -5,35 +5,19 @@ Needs only the system python3; skipped (exit 77) when ../shared/data/models/mnis
 
 usage: test_bench_profile.py --source-root DIR --kiln KILN_CLI [--python IGNORED]
 """
-import argparse
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import python_test_env  # noqa: E402
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--source-root", required=True)
-parser.add_argument("--kiln", required=True)
-parser.add_argument("--python")
-args = parser.parse_args()
+args = python_test_env.cli_arguments()
 model_folder = python_test_env.shared_model(args.source_root, "mnist_8")
-failures = []
+checks = python_test_env.Checks(args.kiln)
+check, kiln = checks.check, checks.kiln
 
-
-def check(condition, what):
-    print(("ok    " if condition else "FAIL  ") + what)
-    if not condition:
-        failures.append(what)
-
-
-def kiln(*arguments):
-    completed = subprocess.run([args.kiln, *arguments], capture_output=True, text=True)
-    print(f"$ kiln {' '.join(arguments)}  -> {completed.returncode}\n{completed.stdout}{completed.stderr}")
-    return completed
 
 
 ROW = re.compile(r"^(\S+) +(\d+) +([0-9.]+) +([0-9.]+)% +(\S+) +(\S+)(?:  (.*))?$")
@@ -88,5 +72,4 @@ with tempfile.TemporaryDirectory(prefix="kiln_bench_profile_") as work:
 
     check("--profile" in kiln("bench", "--help").stdout, "kiln bench --help documents --profile")
 
-print(f"{len(failures)} failure(s)")
-sys.exit(1 if failures else 0)
+checks.finish()

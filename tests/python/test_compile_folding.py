@@ -10,41 +10,25 @@ compile`, described with `kiln inspect` and run with `kiln run`, against numpy r
 
 usage: test_compile_folding.py --source-root DIR --kiln KILN_CLI [--python VENV_PYTHON]
 """
-import argparse
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import python_test_env  # noqa: E402
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--source-root", required=True)
-parser.add_argument("--kiln", required=True)
-parser.add_argument("--python")
-args = parser.parse_args()
+args = python_test_env.cli_arguments()
 python_test_env.require_numpy_and_onnx(args.python)
 
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-failures = []
+checks = python_test_env.Checks(args.kiln)
+check, kiln = checks.check, checks.kiln
 rng = np.random.default_rng(7)
 
-
-def check(condition, what):
-    print(("ok    " if condition else "FAIL  ") + what)
-    if not condition:
-        failures.append(what)
-
-
-def kiln(*arguments):
-    completed = subprocess.run([args.kiln, *arguments], capture_output=True, text=True)
-    print(f"$ kiln {' '.join(arguments)}  -> {completed.returncode}\n{completed.stdout}{completed.stderr}")
-    return completed
 
 
 def save_model(path, nodes, inputs, outputs, initializers):
@@ -147,7 +131,4 @@ with tempfile.TemporaryDirectory(prefix="kiln_folding_test_") as work:
             expected[0, i] = table[wrapped]
     check(np.array_equal(produced, expected), "Gather: in-range rows exact, negative wrap once, out of range is 0")
 
-if failures:
-    print(f"{len(failures)} check(s) failed")
-    sys.exit(1)
-print("all checks passed")
+checks.finish()

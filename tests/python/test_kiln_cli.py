@@ -3,7 +3,6 @@
 
 usage: test_kiln_cli.py --source-root DIR --kiln KILN_CLI [--python VENV_PYTHON]
 """
-import argparse
 import os
 import re
 import subprocess
@@ -13,29 +12,15 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import python_test_env  # noqa: E402
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--source-root", required=True)
-parser.add_argument("--kiln", required=True)
-parser.add_argument("--python")
-args = parser.parse_args()
+args = python_test_env.cli_arguments()
 python_test_env.require_numpy_and_onnx(args.python)
 model_folder = python_test_env.shared_model(args.source_root, "mnist_8")
 
 import numpy as np  # noqa: E402
 
-failures = []
+checks = python_test_env.Checks(args.kiln)
+check, kiln = checks.check, checks.kiln
 
-
-def check(condition, what):
-    print(("ok    " if condition else "FAIL  ") + what)
-    if not condition:
-        failures.append(what)
-
-
-def kiln(*arguments):
-    completed = subprocess.run([args.kiln, *arguments], capture_output=True, text=True)
-    print(f"$ kiln {' '.join(arguments)}  -> {completed.returncode}\n{completed.stdout}{completed.stderr}")
-    return completed
 
 
 with tempfile.TemporaryDirectory(prefix="kiln_cli_test_") as work:
@@ -99,5 +84,4 @@ with tempfile.TemporaryDirectory(prefix="kiln_cli_test_") as work:
     missing = kiln("bench", os.path.join(work, "missing.kiln"))
     check(missing.returncode == 1 and "missing.kiln" in missing.stderr, "a missing plan is an error naming it")
 
-print(f"{len(failures)} failure(s)")
-sys.exit(1 if failures else 0)
+checks.finish()
