@@ -278,7 +278,8 @@ void check_narrow_output(const OnnxValueInfo& info, int32_t produced) {
 
 }  // namespace
 
-OnnxModel::OnnxModel() : proto_(std::make_unique<onnx::ModelProto>()) {}
+OnnxModel::OnnxModel()
+    : proto_(std::make_unique<onnx::ModelProto>()), fold_cache_(std::make_shared<ConstantFoldCache>()) {}
 OnnxModel::OnnxModel(OnnxModel&&) noexcept = default;
 OnnxModel& OnnxModel::operator=(OnnxModel&&) noexcept = default;
 OnnxModel::~OnnxModel() = default;
@@ -720,6 +721,18 @@ std::vector<std::pair<std::string, OnnxValue>> OnnxModel::run_values(
   std::vector<std::pair<std::string, OnnxValue>> outputs = build_values(inputs, registry);
   std::vector<Tensor*> to_realize;
   for (auto& [name, value] : outputs) value.collect_tensors(to_realize);
+  // Weight-only values are computed once per model (fold_cache_) and read as buffers by every run,
+  // as a plan stores them; the given inputs are the run-time values.
+  std::vector<Tensor> values, runtime_inputs;
+  for (Tensor* tensor : to_realize) values.push_back(*tensor);
+  std::vector<Tensor*> given;
+  for (auto [name, value] : inputs) {
+    given.clear();
+    value.collect_tensors(given);
+    for (Tensor* tensor : given) runtime_inputs.push_back(*tensor);
+  }
+  values = fold_constants(values, runtime_inputs, nullptr, fold_cache_.get());
+  for (size_t i = 0; i < to_realize.size(); ++i) *to_realize[i] = values[i];
   Tensor::realize_all(to_realize);
   return outputs;
 }

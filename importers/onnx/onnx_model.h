@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "tensor/tensor_internal.h"
 #include "op_registry.h"
 
 namespace onnx {
@@ -122,6 +123,9 @@ class OnnxModel {
   std::unordered_map<std::string, Tensor> initializers_;  // decoded once at load time
   std::unordered_map<std::string, int32_t> narrow_initializers_;  // their ONNX type, for narrow types
   std::vector<int> node_order_;  // topological order of graph nodes (indices into graph.node)
+  // Weight-only values run() folded once (a transposed weight, a Conv's BatchNorm-folded weights),
+  // reused by every later run; see fold_constants in src/tensor/tensor_internal.h.
+  std::shared_ptr<ConstantFoldCache> fold_cache_;
 };
 
 }  // namespace kiln::onnx_import

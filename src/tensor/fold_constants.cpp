@@ -13,6 +13,7 @@
 //  - values much larger than the buffers they read (an outer product of two weight vectors): a
 //    kernel recomputes them cheaper than it loads them;
 //  - arithmetic on constants alone with no buffer (arange, iota masks): index math, cheaper inline.
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -57,7 +58,7 @@ std::unordered_set<int64_t> runtime_buffer_ids(const std::vector<Tensor>& output
 }  // namespace
 
 std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std::vector<Tensor>& runtime_inputs,
-                                   ConstantFoldReport* report) {
+                                   ConstantFoldReport* report, ConstantFoldCache* cache) {
   if (report != nullptr) *report = {};
   std::unordered_set<int64_t> runtime = runtime_buffer_ids(outputs, runtime_inputs);
   std::vector<UOpPtr> roots;
@@ -130,18 +131,31 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
   }
   if (targets.empty()) return outputs;
 
-  // Realize every target in one schedule. Each tensor keeps the outputs alive, and with them every
-  // buffer the graph reads.
+  // Realize every target not in the cache in one schedule. Each tensor keeps the outputs alive,
+  // and with them every buffer the graph reads.
   std::vector<Tensor> folded;
   std::vector<const Tensor*> keep;
   for (const Tensor& output : outputs) keep.push_back(&output);
-  for (const UOp* target : targets) {
-    DType dtype = target->dtype();
-    folded.push_back(make_tensor(target->self(), shapes.of(target), dtype, keep));
-  }
+  std::unique_lock<std::mutex> lock;
+  if (cache != nullptr) lock = std::unique_lock<std::mutex>(cache->mutex);
   std::vector<Tensor*> pending;
-  for (Tensor& tensor : folded) pending.push_back(&tensor);
-  realize_tensors(pending);
+  std::vector<size_t> computed;
+  for (const UOp* target : targets) {
+    if (cache != nullptr) {
+      auto found = cache->values.find(target->self());
+      if (found != cache->values.end()) {
+        folded.push_back(found->second);
+        continue;
+      }
+    }
+    folded.push_back(make_tensor(target->self(), shapes.of(target), target->dtype(), keep));
+    computed.push_back(folded.size() - 1);
+  }
+  for (size_t i : computed) pending.push_back(&folded[i]);
+  if (!pending.empty()) realize_tensors(pending);
+  // The cache keeps a realized value (its buffer, not the graph it came from) under its node.
+  if (cache != nullptr)
+    for (size_t i : computed) cache->values.emplace(targets[i]->self(), folded[i]);
 
   std::unordered_map<const UOp*, UOpPtr> replacements;
   int64_t folded_bytes = 0;
@@ -153,8 +167,17 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
   std::vector<const Tensor*> inputs = keep;
   for (const Tensor& tensor : folded) inputs.push_back(&tensor);
   std::vector<Tensor> result;
-  for (size_t i = 0; i < outputs.size(); ++i)
-    result.push_back(make_tensor(rewritten->src(i), outputs[i].shape(), outputs[i].data().dtype, inputs));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    // An output that became a folded buffer itself (a reshape of one collapses into the buffer)
+    // needs a kernel that copies it into the output: rangeify builds kernels for computed values.
+    UOpPtr root = rewritten->src(i);
+    if (root.get() == roots[i].get()) {  // untouched: keep the handle (it may be a realized buffer)
+      result.push_back(outputs[i]);
+      continue;
+    }
+    if (root->op() == Ops::BUFFER) root = UOp::make(Ops::CONTIGUOUS, root->dtype(), {root});
+    result.push_back(make_tensor(root, outputs[i].shape(), outputs[i].data().dtype, inputs));
+  }
   if (report != nullptr) {
     report->values = static_cast<int>(targets.size());
     report->bytes = folded_bytes;

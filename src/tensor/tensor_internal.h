@@ -3,6 +3,8 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,8 +43,14 @@ struct ConstantFoldReport {
   int values = 0;       // values folded
   int64_t bytes = 0;    // bytes of their results
 };
+// Folded values kept between folds of graphs over the same weights (a model run many times in
+// process): a value whose node was folded before is reused, not computed again. Thread-safe.
+struct ConstantFoldCache {
+  std::mutex mutex;
+  std::unordered_map<UOpPtr, Tensor, UOpPtrHash> values;
+};
 std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std::vector<Tensor>& runtime_inputs = {},
-                                   ConstantFoldReport* report = nullptr);
+                                   ConstantFoldReport* report = nullptr, ConstantFoldCache* cache = nullptr);
 // Realizes several tensors with one schedule (Tensor::realize and realize_all call this).
 void realize_tensors(const std::vector<Tensor*>& tensors);
 // Runs the kernels of `schedule` in order on the default thread pool, with the buffer of schedule

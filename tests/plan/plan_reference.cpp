@@ -11,7 +11,6 @@
 #include <iostream>
 
 #include "onnx_model.h"
-#include "tensor/tensor_internal.h"
 #include "tensor_file.h"
 
 namespace fs = std::filesystem;
@@ -65,18 +64,11 @@ int main(int argc, char** argv) {
         auto read = kiln::tools::read_tensor_file((data / ("output_" + std::to_string(k) + ".pb")).string());
         write_raw(out / ("expected_" + std::to_string(k) + ".bin"), read.tensor);
       }
-      // The graph `kiln compile` builds, folded the same way (the inputs are run-time values), so
-      // that the plan's outputs can be compared with these bit for bit.
-      auto built = model.build(inputs);
-      std::vector<kiln::Tensor> outputs, runtime_inputs;
-      for (const auto& [name, tensor] : built) outputs.push_back(tensor);
-      for (const auto& [name, tensor] : inputs) runtime_inputs.push_back(tensor);
-      outputs = kiln::fold_constants(outputs, runtime_inputs);
-      std::vector<kiln::Tensor*> pending;
-      for (kiln::Tensor& tensor : outputs) pending.push_back(&tensor);
-      kiln::Tensor::realize_all(pending);
+      // run() folds weight-only values as `kiln compile` does, so the plan's outputs can be
+      // compared with these bit for bit.
+      auto outputs = model.run(inputs);
       for (size_t k = 0; k < outputs.size(); ++k)
-        write_raw(out / ("inprocess_" + std::to_string(k) + ".bin"), outputs[k]);
+        write_raw(out / ("inprocess_" + std::to_string(k) + ".bin"), outputs[k].second);
       if (!shapes.flush()) throw std::runtime_error("cannot write " + (out / "shapes.txt").string());
     }
     return 0;
