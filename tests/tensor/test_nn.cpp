@@ -326,6 +326,15 @@ TEST_CASE("conv: errors name the op and the shapes") {
   check_error([&] { (void)Tensor::zeros({4, 5}).conv(w); }, "conv: input of shape (4, 5) needs at least 3 axes");
 }
 
+// Strided transposed convolutions are split by output phase (tensor_nn.cpp): one direct conv per
+// residue combination that some kernel tap reaches, plus one kernel that interleaves them.
+size_t conv_transpose_kernel_bound(const ConvOptions& options, size_t n) {
+  Spatial s = spatial_of(options, n);
+  size_t phases = 1;
+  for (int64_t stride : s.stride) phases *= static_cast<size_t>(stride);
+  return phases == 1 ? 1 : phases + 1;
+}
+
 TEST_CASE("conv_transpose: stride, padding, dilation, groups and output_padding") {
   struct Case {
     Shape input, weight;
@@ -339,6 +348,20 @@ TEST_CASE("conv_transpose: stride, padding, dilation, groups and output_padding"
       {{1, 4, 3, 4}, {4, 1, 2, 3}, conv_options({1, 3}, {0, 1, 1, 2}, {2, 1}, 4)},
       {{1, 6, 5, 5}, {6, 2, 3, 3}, conv_options({2}, {2}, {1}, 3)},  // pads larger than d·(K-1): cropping
       {{1, 2, 3, 2, 3}, {2, 2, 2, 3, 2}, conv_options({2, 1, 2}, {1, 0, 0, 0, 1, 1}, {1, 1, 2}, 1, {1, 0, 0})},
+      // The phase split: stride 2 and 3, dilation sharing a factor with the stride (a phase no tap
+      // reaches), kernels shorter than the stride, groups, output_padding, 1-D to 3-D.
+      {{1, 3, 6, 5}, {3, 2, 3, 3}, conv_options({2}, {1}, {}, 1, {1})},
+      {{2, 2, 4, 5}, {2, 3, 3, 4}, conv_options({3}, {1, 2, 0, 1}, {}, 1, {2, 1})},
+      {{1, 2, 5, 4}, {2, 3, 3, 3}, conv_options({2}, {1}, {2}, 1, {1})},
+      {{1, 2, 4, 4}, {2, 2, 4, 3}, conv_options({2, 4}, {2, 1, 3, 0}, {2, 2}, 1, {0, 1})},
+      {{1, 2, 4, 3}, {2, 3, 2, 1}, conv_options({3, 2}, {}, {}, 1)},  // kernel < stride
+      {{2, 3, 5}, {3, 2, 1}, conv_options({4}, {}, {}, 1, {3})},       // 1x1 kernel, stride 4
+      {{1, 4, 3, 3}, {4, 3, 3, 3}, conv_options({2}, {1}, {}, 2, {1})},  // groups
+      {{1, 6, 4}, {6, 1, 5}, conv_options({3}, {2, 4}, {2}, 6, {1})},    // depthwise, 1-D
+      {{2, 3, 7}, {3, 2, 6}, conv_options({4}, {3}, {2}, 1)},            // d = 2, s = 4: half the phases empty
+      {{1, 1, 1}, {1, 1, 1}, conv_options({2}, {2, 0}, {}, 1, {3})},     // a phase that reads only padding
+      {{1, 2, 3, 3, 2}, {2, 2, 3, 2, 3}, conv_options({2, 2, 3}, {1, 0, 1, 0, 1, 2}, {1, 2, 1}, 1, {1, 1, 0})},
+      {{1, 4, 2, 3, 3}, {4, 1, 2, 3, 2}, conv_options({3, 2, 2}, {0}, {}, 2, {2, 0, 1})},
   };
   uint64_t seed = 300;
   for (const Case& c : cases) {
@@ -348,7 +371,11 @@ TEST_CASE("conv_transpose: stride, padding, dilation, groups and output_padding"
     Array b = random_array({c.weight[1] * c.options.groups}, seed++);
     Tensor out = to_tensor(x).conv_transpose(to_tensor(w), to_tensor(b), c.options);
     check_close(out, ref_conv_transpose(x, w, b, c.options), kF32Atol, kF32Rtol);
-    CHECK(kernel_count(out) == 1);
+    size_t bound = conv_transpose_kernel_bound(c.options, c.input.size() - 2);
+    if (bound == 1) CHECK(kernel_count(out) == 1);
+    else CHECK(kernel_count(out) <= bound);
+    // A relu after it joins the last kernel.
+    CHECK(kernel_count(out.relu()) == kernel_count(out));
     check_close(to_permuted_view(x).conv_transpose(to_permuted_view(w), Tensor(), c.options),
                 ref_conv_transpose(x, w, std::nullopt, c.options), kF32Atol, kF32Rtol);
   }
@@ -358,8 +385,59 @@ TEST_CASE("conv_transpose: stride, padding, dilation, groups and output_padding"
               ref_conv_transpose(x, w, std::nullopt, options), kF64Tol, kF64Tol);
   check_close(to_tensor(x, ScalarType::Float16).conv_transpose(to_tensor(w, ScalarType::Float16), Tensor(), options),
               ref_conv_transpose(x, w, std::nullopt, options), kF16Atol, kF16Rtol);
+  Array xi = random_integers({1, 2, 4, 3}, 322, -5, 5), wi = random_integers({2, 2, 3, 2}, 323, -5, 5);
+  Array bi = random_integers({2}, 324, -5, 5);
+  Tensor ints = to_tensor(xi, ScalarType::Int32).conv_transpose(to_tensor(wi, ScalarType::Int32),
+                                                                to_tensor(bi, ScalarType::Int32), options);
+  CHECK(ints.dtype() == ScalarType::Int32);
+  check_exact(ints, ref_conv_transpose(xi, wi, bi, options));
+  Tensor empty = Tensor::zeros({0, 2, 4, 4}).conv_transpose(to_tensor(w), Tensor(), options);
+  CHECK(empty.shape() == Shape{0, 3, 8, 8});
   check_error([&] { (void)to_tensor(x).conv_transpose(Tensor::zeros({3, 3, 3, 3})); },
               "conv_transpose: input (1, 2, 4, 4) and weight (3, 3, 3, 3) do not fit groups = 1");
+  check_error([&] { (void)to_tensor(x).conv_transpose(to_tensor(w), Tensor::zeros({5}), options); },
+              "conv_transpose: bias of shape (5,) must have shape (3,)");
+  check_error([&] { (void)to_tensor(x).conv_transpose(to_tensor(w), Tensor(), conv_options({2}, {6}, {}, 1)); },
+              "conv_transpose: padding [6] leaves no output");
+}
+
+// The phase split multiplies no inserted zeros. The formulation it replaced (spread the input with
+// stride-1 zeros, then slide the flipped kernel over it) is written out here with views as the
+// yardstick: a stride-2 2-D transposed conv must now cost about a quarter of its estimated work,
+// a stride-3 1-D one about a third.
+TEST_CASE("conv_transpose: strided work does not scale with the inserted zeros") {
+  auto total_flops = [](const Tensor& t) {
+    double flops = 0;
+    for (const ScheduledKernel& kernel : create_schedule({t.data().node}).kernels) flops += kernel.estimated_flops;
+    return flops;
+  };
+  Array x = random_array({1, 16, 16, 16}, 330), w = random_array({16, 8, 3, 3}, 331);
+  ConvOptions options = conv_options({2}, {1}, {}, 1, {1});
+  Tensor transposed = to_tensor(x).conv_transpose(to_tensor(w), Tensor(), options);
+  // (1, 16, 16, 16) → (1, 16, 16, 2, 16, 2) with zeros at [·, 1] → (1, 16, 31, 31).
+  Tensor spread = to_tensor(x).reshape({1, 16, 16, 1, 16, 1}).pad({0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1});
+  spread = spread.reshape({1, 16, 32, 32}).shrink({{0, 1}, {0, 16}, {0, 31}, {0, 31}});
+  Tensor zeros_way = spread.conv(to_tensor(w).permute({1, 0, 2, 3}).flip({2, 3}), Tensor(),
+                                 conv_options({}, {1, 1, 2, 2}, {}, 1));
+  Array expected = ref_conv_transpose(x, w, std::nullopt, options);
+  check_close(transposed, expected, kF32Atol, kF32Rtol);
+  check_close(zeros_way, expected, kF32Atol, kF32Rtol);
+  double ratio = total_flops(transposed) / total_flops(zeros_way);
+  CAPTURE(ratio);
+  CHECK(ratio < 0.3);
+
+  Array x1 = random_array({1, 16, 40}, 332), w1 = random_array({16, 8, 3}, 333);
+  ConvOptions options1 = conv_options({3}, {}, {}, 1);
+  Tensor transposed1 = to_tensor(x1).conv_transpose(to_tensor(w1), Tensor(), options1);
+  Tensor spread1 = to_tensor(x1).reshape({1, 16, 40, 1}).pad({0, 0, 0, 0, 0, 0, 0, 2}).reshape({1, 16, 120});
+  Tensor zeros_way1 = spread1.shrink({{0, 1}, {0, 16}, {0, 118}})
+                          .conv(to_tensor(w1).permute({1, 0, 2}).flip({2}), Tensor(), conv_options({}, {2}, {}, 1));
+  Array expected1 = ref_conv_transpose(x1, w1, std::nullopt, options1);
+  check_close(transposed1, expected1, kF32Atol, kF32Rtol);
+  check_close(zeros_way1, expected1, kF32Atol, kF32Rtol);
+  double ratio1 = total_flops(transposed1) / total_flops(zeros_way1);
+  CAPTURE(ratio1);
+  CHECK(ratio1 < 0.4);
 }
 
 // ---- pooling ----
