@@ -132,9 +132,8 @@ class Rangeifier {
   explicit Rangeifier(const std::vector<UOpPtr>& outputs) {
     for (const UOpPtr& output : outputs) count_consumers(output);
     for (const UOpPtr& output : outputs) output_nodes_.insert(output.get());
-    for (const UOpPtr& output : outputs)
-      for (const UOp* node : toposort(output))
-        if (node->op() == Ops::REDUCE_AXIS && reaches_several_kernels(node)) forced_.insert(node);
+    for (const UOp* node : toposort(sink(outputs)))
+      if (node->op() == Ops::REDUCE_AXIS && reduction_needs_own_kernel(node)) forced_.insert(node);
     for (const UOpPtr& output : outputs) {
       auto found = buffer_of_.find(output.get());
       if (found == buffer_of_.end()) {
@@ -183,12 +182,12 @@ class Rangeifier {
     }
   }
 
-  // Whether the value of `reduction` flows, through elementwise and movement ops only, into more
-  // than one place that computes it: other reductions (each is a loop of its own kernel, or of its
-  // own loop nest) and outputs. Each would recompute the reduction, so it is materialised once:
-  // LayerNorm's mean, variance and normalise each read the matmul before them, softmax's max,
-  // sum and normalise the scores. Also true when the elementwise work on that path is expensive.
-  bool reaches_several_kernels(const UOp* reduction) {
+  // Whether `reduction` is materialised before any kernel is built: when its value flows, through
+  // elementwise and movement ops only, into more than one place that would compute it (other
+  // reductions, each a loop of its own kernel or loop nest, and outputs) — LayerNorm's mean,
+  // variance and normalise each read the matmul before them, softmax's max, sum and normalise the
+  // scores — or into expensive elementwise work (an epilogue that would run scalar in its tail).
+  bool reduction_needs_own_kernel(const UOp* reduction) {
     std::unordered_set<const UOp*> boundaries, seen;
     std::vector<const UOp*> stack{reduction};
     while (!stack.empty()) {
