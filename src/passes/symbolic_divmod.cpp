@@ -35,6 +35,11 @@ int128 floor_divide(int128 a, int128 d) { return a >= 0 ? a / d : -((-a + d - 1)
 //     (r + k) % 10); for /, Q takes the terms d divides exactly. If R >= 0:  N/d → Q + R/d,
 //     N%d → R%d  (floor and truncation agree).
 //  3. N >= 0 and R's range lies in one bucket [q·d, (q+1)·d):  N/d → Q + q,  N%d → R - q·d.
+//  4. (after 1) a divisor g > 1 of d that divides the "large" terms, with the other terms and the
+//     constant's remainder S in [0, g): N = g·B + S, so N/d → B/(d/g) and N%d → (B%(d/g))·g + S.
+//     A flattened (h·64 + d)·128 + r read as (j·128 + r)/8192 becomes j/64.
+UOpPtr fold_small_remainder(const LinearSum& sum, int128 divisor, bool is_division, DType dtype);
+
 UOpPtr fold_sum_by_divisor(const Match& m) {
   const UOp& node = *m.get("op");
   UOpPtr numerator = m["x"];
@@ -60,6 +65,7 @@ UOpPtr fold_sum_by_divisor(const Match& m) {
   }
 
   if (numerator->vmin() < 0) return nullptr;
+  if (UOpPtr folded = fold_small_remainder(sum, divisor, is_division, dtype)) return folded;
   // Split every coefficient a = d·q + r with 0 <= r < d: N = d·Q + R. With N >= 0 and R >= 0,
   // N/d = Q + R/d and N%d = R%d (floor and truncation agree), and R has the smallest coefficients.
   LinearSum quotient, remainder;
@@ -96,6 +102,30 @@ UOpPtr fold_sum_by_divisor(const Match& m) {
   if (exact_rest->vmin() < 0) return nullptr;
   if (exact_quotient.terms.empty() && exact_quotient.constant == 0) return nullptr;
   return build_sum(exact_quotient, dtype) + exact_rest / divisor_node;
+}
+
+// Rule 4 of fold_sum_by_divisor, for a numerator known to be >= 0 whose terms share no factor
+// with the divisor as a whole.
+UOpPtr fold_small_remainder(const LinearSum& sum, int128 divisor, bool is_division, DType dtype) {
+  for (const LinearTerm& candidate : sum.terms) {
+    int128 g = gcd128(candidate.coefficient, divisor);
+    if (g <= 1 || g == divisor) continue;
+    LinearSum large, small;
+    for (const LinearTerm& term : sum.terms) {
+      if (term.coefficient % g == 0) large.terms.push_back({term.base, term.coefficient / g});
+      else small.terms.push_back(term);
+    }
+    large.constant = floor_divide(sum.constant, g);
+    small.constant = sum.constant - large.constant * g;
+    UOpPtr rest = build_sum(small, dtype);
+    if (rest->vmin() < 0 || rest->vmax() >= g) continue;
+    UOpPtr scaled = build_sum(large, dtype);
+    if (scaled->vmin() < 0) continue;
+    UOpPtr outer = integer_constant(dtype, divisor / g);
+    if (is_division) return scaled / outer;
+    return (scaled % outer) * integer_constant(dtype, g) + rest;
+  }
+  return nullptr;
 }
 
 }  // namespace

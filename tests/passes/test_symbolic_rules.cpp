@@ -483,6 +483,13 @@ std::vector<RuleCase> divmod_cases() {
        [] { return (variable("r", 0, 7) + variable("k", 0, 2) * 11) % 10; }, "k+r"},
       {"a possibly negative numerator stays", divmod, fold_sum, with_folding, [] { return (s() * 8 + j4()) / 4; },
        "(s*8+j)/4", false},
+      // Attention heads read through (h, s, d) → (s, h·d): (j·128 + r) / 8192 with r < 128 is j/64.
+      {"a remainder term below a common factor of d: the quotient", divmod, fold_sum, with_folding,
+       [] { return (variable("j", 0, 767) * 128 + variable("r", 0, 127)) / 8192; }, "j/64"},
+      {"…and the remainder", divmod, fold_sum, with_folding,
+       [] { return (variable("j", 0, 767) * 128 + variable("r", 0, 127)) % 8192; }, "j%64*128+r"},
+      {"a remainder term reaching the common factor stays", divmod, fold_sum, with_folding,
+       [] { return (variable("j", 0, 767) * 128 + variable("r", 0, 128)) / 8192; }, "(j*128+r)/8192", false},
       {"nothing to split: stays", divmod, fold_sum, with_folding, [] { return (i() + j()) / 4; }, "(i+j)/4", false},
   };
 }
