@@ -2,6 +2,7 @@
 // The data rules cover the usual shapes; `fold_sum_by_divisor` handles a whole numerator at once:
 // it factors out a common divisor and splits off the terms that the divisor divides exactly.
 #include <numeric>
+#include <utility>
 
 #include "ir/build.h"
 #include "passes/linear_terms.h"
@@ -28,6 +29,19 @@ int128 gcd128(int128 a, int128 b) {
 
 // Floor division for a positive divisor.
 int128 floor_divide(int128 a, int128 d) { return a >= 0 ? a / d : -((-a + d - 1) / d); }
+
+// `sum` = factor·multiples + rest: the terms whose coefficient `factor` divides (divided by it,
+// with the constant's floor quotient) and the others (with the constant's remainder in [0, factor)).
+std::pair<LinearSum, LinearSum> split_by_factor(const LinearSum& sum, int128 factor) {
+  LinearSum multiples, rest;
+  for (const LinearTerm& term : sum.terms) {
+    if (term.coefficient % factor == 0) multiples.terms.push_back({term.base, term.coefficient / factor});
+    else rest.terms.push_back(term);
+  }
+  multiples.constant = floor_divide(sum.constant, factor);
+  rest.constant = sum.constant - multiples.constant * factor;
+  return {multiples, rest};
+}
 
 // (Σ a_i·t_i + k) / d and % d for a constant d > 0:
 //  1. g = gcd(a_i…, k, d) > 1:  N/d → (N/g)/(d/g),  N%d → ((N/g)%(d/g))*g  (exact for any sign).
@@ -91,13 +105,7 @@ UOpPtr fold_sum_by_divisor(const Match& m) {
   UOpPtr divisor_node = integer_constant(dtype, divisor);
   if (!is_division) return rest == numerator ? nullptr : rest % divisor_node;
   // A quotient is only worth splitting off for terms that d divides exactly: (11·x)/10 stays.
-  LinearSum exact_quotient, rest_terms;
-  for (const LinearTerm& term : sum.terms) {
-    if (term.coefficient % divisor == 0) exact_quotient.terms.push_back({term.base, term.coefficient / divisor});
-    else rest_terms.terms.push_back(term);
-  }
-  exact_quotient.constant = floor_divide(sum.constant, divisor);
-  rest_terms.constant = sum.constant - exact_quotient.constant * divisor;
+  auto [exact_quotient, rest_terms] = split_by_factor(sum, divisor);
   UOpPtr exact_rest = build_sum(rest_terms, dtype);
   if (exact_rest->vmin() < 0) return nullptr;
   if (exact_quotient.terms.empty() && exact_quotient.constant == 0) return nullptr;
@@ -110,13 +118,7 @@ UOpPtr fold_small_remainder(const LinearSum& sum, int128 divisor, bool is_divisi
   for (const LinearTerm& candidate : sum.terms) {
     int128 g = gcd128(candidate.coefficient, divisor);
     if (g <= 1 || g == divisor) continue;
-    LinearSum large, small;
-    for (const LinearTerm& term : sum.terms) {
-      if (term.coefficient % g == 0) large.terms.push_back({term.base, term.coefficient / g});
-      else small.terms.push_back(term);
-    }
-    large.constant = floor_divide(sum.constant, g);
-    small.constant = sum.constant - large.constant * g;
+    auto [large, small] = split_by_factor(sum, g);
     UOpPtr rest = build_sum(small, dtype);
     if (rest->vmin() < 0 || rest->vmax() >= g) continue;
     UOpPtr scaled = build_sum(large, dtype);

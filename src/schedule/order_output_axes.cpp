@@ -7,11 +7,11 @@
 
 #include "ir/build.h"
 #include "ir/substitute.h"
+#include "schedule/schedule.h"
 
 namespace kiln {
 namespace {
 
-constexpr int64_t kFirstReduceAxis = 1000;  // docs/kernel-ast.md
 // Reordering only pays when what axis 0 re-reads leaves the near caches; below this it stays put.
 constexpr double kRereadWorthMoving = 1 << 20;
 

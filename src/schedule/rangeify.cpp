@@ -54,8 +54,6 @@ constexpr int kExpensiveOps = 16;
 // output it is broadcast over (a conv's input, once per filter and window tap): there even a short
 // chain (a residual add and relu, a LayerNorm's normalise) costs more than a load.
 constexpr int kExpensiveOpsInLoop = 3;
-// Axis ids of reduce ranges start here; output ranges use 0, 1, 2 … (docs/kernel-ast.md).
-constexpr int64_t kFirstReduceAxis = 1000;
 
 using Index = std::vector<UOpPtr>;
 

@@ -12,6 +12,10 @@
 
 namespace kiln {
 
+// Axis ids of a kernel's RANGEs: output axes are 0, 1, 2 …, reduce axes start here, so loops nest
+// by id (docs/kernel-ast.md).
+constexpr int64_t kFirstReduceAxis = 1000;
+
 struct ScheduledBuffer {
   enum class Kind { Input, Intermediate, Output };
   Kind kind = Kind::Intermediate;

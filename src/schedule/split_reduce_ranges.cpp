@@ -6,13 +6,9 @@
 
 #include "ir/build.h"
 #include "passes/symbolic.h"
+#include "schedule/schedule.h"
 
 namespace kiln {
-namespace {
-
-constexpr int64_t kFirstReduceAxis = 1000;  // docs/kernel-ast.md
-
-}  // namespace
 
 UOpPtr split_reduce_ranges(const UOpPtr& kernel) {
   std::vector<const UOp*> nodes = toposort(kernel);

@@ -36,22 +36,29 @@ struct NodeFacts {
 
 bool is_movement(Ops op) { return op_group(op) == OpGroup::Movement; }
 
-// Buffer ids whose values exist only when the plan runs: placeholders, and `runtime_inputs`.
-std::unordered_set<int64_t> runtime_buffer_ids(const std::vector<Tensor>& outputs,
-                                               const std::vector<Tensor>& runtime_inputs) {
-  std::unordered_set<int64_t> ids;
-  for (const Tensor& input : runtime_inputs)
-    if (input.defined() && input.data().buffer_id >= 0) ids.insert(input.data().buffer_id);
+// The buffer ids the handles below `roots` hold; with `all_data`, every one, otherwise only those
+// without data (graph_input placeholders).
+void collect_buffer_ids(const std::vector<Tensor>& roots, bool all_data, std::unordered_set<int64_t>& ids) {
   std::unordered_set<const TensorData*> seen;
   std::vector<const TensorData*> stack;
-  for (const Tensor& output : outputs) stack.push_back(&output.data());
+  for (const Tensor& root : roots)
+    if (root.defined()) stack.push_back(&root.data());
   while (!stack.empty()) {
     const TensorData* data = stack.back();
     stack.pop_back();
     if (!seen.insert(data).second) continue;
-    if (!data->graph_input_name.empty() || (data->buffer_id >= 0 && !data->buffer)) ids.insert(data->buffer_id);
+    if (data->buffer_id >= 0 && (all_data || !data->buffer)) ids.insert(data->buffer_id);
     for (const auto& input : data->inputs) stack.push_back(input.get());
   }
+}
+
+// Buffer ids whose values exist only when the plan runs: placeholders, and every buffer a run-time
+// input reads (an input may be a lazy expression over buffers of its own).
+std::unordered_set<int64_t> runtime_buffer_ids(const std::vector<Tensor>& outputs,
+                                               const std::vector<Tensor>& runtime_inputs) {
+  std::unordered_set<int64_t> ids;
+  collect_buffer_ids(runtime_inputs, true, ids);
+  collect_buffer_ids(outputs, false, ids);
   return ids;
 }
 

@@ -419,12 +419,15 @@ TEST_CASE("conv_transpose: strided work does not scale with the inserted zeros")
   spread = spread.reshape({1, 16, 32, 32}).shrink({{0, 1}, {0, 16}, {0, 31}, {0, 31}});
   Tensor zeros_way = spread.conv(to_tensor(w).permute({1, 0, 2, 3}).flip({2, 3}), Tensor(),
                                  conv_options({}, {1, 1, 2, 2}, {}, 1));
-  Array expected = ref_conv_transpose(x, w, std::nullopt, options);
-  check_close(transposed, expected, kF32Atol, kF32Rtol);
-  check_close(zeros_way, expected, kF32Atol, kF32Rtol);
-  double ratio = total_flops(transposed) / total_flops(zeros_way);
-  CAPTURE(ratio);
-  CHECK(ratio < 0.3);
+  // Both formulations give the reference result; the phase split costs below `bound` of the other.
+  auto check_cheaper = [&](const Tensor& phases, const Tensor& zeros, const Array& expected, double bound) {
+    check_close(phases, expected, kF32Atol, kF32Rtol);
+    check_close(zeros, expected, kF32Atol, kF32Rtol);
+    double ratio = total_flops(phases) / total_flops(zeros);
+    CAPTURE(ratio);
+    CHECK(ratio < bound);
+  };
+  check_cheaper(transposed, zeros_way, ref_conv_transpose(x, w, std::nullopt, options), 0.3);
 
   Array x1 = random_array({1, 16, 40}, 332), w1 = random_array({16, 8, 3}, 333);
   ConvOptions options1 = conv_options({3}, {}, {}, 1);
@@ -432,12 +435,7 @@ TEST_CASE("conv_transpose: strided work does not scale with the inserted zeros")
   Tensor spread1 = to_tensor(x1).reshape({1, 16, 40, 1}).pad({0, 0, 0, 0, 0, 0, 0, 2}).reshape({1, 16, 120});
   Tensor zeros_way1 = spread1.shrink({{0, 1}, {0, 16}, {0, 118}})
                           .conv(to_tensor(w1).permute({1, 0, 2}).flip({2}), Tensor(), conv_options({}, {2}, {}, 1));
-  Array expected1 = ref_conv_transpose(x1, w1, std::nullopt, options1);
-  check_close(transposed1, expected1, kF32Atol, kF32Rtol);
-  check_close(zeros_way1, expected1, kF32Atol, kF32Rtol);
-  double ratio1 = total_flops(transposed1) / total_flops(zeros_way1);
-  CAPTURE(ratio1);
-  CHECK(ratio1 < 0.4);
+  check_cheaper(transposed1, zeros_way1, ref_conv_transpose(x1, w1, std::nullopt, options1), 0.4);
 }
 
 // ---- pooling ----
