@@ -29,6 +29,7 @@ struct Timing {
 
 Timing time_graph(const Tensor& output, const std::vector<Tensor>& inputs, int repeats) {
   Schedule schedule = create_schedule({output.data().node});
+  optimize_schedule(schedule, host_cpu_caps());
   std::vector<KernelFunction> functions;
   for (const ScheduledKernel& kernel : schedule.kernels) functions.push_back(compile_cpu_kernel(kernel).function);
   std::vector<std::shared_ptr<HostBuffer>> owned;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <unordered_map>
@@ -40,7 +41,7 @@ int64_t axis_of(const UOp* range) { return range->arg_int(); }
 bool allowed_in_kernel_ast(Ops op) {
   switch (op) {
     case Ops::CONST: case Ops::DEFINE_GLOBAL: case Ops::INDEX: case Ops::LOAD: case Ops::STORE:
-    case Ops::CAST: case Ops::BITCAST:
+    case Ops::CAST: case Ops::BITCAST: case Ops::VECTORIZE: case Ops::GEP:
       return true;
     default:
       return op_is_alu(op);
@@ -61,6 +62,14 @@ class Linearizer {
     // The base IR rules (ALU source types, constants) hold for kernel ASTs too.
     if (verification_enabled()) verify(ast_, ir_spec(), "kernel AST given to linearize");
     compute_range_dependencies();
+    for (const UOp* node : toposort(ast_)) {
+      if (node->op() != Ops::REDUCE) continue;
+      std::vector<const UOp*> ranges;
+      for (size_t i = 1; i < node->src_count(); ++i) ranges.push_back(node->src(i).get());
+      std::sort(ranges.begin(), ranges.end(), [](const UOp* a, const UOp* b) { return a->arg_int() < b->arg_int(); });
+      reduce_ranges_[node] = ranges;
+      reduces_by_ranges_[ranges].push_back(node);
+    }
 
     std::vector<const UOp*> outputs = output_ranges();
     for (const UOp* node : toposort(ast_))
@@ -137,6 +146,17 @@ class Linearizer {
     return level;
   }
 
+  // Like level_of, but -1 instead of a failure when the node needs a loop that `path` lacks.
+  int64_t level_if_open(const UOp* node, const Path& path) const {
+    int64_t level = 0;
+    for (const UOp* range : ranges_of_.at(node)) {
+      auto found = std::find_if(path.begin(), path.end(), [&](const Frame* frame) { return frame->range == range; });
+      if (found == path.end()) return -1;
+      level = std::max(level, static_cast<int64_t>(found - path.begin()));
+    }
+    return level;
+  }
+
   Path open_loop(const UOpPtr& range, Path path) {
     for (const Frame* frame : path)
       if (frame->range == range.get())
@@ -194,6 +214,10 @@ class Linearizer {
   }
 
   UOpPtr identity_of(Ops op, DType dtype) const {
+    if (dtype.count() > 1) {
+      UOpPtr lane = identity_of(op, dtype.base());
+      return UOp::make(Ops::VECTORIZE, dtype, std::vector<UOpPtr>(static_cast<size_t>(dtype.count()), lane));
+    }
     if (op == Ops::ADD) return const_int(dtype, 0);
     if (op == Ops::MUL) return const_int(dtype, 1);
     if (dtype.is_bool()) return const_bool(false);
@@ -201,63 +225,104 @@ class Linearizer {
     return const_int(dtype, static_cast<int64_t>(min_value(dtype)));
   }
 
+  // The REDUCEs lowered together with `reduce`: those over the same ranges that can be computed in
+  // the same frame and are not lowered there yet (the copies of an unrolled output axis, or two
+  // reductions of one input). They share one loop nest, each with its own accumulator, so the values
+  // they read in common are loaded once per iteration: a register tile.
+  std::vector<UOpPtr> reduce_group(const UOpPtr& reduce, const Path& path) const {
+    std::vector<UOpPtr> group{reduce};
+    auto key = reduce_ranges_.find(reduce.get());
+    if (key == reduce_ranges_.end()) return group;
+    Frame* home = path.back();
+    auto level = static_cast<int64_t>(path.size()) - 1;
+    for (const UOp* other : reduces_by_ranges_.at(key->second)) {
+      if (other == reduce.get() || home->lowered.count(other) != 0) continue;
+      if (level_if_open(other, path) != level) continue;
+      group.push_back(other->self());
+    }
+    return group;
+  }
+
   // REDUCE → accumulator: init before the loops, update in the innermost loop, load after them.
-  UOpPtr lower_reduce(const UOpPtr& reduce, const Path& path) {
-    Ops op = reduce->arg_op();
-    DType dtype = reduce->dtype();
-    if (op != Ops::ADD && op != Ops::MUL && op != Ops::MAX)
-      fail(str_cat("REDUCE with ", op_name(op), " (only ADD, MUL and MAX are reductions)"));
-    if (dtype.count() != 1 || dtype != reduce->src(0)->dtype() || dtype == dtypes::void_)
-      fail(str_cat("REDUCE of type ", dtype.name(), " over a value of type ", reduce->src(0)->dtype().name()));
+  UOpPtr lower_reduce(const UOpPtr& first, const Path& path) {
+    std::vector<UOpPtr> group = reduce_group(first, path);
     std::vector<const UOp*> ranges;
-    for (size_t i = 1; i < reduce->src_count(); ++i) ranges.push_back(reduce->src(i).get());
+    for (size_t i = 1; i < first->src_count(); ++i) ranges.push_back(first->src(i).get());
     sort_by_axis(ranges);
     if (!ranges.empty() && axis_of(ranges.front()) == 0)
       fail("REDUCE over RANGE axis 0 (axis 0 is the parallel output axis)");
 
     Frame* body = path.front();
     Frame* home = path.back();
-    auto [slot, unused] = accumulator_slots_.emplace(reduce.get(), static_cast<int64_t>(accumulator_slots_.size()));
-    UOpPtr acc = UOp::make(Ops::DEFINE_REG, dtype.ptr(AddrSpace::Register, 1), {}, slot->second);
     UOpPtr zero = const_int(dtypes::index, 0);
-    UOpPtr identity = identity_of(op, dtype);
-    place_once(body, acc);
-    place_once(body, zero);
-    place_once(body, identity);
-    UOpPtr init_index = UOp::make(Ops::INDEX, acc->dtype(), {acc, zero});
-    UOpPtr init = UOp::make(Ops::STORE, dtypes::void_, {init_index, identity});
-    home->code.push_back(init_index);
-    home->code.push_back(init);
-    home->last_store = init;
+    struct Accumulator {
+      UOpPtr reduce, acc, init;
+    };
+    std::vector<Accumulator> accumulators;
+    for (const UOpPtr& reduce : group) {
+      Ops op = reduce->arg_op();
+      DType dtype = reduce->dtype();
+      if (op != Ops::ADD && op != Ops::MUL && op != Ops::MAX)
+        fail(str_cat("REDUCE with ", op_name(op), " (only ADD, MUL and MAX are reductions)"));
+      if (dtype != reduce->src(0)->dtype() || dtype == dtypes::void_)
+        fail(str_cat("REDUCE of type ", dtype.name(), " over a value of type ", reduce->src(0)->dtype().name()));
+      auto [slot, unused] = accumulator_slots_.emplace(reduce.get(), static_cast<int64_t>(accumulator_slots_.size()));
+      UOpPtr acc = UOp::make(Ops::DEFINE_REG, dtype.ptr(AddrSpace::Register, 1), {}, slot->second);
+      UOpPtr identity = identity_of(op, dtype);
+      place_once(body, acc);
+      place_once(body, zero);
+      if (identity->op() == Ops::VECTORIZE) place_once(body, identity->src(0));
+      place_once(body, identity);
+      UOpPtr init_index = UOp::make(Ops::INDEX, acc->dtype(), {acc, zero});
+      UOpPtr init = UOp::make(Ops::STORE, dtypes::void_, {init_index, identity});
+      home->code.push_back(init_index);
+      home->code.push_back(init);
+      home->last_store = init;
+      accumulators.push_back({reduce, acc, init});
+    }
 
     Path inner = path;
-    std::vector<UOpPtr> after_sources{acc, init};
+    std::vector<UOpPtr> loop_ranges;
     for (const UOp* range : ranges) {
       inner = open_loop(range->self(), inner);
-      after_sources.push_back(inner.back()->code.front());
+      loop_ranges.push_back(inner.back()->code.front());
     }
-    UOpPtr value = emit(reduce->src(0), inner);
     Frame* innermost = inner.back();
-    UOpPtr acc_in_loop = UOp::make(Ops::AFTER, acc->dtype(), std::move(after_sources));
-    UOpPtr index_in_loop = UOp::make(Ops::INDEX, acc->dtype(), {acc_in_loop, zero});
-    UOpPtr current = UOp::make(Ops::LOAD, dtype, {index_in_loop});
-    UOpPtr updated = UOp::make(op, dtype, {current, value});
-    UOpPtr update = UOp::make(Ops::STORE, dtypes::void_, {index_in_loop, updated});
-    for (const UOpPtr& node : {acc_in_loop, index_in_loop, current, updated, update}) innermost->code.push_back(node);
-    innermost->last_store = update;
+    std::vector<UOpPtr> values;
+    for (const Accumulator& a : accumulators) values.push_back(emit(a.reduce->src(0), inner));
+    for (size_t i = 0; i < accumulators.size(); ++i) {
+      const Accumulator& a = accumulators[i];
+      std::vector<UOpPtr> after_sources{a.acc, a.init};
+      after_sources.insert(after_sources.end(), loop_ranges.begin(), loop_ranges.end());
+      UOpPtr acc_in_loop = UOp::make(Ops::AFTER, a.acc->dtype(), std::move(after_sources));
+      UOpPtr index_in_loop = UOp::make(Ops::INDEX, a.acc->dtype(), {acc_in_loop, zero});
+      UOpPtr current = UOp::make(Ops::LOAD, a.reduce->dtype(), {index_in_loop});
+      UOpPtr updated = UOp::make(a.reduce->arg_op(), a.reduce->dtype(), {current, values[i]});
+      UOpPtr update = UOp::make(Ops::STORE, dtypes::void_, {index_in_loop, updated});
+      for (const UOpPtr& node : {acc_in_loop, index_in_loop, current, updated, update}) innermost->code.push_back(node);
+      innermost->last_store = update;
+    }
 
-    UOpPtr last = update;
+    UOpPtr last = innermost->last_store;
     while (inner.size() > path.size()) last = close_loop(inner);
-    UOpPtr acc_done = UOp::make(Ops::AFTER, acc->dtype(), {acc, last});
-    UOpPtr index_done = UOp::make(Ops::INDEX, acc->dtype(), {acc_done, zero});
-    UOpPtr result = UOp::make(Ops::LOAD, dtype, {index_done});
-    for (const UOpPtr& node : {acc_done, index_done, result}) home->code.push_back(node);
-    return result;
+    UOpPtr first_result;
+    for (const Accumulator& a : accumulators) {
+      UOpPtr acc_done = UOp::make(Ops::AFTER, a.acc->dtype(), {a.acc, last});
+      UOpPtr index_done = UOp::make(Ops::INDEX, a.acc->dtype(), {acc_done, zero});
+      UOpPtr result = UOp::make(Ops::LOAD, a.reduce->dtype(), {index_done});
+      for (const UOpPtr& node : {acc_done, index_done, result}) home->code.push_back(node);
+      if (a.reduce == first) first_result = result;
+      else home->lowered[a.reduce.get()] = result;
+    }
+    return first_result;
   }
 
   UOpPtr ast_;
   std::unordered_map<const UOp*, std::vector<const UOp*>> ranges_of_;
   std::unordered_map<const UOp*, int64_t> accumulator_slots_;
+  // Each REDUCE's ranges (sorted by pointer), and the REDUCEs over each such set in AST order.
+  std::unordered_map<const UOp*, std::vector<const UOp*>> reduce_ranges_;
+  std::map<std::vector<const UOp*>, std::vector<const UOp*>> reduces_by_ranges_;
   std::vector<std::unique_ptr<Frame>> frames_;
 };
 

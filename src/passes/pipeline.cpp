@@ -9,6 +9,7 @@
 #include "codegen/kernel_cache.h"
 #include "compiler_source_hash.h"
 #include "ir/printer.h"
+#include "opt/expand.h"
 #include "passes/symbolic.h"
 #include "passes/transcendental.h"
 #include "rewrite/graph_rewrite.h"
@@ -19,7 +20,8 @@ namespace kiln {
 
 UOpPtr lower_kernel(const UOpPtr& ast) {
   UOpPtr lowered = decompose_transcendentals(ast);
-  return simplify(lowered);
+  lowered = simplify(expand_unrolls(lowered));
+  return vectorize_upcast(lowered);
 }
 
 namespace {
@@ -40,7 +42,6 @@ LoadedKernels& loaded_kernels() {
 
 std::string compile_cpu_kernel_object(const ScheduledKernel& kernel, bool* from_cache) {
   const std::string& symbol = kernel.name();
-  if (debug_level() >= 3) debug_print(str_cat("opts ", symbol, ": none (no optimisation search yet)"));
   if (debug_level() >= 5) debug_print(str_cat("kernel AST ", symbol, ":\n", print_graph(kernel.ast), ""));
   UOpPtr lowered = lower_kernel(kernel.ast);
   CacheKey key;

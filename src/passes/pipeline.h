@@ -1,8 +1,9 @@
 // The compiler pipeline, in order, in one place (ARCHITECTURE.md, "The pipeline"):
 //
 //   tensor graph ─ create_schedule ─► kernel ASTs + memory plan      (src/schedule/)
-//   kernel AST   ─ lower_kernel ─────► transcendentals decomposed, index math simplified
-//                ─ (optimise: no choices yet; the performance issue adds them here)
+//                ─ optimize_schedule ► Opt actions chosen for the target and applied (src/opt/heuristics.h)
+//   kernel AST   ─ lower_kernel ─────► transcendentals decomposed, UNROLL copies expanded, index math
+//                                      simplified, the UPCAST range turned into vectors (src/opt/expand.h)
 //                ─ cpu_compile ──────► linearise, render LLVM IR, optimise, object code (src/codegen/)
 //                ─ kernel cache ─────► the object is stored on disk and reused by later runs
 //                ─ cpu_load ─────────► a callable function (ORC JIT, in process)
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "codegen/cpu_codegen.h"
+#include "opt/heuristics.h"
 #include "schedule/schedule.h"
 
 namespace kiln {

@@ -95,6 +95,7 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
 
   progress("scheduling");
   Schedule schedule = create_schedule(nodes);
+  optimize_schedule(schedule, host_cpu_caps());
   auto buffer_data = data_buffers(roots);
 
   // Classify the schedule's buffers. An output buffer belongs to the first output that names it;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/uop.h"
+#include "opt/opt.h"
 
 namespace kiln {
 
@@ -40,6 +41,8 @@ struct ScheduledKernel {
   // reductions first, then producers before consumers, at most kMaxKernelSources. Empty for graphs
   // built without tags (the C++ Tensor API).
   std::vector<std::string> sources;
+  // The Opt actions applied to `ast` (src/opt/heuristics.h); empty until optimize_schedule runs.
+  std::vector<Opt> opts;
   const std::string& name() const { return ast->arg_string(); }
 };
 

@@ -107,6 +107,7 @@ void realize_tensors(const std::vector<Tensor*>& tensors) {
 
   auto start = Clock::now();
   Schedule schedule = create_schedule(outputs);
+  optimize_schedule(schedule, host_cpu_caps());
   double schedule_ms = milliseconds_since(start);
   reject_graph_inputs(schedule, buffers);  // before anything is compiled
 

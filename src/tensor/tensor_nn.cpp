@@ -311,12 +311,23 @@ Tensor Tensor::matmul(const Tensor& other) const {
   if (a.dim(-1) >= kTransposeMinimum && a.ndim() >= 2 && a.dim(-2) >= kTransposeMinimum && rows_are_permuted(a))
     a = contiguous(a);
   Tensor left = a.cast(compute).unsqueeze(-2);
-  Tensor right_rows = b.cast(compute).transpose(-1, -2);
-  // The reduction reads a row of `left` and a column of `b` per output. A column of a row-major b is
-  // strided, which defeats vectorisation and the caches (25-40x slower at 512³), so a b that is not
-  // already stored transposed goes through one transposing copy first. Small operands stay fused.
-  if (a.dim(-1) >= kTransposeMinimum && b.dim(-1) >= kTransposeMinimum && !is_buffer_view(right_rows))
-    right_rows = contiguous(right_rows);
+  // The reduction reads a row of `left` and, per output column j, b[…, k, j]. Two layouts of b:
+  //  - row-major (k, n), when n is a multiple of 4: the optimisation layer (src/opt/heuristics.h)
+  //    vectorises the output columns, so each step of k loads contiguous lanes of one row of b and a
+  //    register tile of rows shares them. A b that is not a row-major buffer is copied into that
+  //    order first (folded into the weights when b is constant).
+  //  - transposed (n, k) otherwise: a column of a row-major b is strided, which defeats the scalar
+  //    loop (25-40x slower at 512³), so b goes through one transposing copy and k is read contiguously.
+  // Small operands stay fused.
+  bool large = a.dim(-1) >= kTransposeMinimum && b.dim(-1) >= kTransposeMinimum;
+  Tensor right_rows;
+  if (b.dim(-1) % 4 == 0) {
+    Tensor rows_of_b = large && !is_buffer_view(b) ? contiguous(b) : b;
+    right_rows = rows_of_b.cast(compute).transpose(-1, -2);
+  } else {
+    right_rows = b.cast(compute).transpose(-1, -2);
+    if (large && !is_buffer_view(right_rows)) right_rows = contiguous(right_rows);
+  }
   Tensor right = right_rows.unsqueeze(-3);
   Tensor product = left.mul(right).sum({-1});  // bool: AND, then the i64 count, then != 0 below
   if (ndim() == 1) product = product.squeeze({-2});

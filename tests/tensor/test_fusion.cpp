@@ -83,12 +83,18 @@ TEST_CASE("fusion: convolution + bias + relu is one kernel") {
 
 TEST_CASE("fusion: a matmul and its bias are one kernel; so is a reduction's epilogue") {
   Tensor a = ramp({32, 48}), bias = ramp({24});
-  // Weights stored (N, K), as Gemm's transB gives them: the reduction reads rows of both operands.
-  Tensor weight_rows = ramp({24, 48});
-  CHECK(kernel_count(a.matmul(weight_rows.transpose()) + bias) == 1);
-  // A (K, N) operand is transposed into its own buffer first, so the reduction reads it contiguously.
+  // A row-major (K, N) operand with N a multiple of 4 is read in place: the vectorised output
+  // columns load contiguous lanes of its rows.
   Tensor b = ramp({48, 24});
-  CHECK(kernel_count(a.matmul(b) + bias) == 2);
+  CHECK(kernel_count(a.matmul(b) + bias) == 1);
+  // Weights stored (N, K), as Gemm's transB gives them, are copied into (K, N) order first (folded
+  // into the weights when constant).
+  Tensor weight_rows = ramp({24, 48});
+  CHECK(kernel_count(a.matmul(weight_rows.transpose()) + bias) == 2);
+  // With N not a multiple of 4 the layouts swap: (N, K) rows are read in place, a (K, N) operand is
+  // transposed first so that the scalar loop over K reads contiguously.
+  CHECK(kernel_count(a.matmul(ramp({22, 48}).transpose()) + ramp({22})) == 1);
+  CHECK(kernel_count(a.matmul(ramp({48, 22})) + ramp({22})) == 2);
   CHECK(kernel_count(a.matmul(ramp({48, 8})) + ramp({8})) == 1);  // a narrow operand stays fused
   CHECK(kernel_count((a.sum({1}) * 3.0).sqrt()) == 1);
 }

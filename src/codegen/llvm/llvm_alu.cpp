@@ -26,6 +26,13 @@ bool is_narrow_float(DType dtype) {
 
 int bit_width(DType dtype) { return dtype.is_bool() ? 1 : dtype.scalar_bytes() * 8; }
 
+// `scalar` as a vector of `like`'s width when `like` is a vector (ops work lane by lane).
+llvm::Type* shaped_like(llvm::Value* like, llvm::Type* scalar) {
+  if (auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(like->getType()))
+    return llvm::FixedVectorType::get(scalar, vector->getNumElements());
+  return scalar;
+}
+
 // f16/bf16 → f32 (exact); other values unchanged.
 llvm::Value* widen(llvm::IRBuilderBase& b, llvm::Value* value, DType dtype) {
   if (dtype.scalar() == ScalarType::Float16) return b.CreateFPExt(value, b.getFloatTy());
@@ -52,7 +59,7 @@ llvm::Value* from_f32(llvm::IRBuilderBase& b, llvm::Value* value, DType to) {
     case ScalarType::Float16: return b.CreateFPTrunc(value, b.getHalfTy());
     case ScalarType::BFloat16: return f32_to_bf16(b, value);
     case ScalarType::Float32: return value;
-    case ScalarType::Float64: return b.CreateFPExt(value, b.getDoubleTy());
+    case ScalarType::Float64: return b.CreateFPExt(value, shaped_like(value, b.getDoubleTy()));
     default: throw_internal_error("from_f32 to " + to.name());
   }
 }
@@ -75,7 +82,7 @@ llvm::Value* f64_to_f32_round_to_odd(llvm::IRBuilderBase& b, llvm::Value* value)
 
 llvm::Value* float_to_float(llvm::IRBuilderBase& b, llvm::Value* value, DType from, DType to) {
   if (from.scalar() == ScalarType::Float64) {
-    if (to.scalar() == ScalarType::Float32) return b.CreateFPTrunc(value, b.getFloatTy());
+    if (to.scalar() == ScalarType::Float32) return b.CreateFPTrunc(value, shaped_like(value, b.getFloatTy()));
     return from_f32(b, f64_to_f32_round_to_odd(b, value), to);
   }
   return from_f32(b, widen(b, value, from), to);  // f16/bf16/f32 → f32 is exact
@@ -107,8 +114,8 @@ llvm::Value* integer_to_float(llvm::IRBuilderBase& b, llvm::Value* value, DType 
     return is_signed ? b.CreateSIToFP(value, type) : b.CreateUIToFP(value, type);
   };
   switch (to.scalar()) {
-    case ScalarType::Float32: return convert(b.getFloatTy());
-    case ScalarType::Float64: return convert(b.getDoubleTy());
+    case ScalarType::Float32: return convert(shaped_like(value, b.getFloatTy()));
+    case ScalarType::Float64: return convert(shaped_like(value, b.getDoubleTy()));
     // Integers below 2^24 are exact in f32; from 2^24 on, both roundings give f16 infinity.
     case ScalarType::Float16: return b.CreateFPTrunc(convert(b.getFloatTy()), b.getHalfTy());
     case ScalarType::BFloat16:
@@ -148,7 +155,7 @@ llvm::Value* bool_alu(llvm::IRBuilderBase& b, Ops op, llvm::Value* x, llvm::Valu
     case Ops::ADD: case Ops::OR: case Ops::MAX: return b.CreateOr(x, y);
     case Ops::SUB: case Ops::XOR: return b.CreateXor(x, y);
     case Ops::MUL: case Ops::AND: case Ops::IDIV: return b.CreateAnd(x, y);
-    case Ops::MOD: return b.getFalse();
+    case Ops::MOD: return llvm::ConstantInt::get(x->getType(), 0);
     default: unsupported(op, dtypes::bool_);
   }
 }
@@ -203,7 +210,7 @@ llvm::Value* integer_alu(llvm::IRBuilderBase& b, Ops op, DType dtype, llvm::Valu
 // lowering of the vectorised intrinsic returned +0 for maximum(NaN, +0) (seen in an f16 minimum).
 // Equal values are merged by AND-ing their bits, which picks +0 from {-0, +0} and is exact otherwise.
 llvm::Value* float_maximum(llvm::IRBuilderBase& b, llvm::Value* x, llvm::Value* y) {
-  llvm::Type* bits_type = b.getIntNTy(x->getType()->getPrimitiveSizeInBits().getFixedValue());
+  llvm::Type* bits_type = shaped_like(x, b.getIntNTy(x->getType()->getScalarSizeInBits()));
   llvm::Value* equal = b.CreateBitCast(b.CreateAnd(b.CreateBitCast(x, bits_type), b.CreateBitCast(y, bits_type)), x->getType());
   llvm::Value* ordered = b.CreateSelect(b.CreateFCmpOGT(x, y), x, b.CreateSelect(b.CreateFCmpOLT(x, y), y, equal));
   llvm::Value* any_nan = b.CreateFCmpUNO(x, y);
@@ -247,8 +254,14 @@ llvm::Constant* bf16_constant(llvm::LLVMContext& context, double value) {
 }  // namespace
 
 llvm::Type* llvm_register_type(llvm::LLVMContext& context, DType dtype) {
-  if (dtype.count() != 1 || dtype.is_pointer())
-    throw_internal_error("LLVM renderer: values of type " + dtype.name() + " are not supported (scalars only)");
+  if (dtype.is_pointer()) throw_internal_error("LLVM renderer: a pointer of type " + dtype.name() + " is not a value");
+  if (dtype.count() != 1) {
+    // Vectors of the types whose ops work lane by lane in LLVM (opt/expand.h keeps f16, bf16 and
+    // index scalar).
+    if (dtype.scalar() == ScalarType::Float16 || dtype.scalar() == ScalarType::BFloat16 || dtype.is_index())
+      throw_internal_error("LLVM renderer: vectors of type " + dtype.name() + " are not supported");
+    return llvm::FixedVectorType::get(llvm_register_type(context, dtype.base()), static_cast<unsigned>(dtype.count()));
+  }
   switch (dtype.scalar()) {
     case ScalarType::Bool: return llvm::Type::getInt1Ty(context);
     case ScalarType::Int8: case ScalarType::UInt8: return llvm::Type::getInt8Ty(context);
@@ -267,16 +280,18 @@ llvm::Type* llvm_register_type(llvm::LLVMContext& context, DType dtype) {
 }
 
 llvm::Type* llvm_memory_type(llvm::LLVMContext& context, DType dtype) {
-  if (dtype.base().is_bool()) return llvm::Type::getInt8Ty(context);
-  return llvm_register_type(context, dtype.pointee());
+  DType value = dtype.pointee();
+  if (!value.base().is_bool()) return llvm_register_type(context, value);
+  llvm::Type* byte = llvm::Type::getInt8Ty(context);
+  return value.count() == 1 ? byte : llvm::FixedVectorType::get(byte, static_cast<unsigned>(value.count()));
 }
 
 llvm::Value* llvm_to_memory(llvm::IRBuilderBase& builder, llvm::Value* value, DType dtype) {
-  return dtype.is_bool() ? builder.CreateZExt(value, builder.getInt8Ty()) : value;
+  return dtype.base().is_bool() ? builder.CreateZExt(value, shaped_like(value, builder.getInt8Ty())) : value;
 }
 
 llvm::Value* llvm_from_memory(llvm::IRBuilderBase& builder, llvm::Value* value, DType dtype) {
-  return dtype.is_bool() ? builder.CreateICmpNE(value, builder.getInt8(0)) : value;
+  return dtype.base().is_bool() ? builder.CreateICmpNE(value, llvm::ConstantInt::get(value->getType(), 0)) : value;
 }
 
 llvm::Constant* llvm_constant(llvm::LLVMContext& context, const UOp& node) {
@@ -338,11 +353,11 @@ llvm::Value* llvm_cast(llvm::IRBuilderBase& builder, llvm::Value* value, DType f
 }
 
 llvm::Value* llvm_bitcast(llvm::IRBuilderBase& builder, llvm::Value* value, DType from, DType to) {
-  if (from.bytes() != to.bytes() || from.count() != 1 || to.count() != 1)
+  if (from.bytes() != to.bytes() || from.count() != to.count())
     throw_internal_error("LLVM renderer: BITCAST from " + from.name() + " to " + to.name() + " changes the size");
-  llvm::Type* bits_type = builder.getIntNTy(static_cast<unsigned>(from.bytes() * 8));
+  llvm::Type* bits_type = shaped_like(value, builder.getIntNTy(static_cast<unsigned>(from.scalar_bytes() * 8)));
   llvm::Value* bits = from.is_bool() ? builder.CreateZExt(value, bits_type) : builder.CreateBitCast(value, bits_type);
-  if (to.is_bool()) return builder.CreateICmpNE(bits, llvm::ConstantInt::get(bits_type, 0));
+  if (to.base().is_bool()) return builder.CreateICmpNE(bits, llvm::ConstantInt::get(bits_type, 0));
   return builder.CreateBitCast(bits, llvm_register_type(builder.getContext(), to));
 }
 

@@ -6,6 +6,7 @@
 // vector loads and stores.
 #include "codegen/llvm/llvm_renderer.h"
 
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 
@@ -141,6 +142,8 @@ class Renderer {
       case Ops::END:
         for (size_t i = 1; i < node.src_count(); ++i) close_loop(*node.src(i));
         break;
+      case Ops::VECTORIZE: result = vectorize(node); break;
+      case Ops::GEP: result = lanes_of(node); break;
       case Ops::CAST: result = llvm_cast(builder_, value_of(node.src(0)), node.src(0)->dtype(), node.dtype()); break;
       case Ops::BITCAST:
         result = llvm_bitcast(builder_, value_of(node.src(0)), node.src(0)->dtype(), node.dtype());
@@ -151,10 +154,47 @@ class Renderer {
         for (const UOpPtr& source : node.srcs()) sources.push_back(value_of(source));
         DType operand = node.op() == Ops::WHERE ? node.src(1)->dtype() : node.src(0)->dtype();
         DType shift_amount = node.src_count() > 1 ? node.src(1)->dtype() : operand;
-        result = llvm_alu(builder_, node.op(), operand, sources, shift_amount, is_accumulator_update(node));
+        bool update = is_accumulator_update(node);
+        result = llvm_alu(builder_, node.op(), operand, sources, shift_amount, update);
+        if (update && node.op() == Ops::ADD && operand.is_float()) allow_fused_multiply_add(node, result);
       }
     }
     if (result != nullptr) values_[&node] = result;
+  }
+
+  // acc + a*b in a reduction may become one fused multiply-add (rounded once, like a dot product in
+  // any BLAS). Only accumulator updates are contracted: elsewhere a*b+c keeps two roundings, so
+  // elementwise results stay exactly those of the IR's semantics (docs/kernel-ast.md).
+  void allow_fused_multiply_add(const UOp& update, llvm::Value* sum) {
+    if (update.src(1)->op() != Ops::MUL) return;
+    auto* add = llvm::dyn_cast<llvm::Instruction>(sum);
+    auto* product = llvm::dyn_cast<llvm::Instruction>(value_of(update.src(1)));
+    if (add == nullptr || product == nullptr || !llvm::isa<llvm::FPMathOperator>(add) ||
+        !llvm::isa<llvm::FPMathOperator>(product))
+      return;
+    add->setHasAllowContract(true);
+    product->setHasAllowContract(true);
+  }
+
+  // A vector from scalars: a splat when every lane is the same value.
+  llvm::Value* vectorize(const UOp& node) {
+    if (node.src_count() != static_cast<size_t>(node.dtype().count()) || node.src_count() < 2)
+      fail(str_cat("VECTORIZE of type ", node.dtype().name(), " with ", node.src_count(), " sources"));
+    bool splat = std::all_of(node.srcs().begin(), node.srcs().end(), [&](const UOpPtr& s) { return s == node.src(0); });
+    if (splat) return builder_.CreateVectorSplat(static_cast<unsigned>(node.src_count()), value_of(node.src(0)));
+    llvm::Value* vector = llvm::PoisonValue::get(llvm_register_type(context_, node.dtype()));
+    for (size_t lane = 0; lane < node.src_count(); ++lane)
+      vector = builder_.CreateInsertElement(vector, value_of(node.src(lane)), builder_.getInt64(lane));
+    return vector;
+  }
+
+  // GEP: one lane as a scalar, or several as a shorter vector.
+  llvm::Value* lanes_of(const UOp& node) {
+    const std::vector<int64_t>& lanes = node.arg_list();
+    llvm::Value* vector = value_of(node.src(0));
+    if (lanes.size() == 1) return builder_.CreateExtractElement(vector, builder_.getInt64(static_cast<uint64_t>(lanes[0])));
+    std::vector<int> mask(lanes.begin(), lanes.end());
+    return builder_.CreateShuffleVector(vector, mask);
   }
 
   // buffers[slot], loaded once in the entry block; the pointee is 64-byte aligned.
@@ -213,14 +253,23 @@ class Renderer {
     return index;
   }
 
+  // The value type `dtype` may be read from or written to `index`: the pointee itself, or a vector
+  // of W pointee scalars starting at the index (a contiguous access from opt/expand).
+  void check_access_type(const char* what, DType dtype, const UOp& index) const {
+    DType pointee = index.src(0)->dtype().pointee();
+    if (dtype == pointee || (pointee.count() == 1 && dtype.base() == pointee && dtype.count() > 1)) return;
+    fail(str_cat(what, " of ", dtype.name(), " through ", index.src(0)->dtype().name()));
+  }
+
   llvm::Value* load(const UOp& node) {
     const UOp& index = index_of_access(node);
     DType dtype = node.dtype();
-    if (dtype != index.src(0)->dtype().pointee()) fail("LOAD of " + dtype.name() + " from " + index.src(0)->dtype().name());
+    check_access_type("LOAD", dtype, index);
     llvm::Value* pointer = value_of(node.src(0));
+    llvm::Type* memory = llvm_memory_type(context_, dtype.ptr());
+    llvm::Align align(static_cast<uint64_t>(dtype.scalar_bytes()));
     auto read = [&] {
-      llvm::LoadInst* loaded = builder_.CreateAlignedLoad(llvm_memory_type(context_, dtype), pointer,
-                                                          llvm::Align(static_cast<uint64_t>(dtype.scalar_bytes())));
+      llvm::LoadInst* loaded = builder_.CreateAlignedLoad(memory, pointer, align);
       annotate(loaded, index);
       return llvm_from_memory(builder_, loaded, dtype);
     };
@@ -228,6 +277,13 @@ class Renderer {
     if (!masked) return read();
     if (node.src_count() != 2) fail("a masked LOAD needs an alternative value (src[1])");
     llvm::Value* alternative = value_of(node.src(1));
+    if (index.src(2)->dtype().count() > 1) {
+      // A mask per lane: the masked-off lanes are not read (so they may lie outside the buffer).
+      llvm::CallInst* loaded = builder_.CreateMaskedLoad(memory, pointer, align, value_of(index.src(2)),
+                                                         llvm_to_memory(builder_, alternative, dtype));
+      annotate(loaded, index);
+      return llvm_from_memory(builder_, loaded, dtype);
+    }
     llvm::BasicBlock* before = builder_.GetInsertBlock();
     llvm::BasicBlock* valid = llvm::BasicBlock::Create(context_, "load.valid", function_);
     llvm::BasicBlock* merge = llvm::BasicBlock::Create(context_, "load.merge", function_);
@@ -247,15 +303,20 @@ class Renderer {
     const UOp& index = index_of_access(node);
     if (node.src_count() != 2) fail("STORE takes an INDEX and a value");
     DType dtype = node.src(1)->dtype();
-    if (dtype != index.src(0)->dtype().pointee()) fail("STORE of " + dtype.name() + " into " + index.src(0)->dtype().name());
+    check_access_type("STORE", dtype, index);
     llvm::Value* pointer = value_of(node.src(0));
-    llvm::Value* value = value_of(node.src(1));
+    llvm::Value* value = llvm_to_memory(builder_, value_of(node.src(1)), dtype);
+    llvm::Align align(static_cast<uint64_t>(dtype.scalar_bytes()));
     auto write = [&] {
-      llvm::StoreInst* stored = builder_.CreateAlignedStore(llvm_to_memory(builder_, value, dtype), pointer,
-                                                            llvm::Align(static_cast<uint64_t>(dtype.scalar_bytes())));
+      llvm::StoreInst* stored = builder_.CreateAlignedStore(value, pointer, align);
       annotate(stored, index);
     };
     if (index.src_count() != 3) return write();
+    if (index.src(2)->dtype().count() > 1) {
+      llvm::CallInst* stored = builder_.CreateMaskedStore(value, pointer, align, value_of(index.src(2)));
+      annotate(stored, index);
+      return;
+    }
     llvm::BasicBlock* valid = llvm::BasicBlock::Create(context_, "store.valid", function_);
     llvm::BasicBlock* after = llvm::BasicBlock::Create(context_, "store.done", function_);
     builder_.CreateCondBr(value_of(index.src(2)), valid, after);

@@ -2,6 +2,7 @@
 #include "codegen/llvm/llvm_target.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <vector>
 
@@ -27,13 +28,49 @@ void initialize_llvm_native_target() {
   });
 }
 
+namespace {
+
+// KILN_CPU_TARGET: "" or "host" (everything the CPU has) or "avx2" (AVX-512 switched off).
+bool narrowed_to_avx2() {
+  const char* requested = std::getenv("KILN_CPU_TARGET");
+  if (requested == nullptr || *requested == '\0' || std::string(requested) == "host") return false;
+  if (std::string(requested) == "avx2") return true;
+  throw UserError(std::string("KILN_CPU_TARGET='") + requested + "' is not a CPU target (use 'host' or 'avx2')");
+}
+
+}  // namespace
+
 CpuTarget::CpuTarget() {
   initialize_llvm_native_target();
   triple_ = llvm::sys::getProcessTriple();
   cpu_ = llvm::sys::getHostCPUName().str();
+  bool avx2_only = narrowed_to_avx2();
   std::vector<std::string> features;
-  for (const auto& feature : llvm::sys::getHostCPUFeatures())
-    features.push_back((feature.getValue() ? "+" : "-") + feature.getKey().str());
+  for (const auto& feature : llvm::sys::getHostCPUFeatures()) {
+    bool enabled = feature.getValue();
+    std::string name = feature.getKey().str();
+    if (avx2_only && (name.rfind("avx512", 0) == 0 || name == "evex512" || name.rfind("amx", 0) == 0 ||
+                      name == "avx10.1-256" || name == "avx10.1-512"))
+      enabled = false;
+    features.push_back((enabled ? "+" : "-") + name);
+    if (enabled) enabled_features_.insert(name);
+  }
+  if (avx2_only) cpu_ = enabled_features_.count("avx2") ? "haswell" : cpu_;
+  caps_.name = "cpu";
+  caps_.has_fma = enabled_features_.count("fma") != 0;
+  if (enabled_features_.count("avx512f")) {
+    caps_.name = "cpu-avx512";
+    caps_.vector_bytes = 64;
+    caps_.vector_registers = 32;
+  } else if (enabled_features_.count("avx2") || enabled_features_.count("avx")) {
+    caps_.name = "cpu-avx2";
+    caps_.vector_bytes = 32;
+    caps_.vector_registers = 16;
+  } else {
+    caps_.name = "cpu-sse";
+    caps_.vector_bytes = 16;
+    caps_.vector_registers = 16;
+  }
   // Sorted by name (not by sign), so the string is the same however LLVM orders its map.
   std::sort(features.begin(), features.end(),
             [](const std::string& a, const std::string& b) { return a.substr(1) < b.substr(1); });
@@ -61,9 +98,14 @@ std::unique_ptr<llvm::TargetMachine> CpuTarget::create_machine() const {
 void CpuTarget::prepare(llvm::Module& module, const llvm::TargetMachine& machine) const {
   module.setTargetTriple(triple_);
   module.setDataLayout(machine.createDataLayout());
+  std::string vector_bits = std::to_string(caps_.vector_bytes * 8);
   for (llvm::Function& function : module) {
     function.addFnAttr("target-cpu", cpu_);
     function.addFnAttr("target-features", features_);
+    // Some CPUs' tuning prefers 256-bit vectors and would split the 512-bit vectors the expander
+    // emits; the capability object decides the width instead.
+    function.addFnAttr("prefer-vector-width", vector_bits);
+    function.addFnAttr("min-legal-vector-width", vector_bits);
   }
 }
 
@@ -109,6 +151,8 @@ std::string CpuTarget::emit_object(llvm::Module& module, llvm::TargetMachine& ma
 std::string CpuTarget::emit_assembly(llvm::Module& module, llvm::TargetMachine& machine) const {
   return emit(module, machine, llvm::CodeGenFileType::AssemblyFile);
 }
+
+const TargetCaps& host_cpu_caps() { return CpuTarget::host().caps(); }
 
 std::string llvm_ir_text(const llvm::Module& module) {
   std::string text;

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
+
+#include "codegen/target.h"
 
 namespace kiln {
 
@@ -17,8 +20,10 @@ void initialize_llvm_native_target();
 
 class CpuTarget {
  public:
-  // The CPU this process runs on (features detected once, so AVX2/AVX-512 are used where present).
+  // The CPU this process runs on (features detected once, so AVX2/AVX-512 are used where present),
+  // narrowed to AVX2 when KILN_CPU_TARGET=avx2.
   static const CpuTarget& host();
+  const TargetCaps& caps() const { return caps_; }
 
   const std::string& triple() const { return triple_; }
   const std::string& cpu() const { return cpu_; }
@@ -49,6 +54,8 @@ class CpuTarget {
   std::string triple_;
   std::string cpu_;
   std::string features_;
+  std::set<std::string> enabled_features_;
+  TargetCaps caps_;
 };
 
 // The module as LLVM IR text (KILN_DEBUG>=4).

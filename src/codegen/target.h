@@ -1,0 +1,36 @@
+// What a code-generation target can do: the one object the optimisation layer (src/opt/) and the
+// renderers consult, instead of asking for CPU names or features. The host CPU fills it in from
+// LLVM's view of the processor (llvm/llvm_target.cpp); a GPU target will describe its threads,
+// shared memory and warp width through the same fields.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ir/dtype.h"
+
+namespace kiln {
+
+struct TargetCaps {
+  std::string name;              // "cpu-avx512", "cpu-avx2", …: printed by KILN_DEBUG=3
+  int vector_bytes = 16;         // width of a SIMD register
+  int vector_registers = 16;     // how many of them the register allocator has
+  bool has_fma = false;          // a fused multiply-add instruction exists
+  bool supports_vector_ops = true;
+  bool supports_threads = true;  // kernels split their axis 0 across a thread pool
+  bool supports_shared_memory = false;
+  int64_t l1_bytes = 32 << 10;   // per core
+  int64_t l2_bytes = 1 << 20;    // per core
+
+  // Lanes of one register for `dtype` (1 for types the renderer keeps scalar).
+  int vector_lanes(DType dtype) const {
+    if (!supports_vector_ops || dtype.scalar_bytes() <= 0) return 1;
+    return vector_bytes / dtype.scalar_bytes();
+  }
+};
+
+// The host CPU, detected once. KILN_CPU_TARGET=avx2 narrows it to AVX2 (256-bit vectors, no AVX-512
+// instructions at all) on an AVX-512 machine, so both code paths can be tested on one host.
+const TargetCaps& host_cpu_caps();
+
+}  // namespace kiln

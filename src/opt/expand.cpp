@@ -1,0 +1,288 @@
+// The expander; see expand.h.
+#include "opt/expand.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/build.h"
+#include "ir/substitute.h"
+#include "opt/opt.h"
+#include "passes/symbolic.h"
+#include "support/error.h"
+
+namespace kiln {
+
+namespace {
+
+UOpPtr with_range_value(const UOpPtr& node, const UOp* range, int64_t value) {
+  return substitute(node, {{range, const_int(dtypes::index, value)}});
+}
+
+UOpPtr combine(Ops op, const std::vector<UOpPtr>& values) {
+  // A balanced tree keeps the dependency chains short.
+  std::vector<UOpPtr> level = values;
+  while (level.size() > 1) {
+    std::vector<UOpPtr> next;
+    for (size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(alu(op, level[i], level[i + 1]));
+    if (level.size() % 2 == 1) next.push_back(level.back());
+    level = std::move(next);
+  }
+  return level.front();
+}
+
+// One UNROLL range, expanded.
+UOpPtr expand_unroll(const UOpPtr& kernel, const UOp* unroll) {
+  auto extent = static_cast<int64_t>(unroll->src(0)->const_int());
+  // Reduce axes first: REDUCE(v, …, u) → REDUCE(v[u=0] op … op v[u=k-1], …).
+  std::unordered_map<const UOp*, UOpPtr> replacements;
+  for (const UOp* node : toposort(kernel)) {
+    if (node->op() != Ops::REDUCE) continue;
+    auto listed = std::find_if(node->srcs().begin() + 1, node->srcs().end(),
+                               [&](const UOpPtr& r) { return r.get() == unroll; });
+    if (listed == node->srcs().end()) continue;
+    std::vector<UOpPtr> copies;
+    for (int64_t value = 0; value < extent; ++value) copies.push_back(with_range_value(node->src(0), unroll, value));
+    UOpPtr combined = combine(node->arg_op(), copies);
+    std::vector<UOpPtr> sources{combined};
+    for (size_t i = 1; i < node->src_count(); ++i)
+      if (node->src(i).get() != unroll) sources.push_back(node->src(i));
+    replacements[node] = sources.size() == 1 ? combined : node->with_srcs(std::move(sources));
+  }
+  UOpPtr reduced = replacements.empty() ? kernel : substitute(kernel, replacements);
+  // Output axes: each STORE that still depends on u becomes k STOREs.
+  std::vector<UOpPtr> stores;
+  for (const UOpPtr& store : reduced->srcs()) {
+    std::vector<const UOp*> nodes = toposort(store);
+    bool depends = std::find(nodes.begin(), nodes.end(), unroll) != nodes.end();
+    if (!depends) {
+      stores.push_back(store);
+      continue;
+    }
+    for (int64_t value = 0; value < extent; ++value) stores.push_back(with_range_value(store, unroll, value));
+  }
+  return reduced->with_srcs(std::move(stores));
+}
+
+}  // namespace
+
+UOpPtr expand_unrolls(const UOpPtr& kernel) {
+  UOpPtr result = kernel;
+  for (const UOp* range : kernel_ranges(kernel))
+    if (axis_kind(range->arg_int()) == AxisKind::Unroll) {
+      // Ranges are interned: the node in `kernel` is the node in `result`.
+      result = expand_unroll(result, range);
+    }
+  return result == kernel ? kernel : simplify(result);
+}
+
+bool vectorizable_dtype(DType dtype) {
+  switch (dtype.scalar()) {
+    case ScalarType::Float16: case ScalarType::BFloat16: case ScalarType::Index: case ScalarType::Void: return false;
+    default: return !dtype.is_pointer();
+  }
+}
+
+namespace {
+
+bool vector_alu(Ops op) {
+  if (!op_is_alu(op)) return false;
+  switch (op) {
+    case Ops::EXP2: case Ops::LOG2: case Ops::SIN: case Ops::POW: case Ops::THREEFRY: case Ops::MULACC:
+    case Ops::IDIV: case Ops::MOD:
+      return false;
+    default: return true;
+  }
+}
+
+class Vectorizer {
+ public:
+  Vectorizer(const UOpPtr& kernel, const UOp* upcast)
+      : kernel_(kernel), upcast_(upcast), width_(static_cast<int>(upcast->src(0)->const_int())) {
+    for (const UOp* node : toposort(kernel)) {
+      bool depends = node == upcast;
+      for (const UOpPtr& source : node->srcs()) depends = depends || depends_.count(source.get()) != 0;
+      if (depends) depends_.insert(node);
+    }
+  }
+
+  UOpPtr run() {
+    std::vector<UOpPtr> stores;
+    for (const UOpPtr& store : kernel_->srcs()) {
+      if (!depends(store.get())) {
+        stores.push_back(store);
+        continue;
+      }
+      for (UOpPtr& written : vector_store(store)) stores.push_back(std::move(written));
+    }
+    return kernel_->with_srcs(std::move(stores));
+  }
+
+ private:
+  bool depends(const UOp* node) const { return depends_.count(node) != 0; }
+
+  // The scalar value of `node` in lane `lane_number`: index arithmetic re-evaluated with the lane's
+  // value of the upcast (and simplified), a lane of a vector op, or the op applied to its sources' lanes.
+  UOpPtr lane(const UOpPtr& node, int lane_number) {
+    if (!depends(node.get())) return node;
+    if (node->dtype().is_index()) return simplify(with_range_value(node, upcast_, lane_number));
+    if (vectorizable_dtype(node->dtype()) && vectorized_directly(node.get())) {
+      UOpPtr vec = vector(node);
+      // A vector built lane by lane (a gather) hands out its lanes directly.
+      if (vec->op() == Ops::VECTORIZE) return vec->src(static_cast<size_t>(lane_number));
+      return UOp::make(Ops::GEP, node->dtype(), {vec}, std::vector<int64_t>{lane_number});
+    }
+    return lane_by_sources(node, lane_number);
+  }
+
+  // `node` applied to its sources' values in one lane.
+  UOpPtr lane_by_sources(const UOpPtr& node, int lane_number) {
+    auto key = std::make_pair(node.get(), lane_number);
+    if (auto found = lanes_.find(key); found != lanes_.end()) return found->second;
+    std::vector<UOpPtr> sources;
+    for (const UOpPtr& source : node->srcs()) sources.push_back(lane(source, lane_number));
+    UOpPtr result = node->with_srcs(std::move(sources));
+    lanes_[key] = result;
+    return result;
+  }
+
+  std::vector<UOpPtr> lanes(const UOpPtr& node) {
+    std::vector<UOpPtr> result;
+    for (int l = 0; l < width_; ++l) result.push_back(lane(node, l));
+    return result;
+  }
+
+  UOpPtr broadcast(const UOpPtr& scalar) {
+    return UOp::make(Ops::VECTORIZE, scalar->dtype().vec(width_), std::vector<UOpPtr>(static_cast<size_t>(width_), scalar));
+  }
+
+  // A W-wide vector value of `node` (a broadcast when it does not depend on the upcast).
+  UOpPtr vector(const UOpPtr& node) {
+    if (!depends(node.get())) return broadcast(node);
+    if (auto found = vectors_.find(node.get()); found != vectors_.end()) return found->second;
+    UOpPtr result;
+    if (!vectorizable_dtype(node->dtype()) || !vectorized_directly(node.get())) {
+      result = UOp::make(Ops::VECTORIZE, node->dtype().vec(width_), lanes(node));
+    } else if (node->op() == Ops::LOAD) {
+      result = vector_load(node);
+    } else if (node->op() == Ops::REDUCE) {
+      std::vector<UOpPtr> sources{vector(node->src(0))};
+      for (size_t i = 1; i < node->src_count(); ++i) sources.push_back(node->src(i));
+      result = UOp::make(Ops::REDUCE, node->dtype().vec(width_), std::move(sources), node->arg());
+    } else {
+      std::vector<UOpPtr> sources;
+      for (const UOpPtr& source : node->srcs()) sources.push_back(vector(source));
+      result = UOp::make(node->op(), node->dtype().vec(width_), std::move(sources), node->arg());
+    }
+    vectors_[node.get()] = result;
+    return result;
+  }
+
+  // Whether a dependent node becomes one vector op (rather than one op per lane).
+  bool vectorized_directly(const UOp* node) {
+    if (auto found = direct_.find(node); found != direct_.end()) return found->second;
+    bool direct = false;
+    switch (node->op()) {
+      case Ops::LOAD: direct = true; break;
+      case Ops::REDUCE: direct = true; break;
+      case Ops::CAST: case Ops::BITCAST: direct = vectorizable_dtype(node->src(0)->dtype()); break;
+      default:
+        direct = vector_alu(node->op()) && std::all_of(node->srcs().begin(), node->srcs().end(), [](const UOpPtr& s) {
+                   return vectorizable_dtype(s->dtype());
+                 });
+    }
+    direct_[node] = direct;
+    return direct;
+  }
+
+  struct Access {
+    UOpPtr buffer, first_index, valid;  // valid: null, a scalar bool or a bool vector
+    bool contiguous = false;
+  };
+
+  // Whether the access through INDEX `index` is lanes idx0, idx0+1, … and with which valid.
+  Access analyse(const UOp& index) {
+    Access access;
+    access.buffer = index.src(0);
+    UOpPtr first = simplify(with_range_value(index.src(1), upcast_, 0));
+    access.first_index = first;
+    access.contiguous = true;
+    for (int l = 1; l < width_ && access.contiguous; ++l) {
+      UOpPtr offset = simplify(with_range_value(index.src(1), upcast_, l) - first);
+      access.contiguous = offset->is_const() && offset->const_int() == l;
+    }
+    if (index.src_count() == 3) {
+      const UOpPtr& valid = index.src(2);
+      if (!depends(valid.get())) {
+        access.valid = valid;
+      } else {
+        std::vector<UOpPtr> per_lane;
+        for (int l = 0; l < width_; ++l) per_lane.push_back(simplify(with_range_value(valid, upcast_, l)));
+        bool same = std::all_of(per_lane.begin(), per_lane.end(), [&](const UOpPtr& v) { return v == per_lane[0]; });
+        access.valid = same ? per_lane[0] : UOp::make(Ops::VECTORIZE, dtypes::bool_.vec(width_), per_lane);
+      }
+    }
+    return access;
+  }
+
+  UOpPtr vector_load(const UOpPtr& load) {
+    const UOp& index = *load->src(0);
+    Access access = analyse(index);
+    if (!access.contiguous || !vectorizable_dtype(load->dtype())) {
+      std::vector<UOpPtr> gathered;
+      for (int l = 0; l < width_; ++l) gathered.push_back(lane_by_sources(load, l));
+      return UOp::make(Ops::VECTORIZE, load->dtype().vec(width_), std::move(gathered));
+    }
+    std::vector<UOpPtr> index_sources{access.buffer, access.first_index};
+    if (access.valid) index_sources.push_back(access.valid);
+    UOpPtr vector_index = UOp::make(Ops::INDEX, index.dtype(), std::move(index_sources));
+    std::vector<UOpPtr> sources{vector_index};
+    if (load->src_count() == 2) sources.push_back(vector(load->src(1)));
+    return UOp::make(Ops::LOAD, load->dtype().vec(width_), std::move(sources));
+  }
+
+  std::vector<UOpPtr> vector_store(const UOpPtr& store) {
+    const UOp& index = *store->src(0);
+    const UOpPtr& value = store->src(1);
+    Access access = analyse(index);
+    if (access.contiguous && vectorizable_dtype(value->dtype())) {
+      std::vector<UOpPtr> index_sources{access.buffer, access.first_index};
+      if (access.valid) index_sources.push_back(access.valid);
+      UOpPtr vector_index = UOp::make(Ops::INDEX, index.dtype(), std::move(index_sources));
+      return {UOp::make(Ops::STORE, dtypes::void_, {vector_index, vector(value)})};
+    }
+    // A scatter: one store per lane, each with its own index and valid.
+    std::vector<UOpPtr> stores;
+    for (int l = 0; l < width_; ++l) {
+      std::vector<UOpPtr> index_sources;
+      for (const UOpPtr& source : index.srcs()) index_sources.push_back(lane(source, l));
+      UOpPtr lane_index = UOp::make(Ops::INDEX, index.dtype(), std::move(index_sources));
+      stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {lane_index, lane(value, l)}));
+    }
+    return stores;
+  }
+
+  UOpPtr kernel_;
+  const UOp* upcast_;
+  int width_;
+  std::unordered_set<const UOp*> depends_;
+  std::unordered_map<const UOp*, UOpPtr> vectors_;
+  std::unordered_map<const UOp*, bool> direct_;
+  std::map<std::pair<const UOp*, int>, UOpPtr> lanes_;
+};
+
+}  // namespace
+
+UOpPtr vectorize_upcast(const UOpPtr& kernel) {
+  const UOp* upcast = nullptr;
+  for (const UOp* range : kernel_ranges(kernel)) {
+    if (axis_kind(range->arg_int()) != AxisKind::Upcast) continue;
+    if (upcast != nullptr) throw_internal_error("vectorize_upcast: a kernel with two UPCAST ranges");
+    upcast = range;
+  }
+  if (upcast == nullptr) return kernel;
+  return Vectorizer(kernel, upcast).run();
+}
+
+}  // namespace kiln

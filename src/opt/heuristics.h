@@ -1,0 +1,32 @@
+// The hand-coded optimisation heuristics: which Opt actions each kernel gets on a target, chosen
+// deterministically from the kernel AST and the target's capabilities (no timing), in the spirit of
+// tinygrad's hand_coded_optimizations.
+//
+//  1. Vector axis: an output axis along which the stores are contiguous and every load that varies
+//     with it inside a reduction is contiguous too (a gather there would cost W loads per step) gets
+//     an UPCAST of the target's vector lanes (or the largest power of two ≥ 4 below it that divides it).
+//  2. Register tile, for kernels with a reduction: another output axis that the vector loads inside
+//     the reduction do not depend on (a matmul's rows, a conv's output channels) gets an UNROLL of R,
+//     and the vector axis an UNROLL of C, so R·C vector accumulators share every load of one step.
+//     R·C is sized to the target's register file.
+// The Opt list, the new AST and the new extent of axis 0 (the thread split) replace the kernel's.
+#pragma once
+
+#include <vector>
+
+#include "codegen/target.h"
+#include "opt/opt.h"
+#include "schedule/schedule.h"
+
+namespace kiln {
+
+std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps);
+
+// Applies the heuristics' Opts (or none when KILN_OPT=0) to every kernel of the schedule, updating
+// each kernel's AST, Opt list and parallel extent. KILN_DEBUG>=3 prints the choices.
+void optimize_schedule(Schedule& schedule, const TargetCaps& caps);
+
+// The extent of a kernel's axis 0 (1 when it has none).
+int64_t parallel_extent_of(const UOpPtr& kernel);
+
+}  // namespace kiln

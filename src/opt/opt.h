@@ -1,0 +1,56 @@
+// Opt actions: the choices the kernel optimisation layer makes, each a split of one RANGE.
+//
+// A kernel AST's RANGEs carry their kind in their axis id (docs/kernel-ast.md, "Axis kinds"):
+//   0 …          output loops (axis 0 is the one the runtime splits over threads)
+//   1000 …       reduce loops
+//   2000 …       UPCAST: not a loop — the expander turns it into the lanes of vector values
+//   3000 …       UNROLL: not a loop — the expander makes one copy of the code per value
+// An Opt splits range r (extent N, `amount` dividing N) into r = outer·amount + inner: the outer part
+// keeps r's axis id and loop, the inner part is a new range of the kind the Opt names. Applying the
+// same Opt list to the same kernel always gives the same AST, so a plan and the kernel cache, which
+// key on the optimised AST, cover the choices and compiles stay reproducible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/uop.h"
+
+namespace kiln {
+
+constexpr int64_t kFirstUpcastAxis = 2000;
+constexpr int64_t kFirstUnrollAxis = 3000;
+
+enum class AxisKind { Loop, Reduce, Upcast, Unroll };
+AxisKind axis_kind(int64_t axis);
+const char* axis_kind_name(AxisKind kind);
+
+enum class OptOp {
+  Upcast,  // an output axis's inner part becomes vector lanes (one UPCAST per kernel)
+  Unroll,  // an output or reduce axis's inner part becomes copies of the code (register tiles)
+};
+
+struct Opt {
+  OptOp op = OptOp::Upcast;
+  int64_t axis = 0;    // axis id of the RANGE to split
+  int64_t amount = 1;  // extent of the new inner range; divides the range's extent
+  std::string text() const;  // "UPCAST(axis 1, 16)"
+  friend bool operator==(const Opt&, const Opt&) = default;
+};
+
+// Why an Opt cannot apply (no such axis, amount does not divide, an UPCAST of a reduce axis, a second
+// UPCAST): the message names the Opt and the kernel.
+class InvalidOpt : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The RANGE nodes of a kernel AST by axis id.
+std::vector<const UOp*> kernel_ranges(const UOpPtr& kernel);
+
+// `kernel` with `opt` applied (simplified). Throws InvalidOpt when the Opt does not fit the kernel.
+UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt);
+UOpPtr apply_opts(UOpPtr kernel, const std::vector<Opt>& opts);
+
+}  // namespace kiln
