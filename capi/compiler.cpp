@@ -1,27 +1,22 @@
-// C shims of compiler.h (libkiln-compiler): ONNX model → plan file, as `kiln compile` does. Every
-// exception is caught here; messages go to libkiln's per-thread message (error_bridge.h).
+// C shims of compiler.h (libkiln-compiler): ONNX model → plan file through compile_onnx_file, the
+// driver `kiln compile` uses too. This file checks the C arguments and maps failures to statuses;
+// every exception is caught here; messages go to libkiln's per-thread message (error_bridge.h).
 #include "kiln/compiler.h"
 
-#include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <exception>
-#include <filesystem>
 #include <fstream>
 #include <new>
 #include <string>
 #include <vector>
 
+#include "compile_onnx_file.h"
 #include "error_bridge.h"
 #include "onnx_model.h"
-#include "plan/plan_writer.h"
 #include "support/error.h"
-#include "tensor/tensor_internal.h"
 
 namespace {
 
-namespace fs = std::filesystem;
-using kiln::onnx_import::OnnxModel;
 using kiln::onnx_import::ShapeSpec;
 
 // A failure with its own status (the compile's argument and I/O errors); UserErrors from the
@@ -50,51 +45,14 @@ void compile(const char* model_path, const kiln_compile_options& options, const 
       throw CompileFailure{KILN_ERROR_IO, std::string("cannot open ONNX model '") + model_path + "': " +
                                               std::strerror(errno)};
   }
-  auto start = std::chrono::steady_clock::now();
-  auto progress = [&](const std::string& line) {
-    if (!options.verbose) return;
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "kiln compile: [%6.2fs] %s\n", seconds, line.c_str());
-  };
-  progress(std::string("loading ") + model_path);
-  OnnxModel model = OnnxModel::load_file(model_path);
-  std::vector<std::pair<std::string, kiln::Tensor>> inputs, outputs;
+  kiln::onnx_import::OnnxCompileOptions compile_options;
+  compile_options.shapes = std::move(specs);
+  if (options.verbose) compile_options.progress = kiln::onnx_import::stderr_compile_progress();
   try {
-    for (const auto& [name, shape] : model.bind_input_shapes(specs)) {
-      kiln::ScalarType dtype = kiln::ScalarType::Float32;  // an input the model leaves untyped
-      for (const auto& info : model.inputs())
-        if (info.name == name && info.dtype) dtype = *info.dtype;
-      inputs.emplace_back(name, kiln::graph_input(name, shape, dtype));
-    }
-    progress("building the graph");
-    outputs = model.build(inputs);
-  } catch (const kiln::UserError& error) {
-    throw kiln::UserError(std::string(model_path) + ": " + error.what());
+    kiln::onnx_import::compile_onnx_file(model_path, plan_path, compile_options);
+  } catch (const kiln::onnx_import::PlanFileError& error) {
+    throw CompileFailure{KILN_ERROR_IO, error.what()};
   }
-  kiln::PlanWriteOptions write_options;
-  write_options.progress = progress;
-  std::string plan = kiln::write_plan(inputs, outputs, write_options);
-
-  // Written beside the target and renamed, so that a failed compile never leaves half a plan.
-  std::string target = plan_path, temporary = target + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(plan.data(), static_cast<std::streamsize>(plan.size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(temporary, ignored);
-      throw CompileFailure{KILN_ERROR_IO, "cannot write the plan to '" + temporary + "'"};
-    }
-  }
-  std::error_code error;
-  fs::rename(temporary, target, error);
-  if (error) {
-    std::error_code ignored;
-    fs::remove(temporary, ignored);
-    throw CompileFailure{KILN_ERROR_IO, "cannot rename '" + temporary + "' to '" + target + "': " + error.message()};
-  }
-  progress("wrote " + target + " (" + std::to_string(plan.size()) + " bytes)");
 }
 
 kiln_status fail(kiln_status status, const std::string& message) {

@@ -1,5 +1,6 @@
-// The plan sub-commands of the kiln tool. `compile` uses the compiler (ONNX importer → write_plan);
-// `inspect` and `run` use only libkiln, so they show exactly what an application would see.
+// The plan sub-commands of the kiln tool. `compile` uses the compiler (compile_onnx_file, the driver it
+// shares with compiler.h); `inspect` and `run` use only libkiln, so they show exactly what an
+// application would see.
 #include "plan_commands.h"
 
 #include <chrono>
@@ -12,19 +13,17 @@
 #include "plan/plan_dtype.h"
 #include "plan/plan_reader.h"
 #include "kiln/kiln.h"
+#include "compile_onnx_file.h"
 #include "npy_file.h"
 #include "onnx/onnx_pb.h"
 #include "onnx_model.h"
-#include "plan/plan_writer.h"
 #include "support/error.h"
 #include "support/kernel_profile.h"
-#include "tensor/tensor_internal.h"
 #include "tensor_file.h"
 
 namespace kiln::tools {
 namespace {
 
-using onnx_import::OnnxModel;
 using onnx_import::ShapeSpec;
 namespace fs = std::filesystem;
 
@@ -48,43 +47,16 @@ void print_compile_help(std::ostream& out) {
 }
 
 int compile(const std::string& model_path, const std::string& output_path, const std::vector<ShapeSpec>& specs) {
-  auto start = std::chrono::steady_clock::now();
-  auto progress = [&](const std::string& line) {
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "kiln compile: [%6.2fs] %s\n", seconds, line.c_str());
-  };
-  progress("loading " + model_path);
-  OnnxModel model = OnnxModel::load_file(model_path);
-  std::vector<std::pair<std::string, Tensor>> inputs;
-  std::vector<std::pair<std::string, Tensor>> outputs;
+  onnx_import::OnnxCompileOptions options;
+  options.shapes = specs;
+  options.progress = onnx_import::stderr_compile_progress();
   try {
-    for (const auto& [name, shape] : model.bind_input_shapes(specs)) {
-      ScalarType dtype = ScalarType::Float32;  // an input the model leaves untyped
-      for (const auto& info : model.inputs())
-        if (info.name == name && info.dtype) dtype = *info.dtype;
-      inputs.emplace_back(name, graph_input(name, shape, dtype));
-    }
-    progress("building the graph");
-    outputs = model.build(inputs);
-  } catch (const UserError& error) {
-    throw UserError(str_cat(model_path, ": ", error.what()));
+    onnx_import::compile_onnx_file(model_path, output_path, options);
+  } catch (const onnx_import::PlanFileError& error) {  // the tool's own wording
+    using Step = onnx_import::PlanFileError::Step;
+    if (error.step == Step::Write) throw UserError(str_cat("cannot write ", error.temporary));
+    throw UserError(str_cat("cannot rename ", error.temporary, " to ", error.target, ": ", error.reason));
   }
-  PlanWriteOptions options;
-  options.progress = progress;
-  std::string plan = write_plan(inputs, outputs, options);
-
-  // Write beside the target and rename, so that a failed compile never leaves half a plan.
-  std::string temporary = output_path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(plan.data(), static_cast<std::streamsize>(plan.size()));
-    out.close();
-    if (!out) throw UserError(str_cat("cannot write ", temporary));
-  }
-  std::error_code error;
-  fs::rename(temporary, output_path, error);
-  if (error) throw UserError(str_cat("cannot rename ", temporary, " to ", output_path, ": ", error.message()));
-  progress(str_cat("wrote ", output_path, " (", plan.size(), " bytes)"));
   return 0;
 }
 

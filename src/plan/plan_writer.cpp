@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "codegen/llvm/llvm_target.h"
+#include "driver/compile_kernels.h"
 #include "kiln/kiln.h"
 #include "passes/pipeline.h"
 #include "plan/link_shared_object.h"
@@ -147,17 +147,15 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   }
 
   // Kernel objects, one per distinct symbol (a symbol names its AST, so equal symbols are equal code).
+  KernelBuildOptions build_options;
+  build_options.product = KernelProduct::Object;
+  build_options.progress = options.progress;
   std::vector<std::string> objects;
-  std::set<std::string> compiled;
   int from_cache_count = 0;
-  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
-    const ScheduledKernel& kernel = schedule.kernels[k];
-    if (!compiled.insert(kernel.name()).second) continue;
-    bool from_cache = false;
-    objects.push_back(compile_cpu_kernel_object(kernel, &from_cache));
-    if (from_cache) ++from_cache_count;
-    progress(str_cat("kernel ", k + 1, "/", schedule.kernels.size(), " ", kernel.name(),
-                     from_cache ? " (from the disk cache)" : " (compiled)"));
+  for (KernelBuild& kernel : compile_schedule_kernels(schedule, build_options)) {
+    if (kernel.repeat) continue;
+    objects.push_back(std::move(kernel.object));
+    if (kernel.from_cache) ++from_cache_count;
   }
   progress(str_cat("linking ", objects.size(), " kernel objects"));
   std::string code = link_shared_object(objects);

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "driver/compile_kernels.h"
 #include "passes/pipeline.h"
 #include "runtime/thread_pool.h"
 #include "schedule/schedule.h"
@@ -114,11 +115,10 @@ void realize_tensors(const std::vector<Tensor*>& tensors) {
   start = Clock::now();
   std::vector<KernelFunction> functions;
   int compiled = 0, cached = 0, reused = 0;
-  for (const ScheduledKernel& kernel : schedule.kernels) {
-    LoadedKernel result = compile_cpu_kernel(kernel);
-    functions.push_back(result.function);
-    if (result.reused) ++reused;
-    else if (result.from_cache) ++cached;
+  for (const KernelBuild& kernel : compile_schedule_kernels(schedule)) {
+    functions.push_back(kernel.function);
+    if (kernel.reused) ++reused;
+    else if (kernel.from_cache) ++cached;
     else ++compiled;
   }
   double codegen_ms = milliseconds_since(start);

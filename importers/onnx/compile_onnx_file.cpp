@@ -1,0 +1,81 @@
+// compile_onnx_file: the steps that `kiln compile` and compiler.h share, in the order they print.
+#include "compile_onnx_file.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <utility>
+
+#include "plan/plan_writer.h"
+#include "tensor/tensor_internal.h"
+
+namespace kiln::onnx_import {
+
+CompileProgress stderr_compile_progress() {
+  auto start = std::chrono::steady_clock::now();
+  return [start](const std::string& line) {
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "kiln compile: [%6.2fs] %s\n", seconds, line.c_str());
+  };
+}
+
+std::string compile_onnx_plan(const std::string& model_path, const OnnxCompileOptions& options) {
+  auto progress = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  progress("loading " + model_path);
+  OnnxModel model = OnnxModel::load_file(model_path);
+  std::vector<std::pair<std::string, Tensor>> inputs, outputs;
+  try {
+    for (const auto& [name, shape] : model.bind_input_shapes(options.shapes)) {
+      ScalarType dtype = ScalarType::Float32;  // an input the model leaves untyped
+      for (const auto& info : model.inputs())
+        if (info.name == name && info.dtype) dtype = *info.dtype;
+      inputs.emplace_back(name, graph_input(name, shape, dtype));
+    }
+    progress("building the graph");
+    outputs = model.build(inputs);
+  } catch (const UserError& error) {
+    throw UserError(str_cat(model_path, ": ", error.what()));
+  }
+  PlanWriteOptions write_options;
+  write_options.progress = options.progress;
+  return write_plan(inputs, outputs, write_options);
+}
+
+PlanFileError::PlanFileError(Step step, std::string temporary, std::string target, std::string reason)
+    : UserError(step == Step::Write ? str_cat("cannot write the plan to '", temporary, "'")
+                                    : str_cat("cannot rename '", temporary, "' to '", target, "': ", reason)),
+      step(step),
+      temporary(std::move(temporary)),
+      target(std::move(target)),
+      reason(std::move(reason)) {}
+
+void save_plan_file(const std::string& plan_path, const std::string& plan) {
+  std::string temporary = plan_path + ".tmp";
+  std::error_code ignored;
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out.write(plan.data(), static_cast<std::streamsize>(plan.size()));
+    out.close();
+    if (!out) {
+      std::filesystem::remove(temporary, ignored);
+      throw PlanFileError(PlanFileError::Step::Write, temporary, plan_path, "");
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, plan_path, error);
+  if (error) {
+    std::filesystem::remove(temporary, ignored);
+    throw PlanFileError(PlanFileError::Step::Rename, temporary, plan_path, error.message());
+  }
+}
+
+void compile_onnx_file(const std::string& model_path, const std::string& plan_path, const OnnxCompileOptions& options) {
+  std::string plan = compile_onnx_plan(model_path, options);
+  save_plan_file(plan_path, plan);
+  if (options.progress) options.progress(str_cat("wrote ", plan_path, " (", plan.size(), " bytes)"));
+}
+
+}  // namespace kiln::onnx_import

@@ -1,0 +1,49 @@
+// The compile driver for ONNX files: model + shape specs → plan bytes or a plan file. `kiln compile`
+// (tools/plan_commands.cpp) and kiln_compile_onnx_file (capi/compiler.cpp) both call it, so the two
+// give the same plan and the same progress lines; each keeps only its own argument parsing and error
+// mapping.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "onnx_model.h"
+#include "support/error.h"
+
+namespace kiln::onnx_import {
+
+using CompileProgress = std::function<void(const std::string&)>;
+
+struct OnnxCompileOptions {
+  std::vector<ShapeSpec> shapes;  // --shape values (parse_shape_spec)
+  CompileProgress progress;       // one line per stage ("loading M", the plan writer's, "wrote P"); may be empty
+};
+
+// The progress printer of `kiln compile` and a verbose kiln_compile_onnx_file: each line goes to
+// stderr as "kiln compile: [  1.23s] LINE", with the seconds since the printer was made.
+CompileProgress stderr_compile_progress();
+
+// Loads the model, binds the input shapes (an input the model leaves untyped is Float32), builds the
+// graph on graph_input placeholders and writes the plan (write_plan). A UserError from binding or
+// building is prefixed with `model_path`; one from loading names the file already.
+std::string compile_onnx_plan(const std::string& model_path, const OnnxCompileOptions& options);
+
+// A plan that could not be stored. what() is "cannot write the plan to 'T'" or "cannot rename 'T'
+// to 'P': REASON"; the fields let a caller word it its own way.
+class PlanFileError : public UserError {
+ public:
+  enum class Step { Write, Rename };
+  PlanFileError(Step step, std::string temporary, std::string target, std::string reason);
+  Step step;
+  std::string temporary, target, reason;  // reason: the system's, for Rename (empty for Write)
+};
+
+// Writes `plan` beside `plan_path` (as PLAN.tmp) and renames it into place, so that a failed compile
+// never leaves half a plan; the temporary is removed when either step fails (PlanFileError).
+void save_plan_file(const std::string& plan_path, const std::string& plan);
+
+// compile_onnx_plan, then save_plan_file, then the progress line "wrote P (N bytes)".
+void compile_onnx_file(const std::string& model_path, const std::string& plan_path, const OnnxCompileOptions& options);
+
+}  // namespace kiln::onnx_import
