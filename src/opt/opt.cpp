@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "ir/build.h"
+#include "ir/substitute.h"
 #include "passes/symbolic.h"
 #include "schedule/schedule.h"
 #include "support/error.h"
@@ -29,7 +30,8 @@ const char* axis_kind_name(AxisKind kind) {
 }
 
 std::string Opt::text() const {
-  return str_cat(op == OptOp::Upcast ? "UPCAST" : "UNROLL", "(axis ", axis, ", ", amount, ")");
+  const char* name = op == OptOp::Upcast ? "UPCAST" : op == OptOp::Unroll ? "UNROLL" : "SWAP";
+  return str_cat(name, "(axis ", axis, ", ", amount, ")");
 }
 
 std::vector<const UOp*> kernel_ranges(const UOpPtr& kernel) {
@@ -62,6 +64,14 @@ UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
   if (found == ranges.end()) throw invalid("the kernel has no RANGE with this axis id");
   const UOp* target = *found;
   AxisKind kind = axis_kind(opt.axis);
+  if (opt.op == OptOp::Swap) {
+    auto other = std::find_if(ranges.begin(), ranges.end(), [&](const UOp* r) { return r->arg_int() == opt.amount; });
+    if (other == ranges.end()) throw invalid("the kernel has no RANGE with the other axis id");
+    if (kind != AxisKind::Loop || axis_kind(opt.amount) != AxisKind::Loop || opt.amount == opt.axis)
+      throw invalid("only two different output loops can swap");
+    return simplify(substitute(kernel, {{target, range(target->src(0), opt.amount)},
+                                        {*other, range((*other)->src(0), opt.axis)}}));
+  }
   if (kind != AxisKind::Loop && kind != AxisKind::Reduce) throw invalid("only loop and reduce axes can be split");
   if (!target->src(0)->is_const()) throw invalid("the range's extent is not a constant");
   auto extent = static_cast<int64_t>(target->src(0)->const_int());

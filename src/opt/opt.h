@@ -5,10 +5,11 @@
 //   1000 …       reduce loops
 //   2000 …       UPCAST: not a loop — the expander turns it into the lanes of vector values
 //   3000 …       UNROLL: not a loop — the expander makes one copy of the code per value
-// An Opt splits range r (extent N, `amount` dividing N) into r = outer·amount + inner: the outer part
+// UPCAST and UNROLL split range r (extent N, `amount` dividing N) into r = outer·amount + inner: the outer part
 // keeps r's axis id and loop, the inner part is a new range of the kind the Opt names. Applying the
 // same Opt list to the same kernel always gives the same AST, so a plan and the kernel cache, which
-// key on the optimised AST, cover the choices and compiles stay reproducible.
+// key on the optimised AST, cover the choices and compiles stay reproducible. SWAP renumbers two output
+// loops, which changes their nesting and which of them the runtime splits over threads.
 #pragma once
 
 #include <cstdint>
@@ -29,13 +30,14 @@ const char* axis_kind_name(AxisKind kind);
 enum class OptOp {
   Upcast,  // an output axis's inner part becomes vector lanes (one UPCAST per kernel)
   Unroll,  // an output or reduce axis's inner part becomes copies of the code (register tiles)
+  Swap,    // two output loops trade places (`amount` is the other axis id): which one is outermost
 };
 
 struct Opt {
   OptOp op = OptOp::Upcast;
   int64_t axis = 0;    // axis id of the RANGE to split
-  int64_t amount = 1;  // extent of the new inner range; divides the range's extent
-  std::string text() const;  // "UPCAST(axis 1, 16)"
+  int64_t amount = 1;  // extent of the new inner range (divides the range's extent); SWAP: the other axis
+  std::string text() const;  // "UPCAST(axis 1, 16)", "SWAP(axis 0, 1)"
   friend bool operator==(const Opt&, const Opt&) = default;
 };
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+
+#include <unistd.h>
 #include <mutex>
 #include <vector>
 
@@ -56,6 +58,9 @@ CpuTarget::CpuTarget() {
     if (enabled) enabled_features_.insert(name);
   }
   if (avx2_only) cpu_ = enabled_features_.count("avx2") ? "haswell" : cpu_;
+  // Cache sizes steer tiling only (never results); sysconf reports them on Linux/glibc.
+  if (long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE); l1 > 0) caps_.l1_bytes = l1;
+  if (long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0) caps_.l2_bytes = l2;
   caps_.name = "cpu";
   caps_.has_fma = enabled_features_.count("fma") != 0;
   if (enabled_features_.count("avx512f")) {
