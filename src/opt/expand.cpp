@@ -162,7 +162,9 @@ class Vectorizer {
     if (!depends(node.get())) return broadcast(node);
     if (auto found = vectors_.find(node.get()); found != vectors_.end()) return found->second;
     UOpPtr result;
-    if (!vectorizable_dtype(node->dtype()) || !vectorized_directly(node.get())) {
+    if (node->dtype() == dtypes::bool_ && !vectorized_directly(node.get())) {
+      result = vector_condition(node);
+    } else if (!vectorizable_dtype(node->dtype()) || !vectorized_directly(node.get())) {
       result = UOp::make(Ops::VECTORIZE, node->dtype().vec(width_), lanes(node));
     } else if (node->op() == Ops::LOAD) {
       result = vector_load(node);
@@ -196,6 +198,53 @@ class Vectorizer {
     return direct;
   }
 
+  // The lanes of an index expression as one vector when they are lane 0's value plus lane·step (a
+  // splat plus a constant vector); null otherwise.
+  UOpPtr affine_index_vector(const UOpPtr& node) {
+    if (auto found = affine_.find(node.get()); found != affine_.end()) return found->second;
+    UOpPtr result;
+    UOpPtr first = lane(node, 0);
+    std::vector<UOpPtr> steps;
+    bool affine = true;
+    int64_t step = 0;
+    for (int l = 1; l < width_ && affine; ++l) {
+      UOpPtr offset = simplify(lane(node, l) - first);
+      affine = offset->is_const() && (l > 1 ? static_cast<int64_t>(offset->const_int()) == step * l
+                                            : (step = static_cast<int64_t>(offset->const_int()), true));
+    }
+    if (affine) {
+      std::vector<UOpPtr> offsets;
+      for (int l = 0; l < width_; ++l) offsets.push_back(const_int(dtypes::index, step * l));
+      DType type = dtypes::index.vec(width_);
+      result = UOp::make(Ops::ADD, type, {broadcast(first), UOp::make(Ops::VECTORIZE, type, std::move(offsets))});
+    }
+    affine_[node.get()] = result;
+    return result;
+  }
+
+  // A bool vector for a condition that differs between lanes: comparisons of index expressions
+  // that are affine in the lane become vector comparisons (a conv's padding test costs a few vector
+  // ops rather than one compare per lane), combined with AND/OR; anything else is built lane by lane
+  // from `per_lane` (or from the lanes of its parts).
+  UOpPtr vector_condition(const UOpPtr& condition, const std::vector<UOpPtr>& per_lane = {}) {
+    DType type = dtypes::bool_.vec(width_);
+    if (!depends(condition.get())) return broadcast(condition);
+    Ops op = condition->op();
+    if ((op == Ops::AND || op == Ops::OR) && condition->dtype() == dtypes::bool_)
+      return UOp::make(op, type, {vector_condition(condition->src(0)), vector_condition(condition->src(1))});
+    if ((op == Ops::CMPLT || op == Ops::CMPNE || op == Ops::CMPEQ) && condition->src(0)->dtype().is_index()) {
+      UOpPtr a = depends(condition->src(0).get()) ? affine_index_vector(condition->src(0)) : broadcast(condition->src(0));
+      UOpPtr b = depends(condition->src(1).get()) ? affine_index_vector(condition->src(1)) : broadcast(condition->src(1));
+      if (a && b) return UOp::make(op, type, {a, b});
+    }
+    if (op == Ops::NOT && condition->dtype() == dtypes::bool_)
+      return UOp::make(op, type, {vector_condition(condition->src(0))});
+    if (!per_lane.empty()) return UOp::make(Ops::VECTORIZE, type, per_lane);
+    std::vector<UOpPtr> lanes_of_condition;
+    for (int l = 0; l < width_; ++l) lanes_of_condition.push_back(simplify(with_range_value(condition, upcast_, l)));
+    return UOp::make(Ops::VECTORIZE, type, std::move(lanes_of_condition));
+  }
+
   struct Access {
     UOpPtr buffer, first_index, valid;  // valid: null, a scalar bool or a bool vector
     bool contiguous = false;
@@ -220,7 +269,7 @@ class Vectorizer {
         std::vector<UOpPtr> per_lane;
         for (int l = 0; l < width_; ++l) per_lane.push_back(simplify(with_range_value(valid, upcast_, l)));
         bool same = std::all_of(per_lane.begin(), per_lane.end(), [&](const UOpPtr& v) { return v == per_lane[0]; });
-        access.valid = same ? per_lane[0] : UOp::make(Ops::VECTORIZE, dtypes::bool_.vec(width_), per_lane);
+        access.valid = same ? per_lane[0] : vector_condition(valid, per_lane);
       }
     }
     return access;
@@ -270,6 +319,7 @@ class Vectorizer {
   std::unordered_map<const UOp*, UOpPtr> vectors_;
   std::unordered_map<const UOp*, bool> direct_;
   std::map<std::pair<const UOp*, int>, UOpPtr> lanes_;
+  std::unordered_map<const UOp*, UOpPtr> affine_;
 };
 
 }  // namespace

@@ -82,7 +82,9 @@ int64_t parallel_extent_of(const UOpPtr& kernel) {
   return 1;
 }
 
-std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
+namespace {
+
+std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   std::vector<Opt> opts;
   if (!caps.supports_vector_ops) return opts;
   std::vector<const UOp*> ranges = kernel_ranges(kernel);
@@ -166,9 +168,90 @@ std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
     if (axis_kind(range->arg_int()) == AxisKind::Reduce) reduce_steps *= extent_of(range);
   int64_t strip_bytes = reduce_steps * width * columns * (caps.vector_bytes / lanes);
   int64_t column_tiles = extent_of(vector_axis) / (width * columns);
-  if (row_axis != nullptr && vector_axis->arg_int() != 0 && strip_bytes <= caps.l2_bytes / 2 && column_tiles >= 4)
+  bool has_axis_0 = std::any_of(outputs.begin(), outputs.end(), [](const UOp* r) { return r->arg_int() == 0; });
+  if (row_axis != nullptr && has_axis_0 && vector_axis->arg_int() != 0 && strip_bytes <= caps.l2_bytes / 2 && column_tiles >= 4)
     opts.push_back({OptOp::Swap, 0, vector_axis->arg_int()});
   return opts;
+}
+
+// The element offset's step when `range` grows by one, if constant.
+std::optional<int64_t> store_stride(const UOpPtr& kernel, const UOp* range) {
+  for (const UOpPtr& store : kernel->srcs()) {
+    const UOpPtr& offset = store->src(0)->src(1);
+    UOpPtr step = simplify(substitute(offset, {{range, range->self() + 1}}) - offset);
+    if (step->is_const()) return static_cast<int64_t>(step->const_int());
+  }
+  return std::nullopt;
+}
+
+// The vector width a list of tile opts gives (0 without an UPCAST).
+int64_t upcast_width(const std::vector<Opt>& opts) {
+  for (const Opt& opt : opts)
+    if (opt.op == OptOp::Upcast) return opt.amount;
+  return 0;
+}
+
+// Whether a load inside a reduction is masked by a condition on `a` or `b` (padding): merged, its
+// lanes would each need a division to test, so such kernels keep their axes apart.
+bool masked_by(const UOpPtr& kernel, const UOp* a, const UOp* b) {
+  for (const Access& access : global_accesses(kernel))
+    if (access.in_reduction && access.index->src_count() == 3 &&
+        (depends_on(access.index->src(2).get(), a) || depends_on(access.index->src(2).get(), b)))
+      return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
+  for (const UOp* range : kernel_ranges(kernel))
+    if (!range->src(0)->is_const()) return {};
+  int lanes = kernel_lanes(kernel, caps);
+  // Candidates: the kernel as it is, and with a narrow output axis (a 14×14 or 7×7 image) merged
+  // into the axis outside it when the stores stay contiguous; each also with its contiguous axis
+  // padded to a multiple of the vector lanes (at most a third more iterations). The widest vectors
+  // win; on a tie, the fewest changes.
+  struct Candidate {
+    std::vector<Opt> prefix;
+    UOpPtr ast;
+  };
+  std::vector<Candidate> candidates{{{}, kernel}};
+  std::vector<const UOp*> outputs;
+  for (const UOp* range : kernel_ranges(kernel))
+    if (axis_kind(range->arg_int()) == AxisKind::Loop) outputs.push_back(range);
+  for (const UOp* inner : outputs) {
+    if (store_stride(kernel, inner) != 1) continue;
+    for (const UOp* outer : outputs) {
+      if (outer == inner || store_stride(kernel, outer) != extent_of(inner) || masked_by(kernel, outer, inner)) continue;
+      Opt merge{OptOp::Merge, outer->arg_int(), inner->arg_int()};
+      candidates.push_back({{merge}, apply_opt(kernel, merge)});
+    }
+  }
+  std::vector<Opt> best;
+  int64_t best_width = 0;
+  auto consider = [&](const std::vector<Opt>& prefix, const UOpPtr& ast) {
+    std::vector<Opt> tiles = tile_opts(ast, caps);
+    int64_t width = upcast_width(tiles);
+    if (width <= best_width) return width;
+    best = prefix;
+    best.insert(best.end(), tiles.begin(), tiles.end());
+    best_width = width;
+    return width;
+  };
+  for (const Candidate& candidate : candidates) consider(candidate.prefix, candidate.ast);
+  if (best_width >= lanes || lanes < 4) return best;
+  for (const Candidate& candidate : candidates) {
+    for (const UOp* range : kernel_ranges(candidate.ast)) {
+      if (axis_kind(range->arg_int()) != AxisKind::Loop || store_stride(candidate.ast, range) != 1) continue;
+      int64_t extent = extent_of(range);
+      int64_t padded = (extent + lanes - 1) / lanes * lanes;
+      if (padded == extent || 3 * padded > 4 * extent) continue;
+      std::vector<Opt> prefix = candidate.prefix;
+      prefix.push_back({OptOp::Padto, range->arg_int(), lanes});
+      consider(prefix, apply_opt(candidate.ast, prefix.back()));
+    }
+  }
+  return best;
 }
 
 void optimize_schedule(Schedule& schedule, const TargetCaps& caps) {

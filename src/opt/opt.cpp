@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ir/build.h"
 #include "ir/substitute.h"
@@ -30,7 +31,11 @@ const char* axis_kind_name(AxisKind kind) {
 }
 
 std::string Opt::text() const {
-  const char* name = op == OptOp::Upcast ? "UPCAST" : op == OptOp::Unroll ? "UNROLL" : "SWAP";
+  const char* name = op == OptOp::Upcast ? "UPCAST"
+                     : op == OptOp::Unroll ? "UNROLL"
+                     : op == OptOp::Swap   ? "SWAP"
+                     : op == OptOp::Merge  ? "MERGE"
+                                           : "PADTO";
   return str_cat(name, "(axis ", axis, ", ", amount, ")");
 }
 
@@ -52,6 +57,49 @@ int64_t next_axis_in_band(const std::vector<const UOp*>& ranges, int64_t band) {
   return next;
 }
 
+// `kernel` with `target` running to `padded`; the iterations past its extent touch no memory.
+UOpPtr pad_range(const UOpPtr& kernel, const UOp* target, int64_t padded) {
+  UOpPtr longer = range(padded, target->arg_int());
+  UOpPtr inside = lt(longer, target->src(0));
+  std::unordered_map<const UOp*, UOpPtr> rebuilt;
+  std::vector<const UOp*> order = toposort(kernel);
+  std::unordered_set<const UOp*> depends;
+  for (const UOp* node : order) {
+    bool on_range = node == target;
+    for (const UOpPtr& source : node->srcs()) on_range = on_range || depends.count(source.get()) != 0;
+    if (on_range) depends.insert(node);
+  }
+  for (const UOp* node : order) {
+    if (node == target) {
+      rebuilt[node] = longer;
+      continue;
+    }
+    std::vector<UOpPtr> sources;
+    for (const UOpPtr& source : node->srcs()) sources.push_back(rebuilt.at(source.get()));
+    UOpPtr result = node->with_srcs(sources);
+    bool masked_access = (node->op() == Ops::LOAD || node->op() == Ops::STORE) && depends.count(node->src(0).get()) &&
+                         node->src(0)->op() == Ops::INDEX && node->src(0)->src(0)->op() == Ops::DEFINE_GLOBAL;
+    if (masked_access) {
+      const UOpPtr& index = sources[0];
+      std::vector<UOpPtr> index_sources{index->src(0), index->src(1),
+                                        index->src_count() == 3 ? (index->src(2) & inside) : inside};
+      UOpPtr guarded = index->with_srcs(std::move(index_sources));
+      if (node->op() == Ops::STORE) {
+        result = UOp::make(Ops::STORE, dtypes::void_, {guarded, sources[1]});
+      } else {
+        DType dtype = node->dtype();
+        UOpPtr alternative = sources.size() == 2 ? sources[1]
+                             : dtype.is_bool()  ? const_bool(false)
+                             : dtype.is_float() ? const_float(dtype, 0.0)
+                                                : const_int(dtype, 0);
+        result = UOp::make(Ops::LOAD, dtype, {guarded, alternative});
+      }
+    }
+    rebuilt[node] = result;
+  }
+  return simplify(rebuilt.at(kernel.get()));
+}
+
 }  // namespace
 
 UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
@@ -64,17 +112,29 @@ UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
   if (found == ranges.end()) throw invalid("the kernel has no RANGE with this axis id");
   const UOp* target = *found;
   AxisKind kind = axis_kind(opt.axis);
-  if (opt.op == OptOp::Swap) {
+  if (opt.op == OptOp::Swap || opt.op == OptOp::Merge) {
     auto other = std::find_if(ranges.begin(), ranges.end(), [&](const UOp* r) { return r->arg_int() == opt.amount; });
     if (other == ranges.end()) throw invalid("the kernel has no RANGE with the other axis id");
     if (kind != AxisKind::Loop || axis_kind(opt.amount) != AxisKind::Loop || opt.amount == opt.axis)
-      throw invalid("only two different output loops can swap");
-    return simplify(substitute(kernel, {{target, range(target->src(0), opt.amount)},
-                                        {*other, range((*other)->src(0), opt.axis)}}));
+      throw invalid("only two different output loops can swap or merge");
+    if (opt.op == OptOp::Swap)
+      return simplify(substitute(kernel, {{target, range(target->src(0), opt.amount)},
+                                          {*other, range((*other)->src(0), opt.axis)}}));
+    if (!target->src(0)->is_const() || !(*other)->src(0)->is_const()) throw invalid("the extents are not constants");
+    auto inner_extent = static_cast<int64_t>((*other)->src(0)->const_int());
+    UOpPtr merged = range(static_cast<int64_t>(target->src(0)->const_int()) * inner_extent, opt.axis);
+    return simplify(substitute(kernel, {{target, merged / inner_extent}, {*other, merged % inner_extent}}));
   }
   if (kind != AxisKind::Loop && kind != AxisKind::Reduce) throw invalid("only loop and reduce axes can be split");
   if (!target->src(0)->is_const()) throw invalid("the range's extent is not a constant");
   auto extent = static_cast<int64_t>(target->src(0)->const_int());
+  if (opt.op == OptOp::Padto) {
+    if (kind != AxisKind::Loop) throw invalid("only output loops can be padded");
+    if (opt.amount < 2) throw invalid("the multiple must be at least 2");
+    int64_t padded = (extent + opt.amount - 1) / opt.amount * opt.amount;
+    if (padded == extent) throw invalid("the extent is a multiple already");
+    return pad_range(kernel, target, padded);
+  }
   if (opt.amount < 2 || extent % opt.amount != 0) throw invalid(str_cat("the amount does not divide the extent ", extent));
   if (opt.op == OptOp::Upcast) {
     if (kind == AxisKind::Reduce) throw invalid("an UPCAST of a reduce axis would need a horizontal reduction");
@@ -96,7 +156,8 @@ UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
     for (size_t i = 0; i < node->src_count(); ++i) {
       const UOp* source = node->src(i).get();
       if (node->op() == Ops::REDUCE && i > 0 && source == target) {
-        sources.push_back(outer);
+        // An outer part of extent 1 is the constant 0 after simplify, not a range to reduce over.
+        if (extent / opt.amount > 1) sources.push_back(outer);
         sources.push_back(inner);
         changed = true;
         continue;

@@ -9,7 +9,11 @@
 // keeps r's axis id and loop, the inner part is a new range of the kind the Opt names. Applying the
 // same Opt list to the same kernel always gives the same AST, so a plan and the kernel cache, which
 // key on the optimised AST, cover the choices and compiles stay reproducible. SWAP renumbers two output
-// loops, which changes their nesting and which of them the runtime splits over threads.
+// loops, which changes their nesting and which of them the runtime splits over threads. MERGE joins
+// two output loops a (outer) and b (inner, extent E) into one range m of a's id: a = m / E, b = m % E
+// (a 1x1 conv's 14×14 pixels become one axis of 196 that vectorises). PADTO rounds an output loop's
+// extent E up to a multiple of `amount`: every store and every load that depends on the loop gets the
+// valid `r < E` (loads yield 0 there), so the extra iterations read and write nothing.
 #pragma once
 
 #include <cstdint>
@@ -31,13 +35,15 @@ enum class OptOp {
   Upcast,  // an output axis's inner part becomes vector lanes (one UPCAST per kernel)
   Unroll,  // an output or reduce axis's inner part becomes copies of the code (register tiles)
   Swap,    // two output loops trade places (`amount` is the other axis id): which one is outermost
+  Merge,   // output loop `axis` absorbs the inner output loop `amount` (a·E + b becomes one range)
+  Padto,   // output loop `axis` runs to the next multiple of `amount`; the extra iterations are masked
 };
 
 struct Opt {
   OptOp op = OptOp::Upcast;
   int64_t axis = 0;    // axis id of the RANGE to split
   int64_t amount = 1;  // extent of the new inner range (divides the range's extent); SWAP: the other axis
-  std::string text() const;  // "UPCAST(axis 1, 16)", "SWAP(axis 0, 1)"
+  std::string text() const;  // "UPCAST(axis 1, 16)", "SWAP(axis 0, 1)", "MERGE(axis 1, 2)", "PADTO(axis 1, 16)"
   friend bool operator==(const Opt&, const Opt&) = default;
 };
 
