@@ -2,6 +2,7 @@
 #include "opt/heuristics.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <unordered_set>
@@ -265,7 +266,15 @@ void optimize_schedule(Schedule& schedule, const TargetCaps& caps) {
       debug_print(str_cat("opts ", kernel.name(), " (", caps.name, "): ", text.empty() ? "none" : text));
     }
     if (opts.empty()) continue;
-    kernel.ast = apply_opts(kernel.ast, opts);
+    UOpPtr optimised = apply_opts(kernel.ast, opts);
+    // The symbol names the code: the optimised kernel gets the hash of its own AST in place of the
+    // scheduler's, so it never shares a symbol with the unoptimised one in a process or a plan.
+    std::string name = kernel.name();
+    size_t suffix = name.rfind('_');
+    char hash[20];
+    std::snprintf(hash, sizeof(hash), "_%08llx", static_cast<unsigned long long>(optimised->hash() & 0xffffffffu));
+    name = (suffix == std::string::npos ? name : name.substr(0, suffix)) + hash;
+    kernel.ast = UOp::make(Ops::SINK, dtypes::void_, optimised->srcs(), name);
     kernel.opts = opts;
     kernel.parallel_extent = parallel_extent_of(kernel.ast);
   }
