@@ -85,6 +85,37 @@ int main() {
                 100.0 * flops / t.kernel_seconds / 1e9 / peak.gflops_all_cores, flops / t.realize_seconds / 1e9);
   }
 
+  // ResNet-50's and MobileNetV2's convolution shapes (batch 1, weights and bias as inputs, so
+  // nothing is folded). Flops count multiply-adds as 2.
+  std::printf("\n%-22s %8s %12s %10s %14s\n", "conv fp32", "kernels", "GFLOP/s", "of peak", "realize GFLOP/s");
+  struct ConvCase {
+    const char* name;
+    int64_t channels, filters, size, kernel, groups;
+  } convs[] = {
+      {"3x3 64->64 @56", 64, 64, 56, 3, 1},
+      {"1x1 256->64 @56", 256, 64, 56, 1, 1},
+      {"1x1 64->256 @56", 64, 256, 56, 1, 1},
+      {"3x3 256->256 @14", 256, 256, 14, 3, 1},
+      {"dw 3x3 144 @56", 144, 144, 56, 3, 144},
+  };
+  for (const ConvCase& c : convs) {
+    Tensor x = Tensor::uniform({1, c.channels, c.size, c.size}, 5, -1, 1);
+    Tensor w = Tensor::uniform({c.filters, c.channels / c.groups, c.kernel, c.kernel}, 6, -1, 1);
+    Tensor bias = Tensor::uniform({c.filters}, 7, -1, 1);
+    x.realize();
+    w.realize();
+    bias.realize();
+    ConvOptions options;
+    int64_t pad = c.kernel / 2;
+    options.padding = {pad, pad, pad, pad};
+    options.groups = c.groups;
+    Tensor y = x.conv(w, bias, options);
+    Timing t = time_graph(y, {x, w, bias}, 8);
+    double flops = 2.0 * static_cast<double>(c.filters * (c.channels / c.groups) * c.kernel * c.kernel * c.size * c.size);
+    std::printf("%-22s %8zu %12.2f %9.1f%% %14.2f\n", c.name, t.kernels, flops / t.kernel_seconds / 1e9,
+                100.0 * flops / t.kernel_seconds / 1e9 / peak.gflops_all_cores, flops / t.realize_seconds / 1e9);
+  }
+
   std::printf("\n%-22s %8s %12s %10s %14s\n", "elementwise fp32", "kernels", "GB/s", "of stream", "realize GB/s");
   const int64_t count = int64_t{1} << 24;  // 64 MiB per operand: far beyond the caches
   Tensor a = Tensor::uniform({count}, 3), b = Tensor::uniform({count}, 4);

@@ -10,8 +10,10 @@
 //    `STORE(INDEX(AFTER(acc, init, ranges…), 0), op(LOAD(…), value))`, and after them
 //    `LOAD(INDEX(AFTER(acc, END…), 0))`, which its users read. The AFTER nodes only keep the loads
 //    before and after the loop apart (the IR is hash-consed); a renderer reads AFTER as its src[0].
-// The same op may appear twice when two loops share a RANGE (two REDUCEs over one range): each copy
-// belongs to its own loop, and a renderer simply rebinds the node to the newer value.
+// REDUCEs over the same ranges that can be computed in the same place (the copies of an unrolled
+// output axis: a register tile) share one loop nest, each with its own accumulator. The same op may
+// still appear twice when two loops share a RANGE (a REDUCE nested at two places): each copy belongs
+// to its own loop, and a renderer simply rebinds the node to the newer value.
 #pragma once
 
 #include <string>

@@ -99,7 +99,10 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
     else return opts;  // already optimised
   }
   int lanes = kernel_lanes(kernel, caps);
-  if (lanes < 4 || outputs.empty()) return opts;
+  // Kernels without a reduction are left to LLVM's loop vectoriser, which interleaves and unrolls
+  // a streaming loop better than one explicit vector per iteration (c = a + b: 33-39 GB/s against
+  // 30-33 with an UPCAST, alternating runs on this machine).
+  if (lanes < 4 || outputs.empty() || !reduces) return opts;
 
   // 1. The vector axis: the first output axis and width (the widest first) for which the UPCAST
   // makes every store and every load inside a reduction that varies with it contiguous.
@@ -130,7 +133,6 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   }
   if (vector_axis == nullptr) return opts;
   opts.push_back({OptOp::Upcast, vector_axis->arg_int(), width});
-  if (!reduces) return opts;
 
   // 2. The register tile: rows whose loads inside the reduction do not vary with the vector axis,
   // and whose vector loads do not vary with the rows.
