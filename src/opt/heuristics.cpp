@@ -171,7 +171,10 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
     if (axis_kind(range->arg_int()) == AxisKind::Reduce) reduce_steps *= extent_of(range);
   int64_t strip_bytes = reduce_steps * width * columns * (caps.vector_bytes / lanes);
   int64_t column_tiles = extent_of(vector_axis) / (width * columns);
-  bool has_axis_0 = std::any_of(outputs.begin(), outputs.end(), [](const UOp* r) { return r->arg_int() == 0; });
+  // An axis unrolled whole is gone (its outer part has extent 1), so look at the tiled kernel.
+  UOpPtr tiled_kernel = apply_opts(kernel, opts);  // keeps the nodes `tiled` points to alive
+  std::vector<const UOp*> tiled = kernel_ranges(tiled_kernel);
+  bool has_axis_0 = std::any_of(tiled.begin(), tiled.end(), [](const UOp* r) { return r->arg_int() == 0; });
   if (row_axis != nullptr && has_axis_0 && vector_axis->arg_int() != 0 && strip_bytes <= caps.l2_bytes / 2 && column_tiles >= 4)
     opts.push_back({OptOp::Swap, 0, vector_axis->arg_int()});
   return opts;

@@ -89,6 +89,8 @@ std::vector<Case> corpus() {
       {"matmul 16x24x32", [] { return std::vector{f32({16, 24}, 3).matmul(f32({24, 32}, 4))}; }},
       {"matmul 13x1000x16", [] { return std::vector{f32({13, 1000}, 5).matmul(f32({1000, 16}, 6))}; }},
       {"matmul 48x32x64", [] { return std::vector{f32({48, 32}, 7).matmul(f32({32, 64}, 8))}; }},
+      // The heuristics' tile takes all 6 rows (axis 0 unrolled whole) and then reorders the loops.
+      {"matmul 6x64x640", [] { return std::vector{f32({6, 64}, 7).matmul(f32({64, 640}, 8))}; }},
       {"matvec 1000x24", [] { return std::vector{f32({1000}, 9).matmul(f32({1000, 24}, 10))}; }},
       {"matmul i32 7x13x16",
        [] { return std::vector{input({7, 13}, S::Int32, 11, -50, 50).matmul(input({13, 16}, S::Int32, 12, -50, 50))}; }},
