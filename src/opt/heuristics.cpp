@@ -105,29 +105,41 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   if (lanes < 4 || outputs.empty() || !reduces) return opts;
 
   // 1. The vector axis: the first output axis and width (the widest first) for which the UPCAST
-  // makes every store and every load inside a reduction that varies with it contiguous.
+  // makes every store and every load inside a reduction that varies with it contiguous. Failing
+  // that, a second pass accepts gathered loads inside the reduction (a strided conv's input): one
+  // gather is then shared by the register tile's rows, which step 2 requires.
   const UOp* vector_axis = nullptr;
   const UOp* upcast = nullptr;
   int64_t width = 0;
   UOpPtr upcasted;
-  for (const UOp* range : outputs) {
-    for (int64_t w = lanes; w >= 4 && vector_axis == nullptr; w /= 2) {
-      if (extent_of(range) % w != 0) continue;
-      UOpPtr candidate = apply_opt(kernel, {OptOp::Upcast, range->arg_int(), w});
-      const UOp* lanes_range = nullptr;
-      for (const UOp* r : kernel_ranges(candidate))
-        if (axis_kind(r->arg_int()) == AxisKind::Upcast) lanes_range = r;
-      bool fits = lanes_range != nullptr;
-      for (const Access& access : global_accesses(candidate)) {
-        if (!fits) break;
-        bool matters = access.is_store || (access.in_reduction && depends_on(access.index, lanes_range));
-        if (matters) fits = contiguous_in(access.index, lanes_range, w);
+  bool gathers = false;
+  for (bool allow_gathers : {false, true}) {
+    for (const UOp* range : outputs) {
+      for (int64_t w = lanes; w >= 4 && vector_axis == nullptr; w /= 2) {
+        if (extent_of(range) % w != 0) continue;
+        UOpPtr candidate = apply_opt(kernel, {OptOp::Upcast, range->arg_int(), w});
+        const UOp* lanes_range = nullptr;
+        for (const UOp* r : kernel_ranges(candidate))
+          if (axis_kind(r->arg_int()) == AxisKind::Upcast) lanes_range = r;
+        bool fits = lanes_range != nullptr, gathered = false;
+        for (const Access& access : global_accesses(candidate)) {
+          if (!fits) break;
+          if (access.is_store) {
+            fits = contiguous_in(access.index, lanes_range, w);
+          } else if (access.in_reduction && depends_on(access.index, lanes_range) &&
+                     !contiguous_in(access.index, lanes_range, w)) {
+            gathered = true;
+            fits = allow_gathers;
+          }
+        }
+        if (!fits) continue;
+        vector_axis = range;
+        upcast = lanes_range;
+        width = w;
+        upcasted = candidate;
+        gathers = gathered;
       }
-      if (!fits) continue;
-      vector_axis = range;
-      upcast = lanes_range;
-      width = w;
-      upcasted = candidate;
+      if (vector_axis != nullptr) break;
     }
     if (vector_axis != nullptr) break;
   }
@@ -151,12 +163,15 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
       break;
     }
   }
+  if (gathers && (row_axis == nullptr || extent_of(row_axis) % 4 != 0)) return {};  // a gather per output vector: not worth it
   // Accumulators + one vector load per column + a broadcast must fit in the register file.
   int64_t budget = caps.vector_registers - 4;
-  int64_t columns = (extent_of(vector_axis) / width) % 2 == 0 && budget >= 16 ? 2 : 1;
+  // Gathered columns cost a load per lane, so a gathering tile is one column of as many rows as fit.
+  int64_t columns = !gathers && (extent_of(vector_axis) / width) % 2 == 0 && budget >= 16 ? 2 : 1;
   if (columns > 1) opts.push_back({OptOp::Unroll, vector_axis->arg_int(), columns});
+  std::vector<int64_t> row_choices = gathers ? std::vector<int64_t>{8, 6, 4} : std::vector<int64_t>{6, 4, 8, 3, 2};
   if (row_axis != nullptr) {
-    for (int64_t rows : {6, 4, 8, 3, 2}) {
+    for (int64_t rows : row_choices) {
       if (rows * columns > budget || extent_of(row_axis) % rows != 0) continue;
       opts.push_back({OptOp::Unroll, row_axis->arg_int(), rows});
       break;
@@ -250,11 +265,14 @@ std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
     for (const UOp* range : kernel_ranges(candidate.ast)) {
       if (axis_kind(range->arg_int()) != AxisKind::Loop || store_stride(candidate.ast, range) != 1) continue;
       int64_t extent = extent_of(range);
-      int64_t padded = (extent + lanes - 1) / lanes * lanes;
-      if (padded == extent || 3 * padded > 4 * extent) continue;
-      std::vector<Opt> prefix = candidate.prefix;
-      prefix.push_back({OptOp::Padto, range->arg_int(), lanes});
-      consider(prefix, apply_opt(candidate.ast, prefix.back()));
+      for (int64_t multiple = lanes; multiple >= 8; multiple /= 2) {
+        int64_t padded = (extent + multiple - 1) / multiple * multiple;
+        if (padded == extent || 3 * padded > 4 * extent) continue;
+        std::vector<Opt> prefix = candidate.prefix;
+        prefix.push_back({OptOp::Padto, range->arg_int(), multiple});
+        consider(prefix, apply_opt(candidate.ast, prefix.back()));
+        break;
+      }
     }
   }
   return best;
