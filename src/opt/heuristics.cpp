@@ -63,6 +63,18 @@ bool depends_on(const UOp* node, const UOp* range) {
 
 int64_t extent_of(const UOp* range) { return static_cast<int64_t>(range->src(0)->const_int()); }
 
+// ALU ops per element, a transcendental counting as the ~20 ops of its polynomial.
+constexpr int64_t kExpensiveElementwise = 16;
+int64_t alu_cost(const UOpPtr& kernel) {
+  int64_t cost = 0;
+  for (const UOp* node : toposort(kernel)) {
+    if (!op_is_alu(node->op()) || node->dtype().is_index() || node->dtype() == dtypes::bool_) continue;
+    bool transcendental = node->op() == Ops::EXP2 || node->op() == Ops::LOG2 || node->op() == Ops::SIN;
+    cost += transcendental ? 20 : 1;
+  }
+  return cost;
+}
+
 // The lanes a vector can hold for the widest value the kernel computes.
 int kernel_lanes(const UOpPtr& kernel, const TargetCaps& caps) {
   int widest = 1;
@@ -101,8 +113,9 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   int lanes = kernel_lanes(kernel, caps);
   // Kernels without a reduction are left to LLVM's loop vectoriser, which interleaves and unrolls
   // a streaming loop better than one explicit vector per iteration (c = a + b: 33-39 GB/s against
-  // 30-33 with an UPCAST, alternating runs on this machine).
-  if (lanes < 4 || outputs.empty() || !reduces) return opts;
+  // 30-33 with an UPCAST, alternating runs on this machine) — unless they compute enough per
+  // element to be compute-bound: LLVM left YOLOX's SiLU kernels (a sigmoid's exp2 polynomial) scalar.
+  if (lanes < 4 || outputs.empty() || (!reduces && alu_cost(kernel) < kExpensiveElementwise)) return opts;
 
   // 1. The vector axis: the first output axis and width (the widest first) for which the UPCAST
   // makes every store and every load inside a reduction that varies with it contiguous. Failing

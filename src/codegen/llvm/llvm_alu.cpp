@@ -125,11 +125,28 @@ llvm::Value* integer_to_float(llvm::IRBuilderBase& b, llvm::Value* value, DType 
   }
 }
 
+// Signed targets clamp, convert and patch the ends with selects rather than calling
+// llvm.fptosi.sat: x86 has no saturating convert, and LLVM 19 scalarises the vector intrinsic (a
+// 16-lane exp2, whose range reduction converts to i32, spent most of its time in 16 scalar converts).
 llvm::Value* float_to_integer(llvm::IRBuilderBase& b, llvm::Value* value, DType from, DType to) {
   llvm::Value* wide = widen(b, value, from);
   llvm::Type* target = llvm_register_type(b.getContext(), to);
-  auto intrinsic = to.is_signed() ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;
-  return b.CreateIntrinsic(intrinsic, {target, wide->getType()}, {wide});
+  if (!to.is_signed()) return b.CreateIntrinsic(llvm::Intrinsic::fptoui_sat, {target, wide->getType()}, {wide});
+  llvm::Type* type = wide->getType();
+  const llvm::fltSemantics& semantics = type->getScalarType()->getFltSemantics();
+  int bits = bit_width(to);
+  llvm::APFloat limit = llvm::APFloat::getOne(semantics);  // 2^(bits-1), exact in every float type
+  limit = llvm::scalbn(limit, bits - 1, llvm::APFloat::rmNearestTiesToEven);
+  llvm::APFloat below = limit;  // the largest value below the limit
+  below.next(true);
+  llvm::Value* low = llvm::ConstantFP::get(type, -limit.convertToDouble());
+  llvm::Value* high = llvm::ConstantFP::get(type, below.convertToDouble());
+  llvm::Value* clamped = b.CreateSelect(b.CreateFCmpOLT(wide, low), low, wide);
+  clamped = b.CreateSelect(b.CreateFCmpOGT(clamped, high), high, clamped);
+  llvm::Value* converted = b.CreateFPToSI(clamped, target);  // in range, or NaN (replaced below)
+  llvm::Value* largest = llvm::ConstantInt::get(target, llvm::APInt::getSignedMaxValue(static_cast<unsigned>(bits)));
+  converted = b.CreateSelect(b.CreateFCmpOGE(wide, llvm::ConstantFP::get(type, limit.convertToDouble())), largest, converted);
+  return b.CreateSelect(b.CreateFCmpUNO(wide, wide), llvm::ConstantInt::get(target, 0), converted);
 }
 
 llvm::Value* compare(llvm::IRBuilderBase& b, Ops op, DType dtype, llvm::Value* x, llvm::Value* y) {
