@@ -161,7 +161,11 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
 
   // 2. The register tile: rows whose loads inside the reduction do not vary with the vector axis,
   // and whose vector loads do not vary with the rows.
+  // Failing that, rows that load nothing of their own (a conv whose weight is one broadcast value,
+  // as in the weight-stripped test models): the copies are then the same REDUCE, computed once and
+  // stored R times.
   const UOp* row_axis = nullptr;
+  const UOp* plain_rows = nullptr;
   for (const UOp* range : outputs) {
     if (range == vector_axis) continue;
     bool shares_vector_loads = true, has_row_loads = false;
@@ -175,7 +179,9 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
       row_axis = range;
       break;
     }
+    if (shares_vector_loads && plain_rows == nullptr) plain_rows = range;
   }
+  if (row_axis == nullptr) row_axis = plain_rows;
   if (gathers && (row_axis == nullptr || extent_of(row_axis) % 4 != 0)) return {};  // a gather per output vector: not worth it
   // Accumulators + one vector load per column + a broadcast must fit in the register file.
   int64_t budget = caps.vector_registers - 4;
