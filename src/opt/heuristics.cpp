@@ -119,14 +119,18 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
 
   // 1. The vector axis: the first output axis and width (the widest first) for which the UPCAST
   // makes every store and every load inside a reduction that varies with it contiguous. Failing
-  // that, a second pass accepts gathered loads inside the reduction (a strided conv's input): one
-  // gather is then shared by the register tile's rows, which step 2 requires.
+  // that, scattered stores, and then gathered loads inside the reduction (a strided conv's input):
+  // one gather is then shared by the register tile's rows, which step 2 requires.
   const UOp* vector_axis = nullptr;
   const UOp* upcast = nullptr;
   int64_t width = 0;
   UOpPtr upcasted;
   bool gathers = false;
-  for (bool allow_gathers : {false, true}) {
+  // Passes, in order of preference: everything contiguous; stores scattered lane by lane (once per
+  // output, after the whole reduction: BERT's key projection writes K transposed); loads inside
+  // the reduction gathered.
+  enum class Pass { Contiguous, ScatteredStores, GatheredLoads };
+  for (Pass pass : {Pass::Contiguous, Pass::ScatteredStores, Pass::GatheredLoads}) {
     for (const UOp* range : outputs) {
       for (int64_t w = lanes; w >= 4 && vector_axis == nullptr; w /= 2) {
         if (extent_of(range) % w != 0) continue;
@@ -138,11 +142,11 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
         for (const Access& access : global_accesses(candidate)) {
           if (!fits) break;
           if (access.is_store) {
-            fits = contiguous_in(access.index, lanes_range, w);
+            fits = pass == Pass::ScatteredStores || contiguous_in(access.index, lanes_range, w);
           } else if (access.in_reduction && depends_on(access.index, lanes_range) &&
                      !contiguous_in(access.index, lanes_range, w)) {
             gathered = true;
-            fits = allow_gathers;
+            fits = pass == Pass::GatheredLoads;
           }
         }
         if (!fits) continue;
