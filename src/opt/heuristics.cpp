@@ -142,7 +142,9 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
         for (const Access& access : global_accesses(candidate)) {
           if (!fits) break;
           if (access.is_store) {
-            fits = pass == Pass::ScatteredStores || contiguous_in(access.index, lanes_range, w);
+            bool contiguous = contiguous_in(access.index, lanes_range, w);
+            fits = contiguous || pass == Pass::ScatteredStores;
+            gathered = gathered || !contiguous;
           } else if (access.in_reduction && depends_on(access.index, lanes_range) &&
                      !contiguous_in(access.index, lanes_range, w)) {
             gathered = true;
@@ -154,7 +156,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
         upcast = lanes_range;
         width = w;
         upcasted = candidate;
-        gathers = gathered;
+        gathers = gathered;  // scattered or gathered: worth it only with a register tile
       }
       if (vector_axis != nullptr) break;
     }
