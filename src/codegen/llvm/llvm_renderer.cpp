@@ -166,14 +166,21 @@ class Renderer {
   // any BLAS). Only accumulator updates are contracted: elsewhere a*b+c keeps two roundings, so
   // elementwise results stay exactly those of the IR's semantics (docs/kernel-ast.md).
   void allow_fused_multiply_add(const UOp& update, llvm::Value* sum) {
-    if (update.src(1)->op() != Ops::MUL) return;
     auto* add = llvm::dyn_cast<llvm::Instruction>(sum);
-    auto* product = llvm::dyn_cast<llvm::Instruction>(value_of(update.src(1)));
-    if (add == nullptr || product == nullptr || !llvm::isa<llvm::FPMathOperator>(add) ||
-        !llvm::isa<llvm::FPMathOperator>(product))
-      return;
+    if (add == nullptr || !llvm::isa<llvm::FPMathOperator>(add)) return;
     add->setHasAllowContract(true);
-    product->setHasAllowContract(true);
+    allow_contraction_below(*update.src(1), 3);
+  }
+
+  // The products and sums under an accumulator update: an unrolled reduction adds its copies'
+  // products in a tree (a*b + c*d + …), and each of those adds may fuse with a product too.
+  void allow_contraction_below(const UOp& node, int depth) {
+    if (depth == 0 || (node.op() != Ops::MUL && node.op() != Ops::ADD) || !node.dtype().is_float()) return;
+    auto* instruction = llvm::dyn_cast<llvm::Instruction>(value_of(node.self()));
+    if (instruction == nullptr || !llvm::isa<llvm::FPMathOperator>(instruction)) return;
+    instruction->setHasAllowContract(true);
+    if (node.op() == Ops::ADD)
+      for (const UOpPtr& source : node.srcs()) allow_contraction_below(*source, depth - 1);
   }
 
   // A vector from scalars: a splat when every lane is the same value.
