@@ -3,12 +3,17 @@
 // tinygrad's hand_coded_optimizations.
 //
 //  1. Vector axis: an output axis along which the stores are contiguous and every load that varies
-//     with it inside a reduction is contiguous too (a gather there would cost W loads per step) gets
-//     an UPCAST of the target's vector lanes (or the largest power of two ≥ 4 below it that divides it).
+//     with it inside a reduction is contiguous too gets an UPCAST of the target's vector lanes (or
+//     the largest power of two ≥ 4 below it that divides it); failing that, scattered stores or
+//     gathered loads, but only under a register tile. Narrow image axes are tried merged (MERGE)
+//     and padded to the lanes (PADTO).
 //  2. Register tile, for kernels with a reduction: another output axis that the vector loads inside
 //     the reduction do not depend on (a matmul's rows, a conv's output channels) gets an UNROLL of R,
 //     and the vector axis an UNROLL of C, so R·C vector accumulators share every load of one step.
-//     R·C is sized to the target's register file.
+//     R·C is sized to the target's register file. Failing such rows, a sliding window (a depthwise
+//     conv's output rows with its kernel rows unrolled).
+//  3. Loop order: the tile's columns outermost (SWAP) when their strip fits in half the L2.
+// docs/optimisation.md gives the reasons and measurements for each rule.
 // The Opt list, the new AST and the new extent of axis 0 (the thread split) replace the kernel's.
 #pragma once
 

@@ -20,16 +20,6 @@ AxisKind axis_kind(int64_t axis) {
   return AxisKind::Loop;
 }
 
-const char* axis_kind_name(AxisKind kind) {
-  switch (kind) {
-    case AxisKind::Loop: return "loop";
-    case AxisKind::Reduce: return "reduce";
-    case AxisKind::Upcast: return "upcast";
-    case AxisKind::Unroll: return "unroll";
-  }
-  return "?";
-}
-
 std::string Opt::text() const {
   const char* name = op == OptOp::Upcast ? "UPCAST"
                      : op == OptOp::Unroll ? "UNROLL"
@@ -45,6 +35,35 @@ std::vector<const UOp*> kernel_ranges(const UOpPtr& kernel) {
     if (node->op() == Ops::RANGE) ranges.push_back(node);
   std::sort(ranges.begin(), ranges.end(), [](const UOp* a, const UOp* b) { return a->arg_int() < b->arg_int(); });
   return ranges;
+}
+
+UOpPtr split_range(const UOpPtr& kernel, const UOp* target, const UOpPtr& outer, const UOpPtr& inner) {
+  UOpPtr joined = outer * inner->src(0) + inner;
+  // An outer part of extent 1 is the constant 0 after simplify, not a range to reduce over.
+  bool keep_outer = !(outer->src(0)->is_const() && outer->src(0)->const_int() == 1);
+  std::unordered_map<const UOp*, UOpPtr> rebuilt;
+  for (const UOp* node : toposort(kernel)) {
+    if (node == target) {
+      rebuilt[node] = joined;
+      continue;
+    }
+    std::vector<UOpPtr> sources;
+    bool changed = false;
+    for (size_t i = 0; i < node->src_count(); ++i) {
+      const UOp* source = node->src(i).get();
+      if (node->op() == Ops::REDUCE && i > 0 && source == target) {
+        if (keep_outer) sources.push_back(outer);
+        sources.push_back(inner);
+        changed = true;
+        continue;
+      }
+      const UOpPtr& mapped = rebuilt.at(source);
+      changed = changed || mapped.get() != source;
+      sources.push_back(mapped);
+    }
+    rebuilt[node] = changed ? node->with_srcs(std::move(sources)) : node->self();
+  }
+  return simplify(rebuilt.at(kernel.get()));
 }
 
 namespace {
@@ -141,34 +160,7 @@ UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
     if (next_axis_in_band(ranges, kFirstUpcastAxis) != kFirstUpcastAxis) throw invalid("the kernel has an UPCAST already");
   }
   int64_t band = opt.op == OptOp::Upcast ? kFirstUpcastAxis : kFirstUnrollAxis;
-  UOpPtr outer = range(extent / opt.amount, opt.axis);
-  UOpPtr inner = range(opt.amount, next_axis_in_band(ranges, band));
-  UOpPtr joined = outer * opt.amount + inner;
-  // Uses of the range read outer·amount + inner; a REDUCE over it reduces over both parts.
-  std::unordered_map<const UOp*, UOpPtr> rebuilt;
-  for (const UOp* node : toposort(kernel)) {
-    if (node == target) {
-      rebuilt[node] = joined;
-      continue;
-    }
-    std::vector<UOpPtr> sources;
-    bool changed = false;
-    for (size_t i = 0; i < node->src_count(); ++i) {
-      const UOp* source = node->src(i).get();
-      if (node->op() == Ops::REDUCE && i > 0 && source == target) {
-        // An outer part of extent 1 is the constant 0 after simplify, not a range to reduce over.
-        if (extent / opt.amount > 1) sources.push_back(outer);
-        sources.push_back(inner);
-        changed = true;
-        continue;
-      }
-      const UOpPtr& mapped = rebuilt.at(source);
-      changed = changed || mapped.get() != source;
-      sources.push_back(mapped);
-    }
-    rebuilt[node] = changed ? node->with_srcs(std::move(sources)) : node->self();
-  }
-  return simplify(rebuilt.at(kernel.get()));
+  return split_range(kernel, target, range(extent / opt.amount, opt.axis), range(opt.amount, next_axis_in_band(ranges, band)));
 }
 
 UOpPtr apply_opts(UOpPtr kernel, const std::vector<Opt>& opts) {

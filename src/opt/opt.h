@@ -29,7 +29,6 @@ constexpr int64_t kFirstUnrollAxis = 3000;
 
 enum class AxisKind { Loop, Reduce, Upcast, Unroll };
 AxisKind axis_kind(int64_t axis);
-const char* axis_kind_name(AxisKind kind);
 
 enum class OptOp {
   Upcast,  // an output axis's inner part becomes vector lanes (one UPCAST per kernel)
@@ -56,6 +55,12 @@ class InvalidOpt : public std::runtime_error {
 
 // The RANGE nodes of a kernel AST by axis id.
 std::vector<const UOp*> kernel_ranges(const UOpPtr& kernel);
+
+// `kernel` with RANGE `target` split into outer·E + inner (E = inner's extent), simplified: uses of
+// the range read the sum, and a REDUCE over it reduces over both parts (over `inner` alone when
+// `outer` has extent 1). The split under UPCAST/UNROLL, and under the scheduler's split of a
+// reduce loop read through r / c and r % c.
+UOpPtr split_range(const UOpPtr& kernel, const UOp* target, const UOpPtr& outer, const UOpPtr& inner);
 
 // `kernel` with `opt` applied (simplified). Throws InvalidOpt when the Opt does not fit the kernel.
 UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt);

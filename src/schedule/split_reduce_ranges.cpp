@@ -2,10 +2,9 @@
 #include "schedule/split_reduce_ranges.h"
 
 #include <set>
-#include <unordered_map>
 
 #include "ir/build.h"
-#include "passes/symbolic.h"
+#include "opt/opt.h"
 #include "schedule/schedule.h"
 
 namespace kiln {
@@ -32,33 +31,7 @@ UOpPtr split_reduce_ranges(const UOpPtr& kernel) {
   int64_t divisor = *divisors.begin();
   if (divisor <= 1 || divisor >= extent || extent % divisor != 0) return kernel;
 
-  UOpPtr outer = range(extent / divisor, last_axis + 1);
-  UOpPtr inner = range(divisor, last_axis + 2);
-  UOpPtr joined = outer * divisor + inner;
-  // Rebuild bottom-up: uses of the range read h·c + d; a REDUCE over it reduces over h and d.
-  std::unordered_map<const UOp*, UOpPtr> rebuilt;
-  for (const UOp* node : nodes) {
-    if (node == innermost) {
-      rebuilt[node] = joined;
-      continue;
-    }
-    std::vector<UOpPtr> sources;
-    bool changed = false;
-    for (size_t i = 0; i < node->src_count(); ++i) {
-      const UOp* src = node->src(i).get();
-      if (node->op() == Ops::REDUCE && i > 0 && src == innermost) {
-        sources.push_back(outer);
-        sources.push_back(inner);
-        changed = true;
-        continue;
-      }
-      const UOpPtr& mapped = rebuilt.at(src);
-      changed = changed || mapped.get() != src;
-      sources.push_back(mapped);
-    }
-    rebuilt[node] = changed ? node->with_srcs(std::move(sources)) : node->self();
-  }
-  return simplify(rebuilt.at(kernel.get()));
+  return split_range(kernel, innermost, range(extent / divisor, last_axis + 1), range(divisor, last_axis + 2));
 }
 
 }  // namespace kiln
