@@ -11,6 +11,7 @@
 
 #include "support/error.h"
 #include "tensor/tensor_internal.h"
+#include "tensor/winograd.h"
 
 namespace kiln {
 namespace {
@@ -366,6 +367,8 @@ Tensor Tensor::matmul(const Tensor& other) const {
 // (C/groups, K1…Kn): (N, g, F/g, O…, C/g, K…) · (1, g, F/g, 1…, C/g, K…). One kernel, with the
 // bias add (and whatever elementwise op follows) in its epilogue.
 Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions& options) const {
+  // 3x3 stride-1 float32 convolutions where F(2x2, 3x3) is faster (winograd.cpp, docs/winograd.md).
+  if (use_winograd(*this, weight, bias, options)) return winograd_conv(*this, weight, bias, options);
   require_defined(*this, "conv", "the input");
   require_defined(weight, "conv", "the weight");
   require_batch_channels(*this, 3, "conv");
