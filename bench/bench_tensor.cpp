@@ -3,8 +3,10 @@
 // several runs, through the same thread pool realize() uses. End-to-end realize() time, which adds
 // scheduling and kernel lookup, is printed too.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
+#include <string_view>
 
 #include "kiln/kiln.hpp"
 #include "passes/pipeline.h"
@@ -12,6 +14,7 @@
 #include "runtime/thread_pool.h"
 #include "schedule/schedule.h"
 #include "tensor/tensor_internal.h"
+#include "tensor/winograd.h"
 
 using namespace kiln;
 using Clock = std::chrono::steady_clock;
@@ -35,11 +38,20 @@ Timing time_graph(const Tensor& output, const std::vector<Tensor>& inputs, int r
   std::vector<std::shared_ptr<HostBuffer>> owned;
   std::vector<void*> pointers(schedule.buffers.size());
   auto arena = std::make_shared<HostBuffer>(dtypes::u8, schedule.arena_bytes);
+  // Every buffer with data that the graph holds (its inputs, and values folded into weights).
+  std::vector<const detail::TensorData*> stack{&output.data()}, held;
+  for (const Tensor& input : inputs) stack.push_back(&input.data());
+  while (!stack.empty()) {
+    const detail::TensorData* data = stack.back();
+    stack.pop_back();
+    if (data->buffer) held.push_back(data);
+    for (const auto& source : data->inputs) stack.push_back(source.get());
+  }
   for (size_t b = 0; b < schedule.buffers.size(); ++b) {
     const ScheduledBuffer& buffer = schedule.buffers[b];
     if (buffer.kind == ScheduledBuffer::Kind::Input) {
-      for (const Tensor& input : inputs)
-        if (input.data().buffer_id == buffer.input_id) pointers[b] = input.data().buffer->data();
+      for (const detail::TensorData* data : held)
+        if (data->buffer_id == buffer.input_id) pointers[b] = data->buffer->data();
     } else if (buffer.kind == ScheduledBuffer::Kind::Output) {
       owned.push_back(std::make_shared<HostBuffer>(buffer.dtype, buffer.count));
       pointers[b] = owned.back()->data();
@@ -63,16 +75,33 @@ Timing time_graph(const Tensor& output, const std::vector<Tensor>& inputs, int r
   return {best, best_realize, schedule.kernels.size()};
 }
 
+// x.conv(...) with the Winograd path switched off.
+Tensor direct_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const ConvOptions& options) {
+  WinogradMode saved = winograd_mode();
+  set_winograd_mode(WinogradMode::Off);
+  Tensor y = x.conv(w, bias, options);
+  set_winograd_mode(saved);
+  return y;
+}
+
 }  // namespace
 
-int main() {
+// `bench-tensor [SECTION…]` runs only the named sections (matmul, conv, winograd, elementwise).
+int main(int argc, char** argv) {
+  auto wanted = [&](std::string_view section) {
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; ++i)
+      if (section == argv[i]) return true;
+    return false;
+  };
   int threads = default_thread_pool().thread_count();
   const kiln::bench::PeakNumbers& peak = kiln::bench::machine_peak();
   std::printf("machine: %d threads; peak fp32 %.1f GFLOP/s (1 core) %.1f GFLOP/s (all); stream %.1f GB/s (1) %.1f GB/s (all)\n",
               threads, peak.gflops_one_core, peak.gflops_all_cores, peak.stream_gbs_one_thread, peak.stream_gbs_all_threads);
 
-  std::printf("\n%-22s %8s %12s %10s %14s\n", "matmul fp32", "kernels", "GFLOP/s", "of peak", "realize GFLOP/s");
+  if (wanted("matmul")) std::printf("\n%-22s %8s %12s %10s %14s\n", "matmul fp32", "kernels", "GFLOP/s", "of peak", "realize GFLOP/s");
   for (int64_t n : {256, 512, 1024, 2048}) {
+    if (!wanted("matmul")) break;
     Tensor a = Tensor::uniform({n, n}, 1, -1, 1), b = Tensor::uniform({n, n}, 2, -1, 1);
     a.realize();
     b.realize();
@@ -87,7 +116,7 @@ int main() {
 
   // ResNet-50's and MobileNetV2's convolution shapes (batch 1, weights and bias as inputs, so
   // nothing is folded). Flops count multiply-adds as 2.
-  std::printf("\n%-22s %8s %12s %10s %14s\n", "conv fp32", "kernels", "GFLOP/s", "of peak", "realize GFLOP/s");
+  if (wanted("conv")) std::printf("\n%-22s %8s %12s %10s %14s\n", "conv fp32", "kernels", "GFLOP/s", "of peak", "realize GFLOP/s");
   struct ConvCase {
     const char* name;
     int64_t channels, filters, size, kernel, groups;
@@ -99,6 +128,7 @@ int main() {
       {"dw 3x3 144 @56", 144, 144, 56, 3, 144},
   };
   for (const ConvCase& c : convs) {
+    if (!wanted("conv")) break;
     Tensor x = Tensor::uniform({1, c.channels, c.size, c.size}, 5, -1, 1);
     Tensor w = Tensor::uniform({c.filters, c.channels / c.groups, c.kernel, c.kernel}, 6, -1, 1);
     Tensor bias = Tensor::uniform({c.filters}, 7, -1, 1);
@@ -109,13 +139,53 @@ int main() {
     int64_t pad = c.kernel / 2;
     options.padding = {pad, pad, pad, pad};
     options.groups = c.groups;
-    Tensor y = x.conv(w, bias, options);
+    Tensor y = direct_conv(x, w, bias, options);
     Timing t = time_graph(y, {x, w, bias}, 8);
     double flops = 2.0 * static_cast<double>(c.filters * (c.channels / c.groups) * c.kernel * c.kernel * c.size * c.size);
     std::printf("%-22s %8zu %12.2f %9.1f%% %14.2f\n", c.name, t.kernels, flops / t.kernel_seconds / 1e9,
                 100.0 * flops / t.kernel_seconds / 1e9 / peak.gflops_all_cores, flops / t.realize_seconds / 1e9);
   }
 
+  // 3x3 stride-1 convs + bias + ReLU, direct against Winograd F(2x2, 3x3) (docs/winograd.md), with the weight
+  // transform folded as a plan folds it (constant weights). Both columns count the direct conv's
+  // flops, so Winograd's GFLOP/s are "effective": the speed-up is their ratio.
+  if (wanted("winograd")) std::printf("\n%-22s %8s %12s %8s %12s %8s %10s\n", "conv 3x3 fp32", "kernels", "direct", "kernels", "winograd",
+              "speed-up", "max rel err");
+  struct WinogradCase {
+    const char* name;
+    int64_t batch, channels, filters, size;
+  } winograd_convs[] = {
+      {"64->64 @56", 1, 64, 64, 56},     {"128->128 @28", 1, 128, 128, 28}, {"256->256 @14", 1, 256, 256, 14},
+      {"512->512 @7", 1, 512, 512, 7},   {"32->32 @56", 1, 32, 32, 56},     {"16->16 @112", 1, 16, 16, 112},
+      {"64->64 @14", 1, 64, 64, 14},     {"256->256 @7", 1, 256, 256, 7},   {"3->64 @224", 1, 3, 64, 224},
+  };
+  for (const WinogradCase& c : winograd_convs) {
+    if (!wanted("winograd")) break;
+    Tensor x = Tensor::uniform({c.batch, c.channels, c.size, c.size}, 8, -1, 1);
+    Tensor w = Tensor::uniform({c.filters, c.channels, 3, 3}, 9, -1, 1);
+    Tensor bias = Tensor::uniform({c.filters}, 10, -1, 1);
+    x.realize();
+    w.realize();
+    bias.realize();
+    ConvOptions options;
+    options.padding = {1};
+    double flops = 2.0 * static_cast<double>(c.batch * c.filters * c.channels * 9 * c.size * c.size);
+    // With the ReLU that follows most convs: fused into the direct conv's kernel, one elementwise
+    // pass over Winograd's output (in a network it joins the next kernel instead).
+    Tensor direct = direct_conv(x, w, bias, options).relu();
+    Tensor winograd = fold_constants({winograd_conv(x, w, bias, options).relu()}, {x})[0];
+    Timing d = time_graph(direct, {x}, 8), t = time_graph(winograd, {x}, 8);
+    std::vector<double> expected = direct.to_vector<double>(), got = winograd.to_vector<double>();
+    double error = 0, scale = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      error = std::max(error, std::fabs(got[i] - expected[i]));
+      scale = std::max(scale, std::fabs(expected[i]));
+    }
+    std::printf("%-22s %8zu %12.2f %8zu %12.2f %8.2f %10.1e\n", c.name, d.kernels, flops / d.kernel_seconds / 1e9,
+                t.kernels, flops / t.kernel_seconds / 1e9, d.kernel_seconds / t.kernel_seconds, error / scale);
+  }
+
+  if (!wanted("elementwise")) return 0;
   std::printf("\n%-22s %8s %12s %10s %14s\n", "elementwise fp32", "kernels", "GB/s", "of stream", "realize GB/s");
   const int64_t count = int64_t{1} << 24;  // 64 MiB per operand: far beyond the caches
   Tensor a = Tensor::uniform({count}, 3), b = Tensor::uniform({count}, 4);

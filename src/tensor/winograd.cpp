@@ -65,7 +65,14 @@ struct Geometry {
   int64_t pad_top, pad_left, pad_bottom, pad_right;
   int64_t out_height, out_width;
   int64_t tile_rows, tile_columns;  // ceil(out / 2)
-  int64_t tiles() const { return batch * tile_rows * tile_columns; }
+  // Tiles per image as the products see them: tile_rows·tile_columns rounded up to a multiple of
+  // 16 (the AVX-512 lanes) or, when that costs at most 1/8 more, of 32, so that the products get
+  // a register tile two vectors wide (src/opt/heuristics.h). The extra tiles compute values from
+  // the zero padding that nothing reads.
+  int64_t padded_tiles;
+  // Rows of each plane of the split input (step 1): enough that every padded tile reads inside it.
+  int64_t plane_rows;
+  int64_t tiles() const { return batch * padded_tiles; }
 };
 
 // Padding as ConvOptions gives it (empty, one value, one per axis, or begin pads then end pads),
@@ -86,6 +93,8 @@ bool all_ones(const std::vector<int64_t>& values) {
   return values.size() <= 2 && std::all_of(values.begin(), values.end(), [](int64_t v) { return v == 1; });
 }
 
+int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
 Geometry geometry(const Tensor& x, const Tensor& weight, const ConvOptions& options) {
   std::array<int64_t, 4> pads{};
   read_padding(options.padding, pads);
@@ -97,32 +106,43 @@ Geometry geometry(const Tensor& x, const Tensor& weight, const ConvOptions& opti
   g.out_width = g.width + g.pad_left + g.pad_right - 2;
   g.tile_rows = (g.out_height + kTile - 1) / kTile;
   g.tile_columns = (g.out_width + kTile - 1) / kTile;
+  int64_t tiles = g.tile_rows * g.tile_columns;
+  g.padded_tiles = round_up(tiles, 32) * 8 <= round_up(tiles, 16) * 9 ? round_up(tiles, 32) : round_up(tiles, 16);
+  // A tile reads plane rows th and th + 1 (flat offsets up to padded_tiles - 1 + tile_columns).
+  g.plane_rows = std::max(g.tile_rows + 1, (g.padded_tiles + g.tile_columns + g.tile_columns - 1) / g.tile_columns);
   return g;
 }
 
-// Step 1: (N, C, 2, rows, columns/2) with [.., p, y, c] = padded[.., y, 2c + p]. Padded to
-// 2·tiles + 2 on each axis (the conv's own pads, then zeros that only feed the cropped outputs).
-Tensor deinterleaved_input(const Tensor& x, const Geometry& g) {
-  int64_t rows = kTile * g.tile_rows + kInput - kTile, columns = kTile * g.tile_columns + kInput - kTile;
+// Step 1: the zero-padded input split into 8 planes (N, C, 8, plane_rows·tile_columns): plane
+// (p, q, s) holds padded[2·r + p, 2·(c + s) + q] at [r, c]. Input pixel d[2·th + a, 2·tw + b] of
+// tile (th, tw) is then plane (a % 2, b % 2, b / 2) at flat index th·tile_columns + tw +
+// (a / 2)·tile_columns: every transform kernel reads its four planes at unit stride along the
+// flat tile index, with no padding masks and no division.
+Tensor split_input(const Tensor& x, const Geometry& g) {
+  int64_t rows = kTile * g.plane_rows, columns = kTile * (g.tile_columns + 1);
   Tensor padded = x.pad({0, 0, 0, 0, g.pad_top, rows - g.height - g.pad_top, g.pad_left,
                          columns - g.width - g.pad_left});
-  return contiguous(padded.reshape({g.batch, g.channels, rows, columns / 2, 2}).permute({0, 1, 4, 2, 3}));
+  // (N, C, R, 2, TW + 1, 2) → (N, C, p, q, R, TW + 1)
+  Tensor parities = padded.reshape({g.batch, g.channels, g.plane_rows, 2, g.tile_columns + 1, 2})
+                        .permute({0, 1, 3, 5, 2, 4});
+  std::vector<Tensor> shifted;
+  for (int64_t s = 0; s < 2; ++s) shifted.push_back(shrink_axis(parities, 5, s, s + g.tile_columns));
+  Tensor planes = Tensor::stack(shifted, 4);  // (N, C, p, q, s, R, TW)
+  return contiguous(planes).reshape({g.batch, g.channels, 8, g.plane_rows * g.tile_columns});
 }
 
-// Step 2: V[ij] as (C, tiles), row-major.
-Tensor input_transform(const Tensor& split, const Geometry& g, int i, int j) {
+// Step 2: V[ij] as (C, N·padded_tiles), row-major.
+Tensor input_transform(const Tensor& planes, const Geometry& g, int i, int j) {
   std::vector<std::pair<double, Tensor>> terms;
   for (int a = 0; a < kInput; ++a)
     for (int b = 0; b < kInput; ++b) {
       double coefficient = kBT[i][a] * kBT[j][b];
       if (coefficient == 0) continue;
-      // d[2·th + a, 2·tw + b] = split[b % 2, 2·th + a, tw + b / 2]
-      Tensor parity = shrink_axis(split, 2, b % 2, b % 2 + 1).reshape(
-          {g.batch, g.channels, split.dim(3), split.dim(4)});
-      Tensor rows = parity.slice(2, a, a + kTile * (g.tile_rows - 1) + 1, kTile);
-      terms.emplace_back(coefficient, shrink_axis(rows, 3, b / 2, b / 2 + g.tile_columns));
+      int64_t plane = (a % 2) * 4 + (b % 2) * 2 + b / 2, offset = (a / 2) * g.tile_columns;
+      Tensor view = shrink_axis(shrink_axis(planes, 2, plane, plane + 1), 3, offset, offset + g.padded_tiles);
+      terms.emplace_back(coefficient, view.reshape({g.batch, g.channels, g.padded_tiles}));
     }
-  Tensor v = linear_combination(terms).permute({1, 0, 2, 3});  // (C, N, tile rows, tile columns)
+  Tensor v = linear_combination(terms).permute({1, 0, 2});  // (C, N, padded tiles)
   return contiguous(v).reshape({g.channels, g.tiles()});
 }
 
@@ -187,29 +207,40 @@ bool use_winograd(const Tensor& x, const Tensor& weight, const Tensor& bias, con
 
 Tensor winograd_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options) {
   Geometry g = geometry(x, weight, options);
-  Tensor split = deinterleaved_input(x, g);
-  std::array<std::array<Tensor, kInput>, kInput> m;  // M[i][j] as (N, F, tile rows, tile columns)
+  Tensor planes = split_input(x, g);
+  std::array<std::array<Tensor, kInput>, kInput> m;  // M[i][j] as (N, F, tile rows, 1, tile columns, 1)
   for (int i = 0; i < kInput; ++i)
     for (int j = 0; j < kInput; ++j) {
-      Tensor product = tile_product(weight_transform(weight, i, j), input_transform(split, g, i, j));
-      m[i][j] = product.reshape({g.filters, g.batch, g.tile_rows, g.tile_columns}).permute({1, 0, 2, 3});
+      Tensor product = tile_product(weight_transform(weight, i, j), input_transform(planes, g, i, j));
+      Tensor tiles = shrink_axis(product.reshape({g.filters, g.batch, g.padded_tiles}), 2, 0,
+                                 g.tile_rows * g.tile_columns);
+      m[i][j] = tiles.reshape({g.filters, g.batch, g.tile_rows, 1, g.tile_columns, 1}).permute({1, 0, 2, 3, 4, 5});
     }
-  // Step 5: the four outputs of each tile, stacked as (…, tile row, dy, tile column, dx).
-  Tensor channel_bias = bias.defined() ? bias.reshape({1, g.filters, 1, 1}) : Tensor();
-  std::vector<Tensor> rows;
-  for (int dy = 0; dy < kTile; ++dy) {
-    std::vector<Tensor> columns;
-    for (int dx = 0; dx < kTile; ++dx) {
+  // Step 5: Aᵀ M A, one axis after the other. Row dy of Aᵀ is chosen by comparing an arange with
+  // 0 (index math, no buffer): both rows are computed and one selected, which costs two adds more
+  // than a branch but keeps every load of M unconditional and shared by the four outputs of a tile
+  // (a stack would pad each output with its own masked loads: 36 loads per output instead of 16
+  // per tile).
+  auto first_row = [](int64_t axis) {
+    Shape shape(6, 1);
+    shape[static_cast<size_t>(axis)] = kTile;
+    return Tensor::arange(kTile, ScalarType::Int32).reshape(shape).eq(Tensor::scalar(0, ScalarType::Int32));
+  };
+  auto apply_at = [](const Tensor& is_first, const std::array<Tensor, kInput>& v) {
+    std::array<Tensor, kTile> rows;
+    for (int d = 0; d < kTile; ++d) {
       std::vector<std::pair<double, Tensor>> terms;
-      for (int i = 0; i < kInput; ++i)
-        for (int j = 0; j < kInput; ++j) terms.emplace_back(kAT[dy][i] * kAT[dx][j], m[i][j]);
-      Tensor y = linear_combination(terms);
-      columns.push_back(channel_bias.defined() ? y + channel_bias : y);
+      for (int k = 0; k < kInput; ++k) terms.emplace_back(kAT[d][k], v[k]);
+      rows[d] = linear_combination(terms);
     }
-    rows.push_back(Tensor::stack(columns, 4));
-  }
-  Tensor tiles = contiguous(Tensor::stack(rows, 3));  // (N, F, tile rows, 2, tile columns, 2)
-  Tensor full = tiles.reshape({g.batch, g.filters, kTile * g.tile_rows, kTile * g.tile_columns});
+    return is_first.where(rows[0], rows[1]);
+  };
+  Tensor first_dy = first_row(3), first_dx = first_row(5);
+  std::array<Tensor, kInput> z;  // z[j] = Σ_i Aᵀ[dy][i] M[i][j]
+  for (int j = 0; j < kInput; ++j) z[j] = apply_at(first_dy, {m[0][j], m[1][j], m[2][j], m[3][j]});
+  Tensor y = apply_at(first_dx, z);  // (N, F, tile rows, 2, tile columns, 2)
+  if (bias.defined()) y = y + bias.reshape({1, g.filters, 1, 1, 1, 1});
+  Tensor full = contiguous(y).reshape({g.batch, g.filters, kTile * g.tile_rows, kTile * g.tile_columns});
   if (full.dim(2) == g.out_height && full.dim(3) == g.out_width) return full;
   return full.shrink({{0, g.batch}, {0, g.filters}, {0, g.out_height}, {0, g.out_width}});
 }
