@@ -125,9 +125,12 @@ Tensor split_input(const Tensor& x, const Geometry& g) {
   // (N, C, R, 2, TW + 1, 2) → (N, C, p, q, R, TW + 1)
   Tensor parities = padded.reshape({g.batch, g.channels, g.plane_rows, 2, g.tile_columns + 1, 2})
                         .permute({0, 1, 3, 5, 2, 4});
-  std::vector<Tensor> shifted;
-  for (int64_t s = 0; s < 2; ++s) shifted.push_back(shrink_axis(parities, 5, s, s + g.tile_columns));
-  Tensor planes = Tensor::stack(shifted, 4);  // (N, C, p, q, s, R, TW)
+  // The two column shifts, chosen by comparing an arange (a stack would add a padding mask per
+  // shift on top of the conv's own).
+  Tensor first_shift = Tensor::arange(2, ScalarType::Int32).reshape({1, 1, 1, 1, 2, 1, 1}).eq(
+      Tensor::scalar(0, ScalarType::Int32));
+  Tensor planes = first_shift.where(shrink_axis(parities, 5, 0, g.tile_columns).unsqueeze(4),
+                                    shrink_axis(parities, 5, 1, 1 + g.tile_columns).unsqueeze(4));  // (N, C, p, q, s, R, TW)
   return contiguous(planes).reshape({g.batch, g.channels, 8, g.plane_rows * g.tile_columns});
 }
 
