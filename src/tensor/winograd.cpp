@@ -6,21 +6,23 @@
 //     M[ij] (F × tiles) = U[ij] (F × C) · V[ij] (C × tiles),
 // 16·F·C multiply-adds per tile instead of the direct convolution's 36·F·C: 2.25x fewer.
 //
-// The kernels, in order (docs/winograd.md has the measurements behind each choice):
-//  1. the zero-padded input with its columns de-interleaved by parity: a tile starts at an even
-//     column, so its four columns are (even, odd, even, odd) at tile index tw and tw+1. Stored that
-//     way, every later read moves with tw at unit stride and the 16 transform kernels read no
-//     padding masks;
+// The kernels, in order (docs/winograd.md has the measurements behind each choice). Tiles are
+// numbered per image, row-major (t = th·tile_columns + tw), and every intermediate keeps that
+// index innermost, as NCHW keeps the pixels: no kernel transposes anything.
+//  1. the zero-padded input split into 8 planes by row parity, column parity and a one-column
+//     shift, so that each of a tile's 16 input pixels is one plane read at t plus a constant:
+//     the 16 transform kernels then read at unit stride, with no padding masks and no division;
 //  2. V[ij] = (Bᵀ d B)[ij] for each of the 16 (i, j): four loads and three adds per element, stored
 //     (C, tiles) row-major: the right operand layout of the fast matmul path (tiles vectorised,
 //     a register tile over filters);
 //  3. U[ij] = (G g Gᵀ)[ij], (F, C): a weight-only value, which fold_constants computes once when
 //     the weight is constant, so a plan stores the 16 transformed matrices instead of g;
-//  4. the 16 products M[ij] = U[ij] · V[ij];
-//  5. Y = Aᵀ M A plus the bias, stored as (N, F, tile row, dy, tile column, dx): the 2x2 outputs of a
-//     tile are written by one iteration, so the loop over tiles reads every M[ij] at unit stride.
-//     Read back as (N, F, 2·rows, 2·columns) (cropped for odd sizes) it is the NCHW result; an
-//     elementwise epilogue (ReLU) fuses into whatever reads it.
+//  4. the 16 products M[ij] = U[ij] · V[ij] (src/opt's matmul tiles, 95 % of a core's peak at
+//     64 channels and 784 tiles);
+//  5. Y = Aᵀ M A plus the bias, stored as (N, F, tile row, dy, tile column, dx): the 2x2 outputs of
+//     a tile come from one iteration, so the loop over tiles reads every M[ij] at unit stride.
+//     Read back as (N, F, 2·rows, 2·columns) (cropped for odd sizes) it is the NCHW result, and an
+//     elementwise epilogue (ReLU) joins whatever kernel reads it.
 #include "tensor/winograd.h"
 
 #include <algorithm>
