@@ -206,8 +206,19 @@ bool use_winograd(const Tensor& x, const Tensor& weight, const Tensor& bias, con
   WinogradMode mode = winograd_mode();
   if (mode == WinogradMode::Off || !winograd_eligible(x, weight, bias, options)) return false;
   if (mode == WinogradMode::Always) return true;
+  // Measured with bench-tensor, one thread, AVX-512 (docs/winograd.md): Winograd's 16 products
+  // save 20·F·C multiply-adds per tile, its transforms and intermediates cost memory traffic per
+  // tile in proportion to C + F, and beyond 56x56 outputs the intermediates leave the caches
+  // (16·(C + F)·4 bytes per tile). So: at most 56x56 outputs per image with 32 channels or more
+  // on both sides (32->32 @56: 1.75x, 64->64 @56: 2.3x); up to 112x112 only from 64 channels
+  // (64->64 @112: 1.15x, but 32->32 @112: 0.9-1.07x and 16->16 @112: 0.7x); never above (64->64
+  // @224: 0.8x). 16 channels won 1.3x at 56x56, too little to trade a one-kernel conv for 37
+  // kernels without more measurements. At least 4x4 outputs: fewer tiles than one vector pad the
+  // products up to 16.
   Geometry g = geometry(x, weight, options);
-  return g.channels >= 32 && g.filters >= 32;
+  int64_t channels = std::min(g.channels, g.filters), pixels = g.out_height * g.out_width;
+  if (pixels < 16) return false;
+  return (channels >= 32 && pixels <= 56 * 56) || (channels >= 64 && pixels <= 112 * 112);
 }
 
 Tensor winograd_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options) {
