@@ -156,7 +156,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   const UOp* upcast = nullptr;
   int64_t width = 0;
   UOpPtr upcasted;
-  bool gathers = false;
+  bool gathers = false, scatters = false;
   // Passes, in order of preference: everything contiguous; stores scattered lane by lane (once per
   // output, after the whole reduction: BERT's key projection writes K transposed); loads inside
   // the reduction gathered.
@@ -169,13 +169,13 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
         const UOp* lanes_range = nullptr;
         for (const UOp* r : kernel_ranges(candidate))
           if (axis_kind(r->arg_int()) == AxisKind::Upcast) lanes_range = r;
-        bool fits = lanes_range != nullptr, gathered = false;
+        bool fits = lanes_range != nullptr, gathered = false, scattered = false;
         for (const Access& access : global_accesses(candidate)) {
           if (!fits) break;
           if (access.is_store) {
             bool contiguous = contiguous_in(access.index, lanes_range, w);
-            fits = contiguous || pass == Pass::ScatteredStores;
-            gathered = gathered || !contiguous;
+            fits = contiguous || pass != Pass::Contiguous;
+            scattered = scattered || !contiguous;
           } else if (access.in_reduction && depends_on(access.index, lanes_range) &&
                      !contiguous_in(access.index, lanes_range, w)) {
             gathered = true;
@@ -188,6 +188,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
         width = w;
         upcasted = candidate;
         gathers = gathered;  // scattered or gathered: worth it only with a register tile
+        scatters = scattered;
       }
       if (vector_axis != nullptr) break;
     }
@@ -219,13 +220,23 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
     if (shares_vector_loads && plain_rows == nullptr) plain_rows = range;
   }
   if (row_axis == nullptr) row_axis = plain_rows;
-  if (gathers && (row_axis == nullptr || extent_of(row_axis) % 4 != 0)) return {};  // a gather per output vector: not worth it
   // Accumulators + one vector load per column + a broadcast must fit in the register file.
   int64_t budget = caps.vector_registers - 4;
   // Gathered columns cost a load per lane, so a gathering tile is one column of as many rows as fit.
   int64_t columns = !gathers && (extent_of(vector_axis) / width) % 2 == 0 && budget >= 16 ? 2 : 1;
+  // A gather or scatter per output vector is not worth it: those need a tile of at least 4 rows.
+  // A scattering tile (a strided conv's filters as the vector, its output pixels as rows) may use
+  // 7 or 5 rows, which a 7×7 or 14×14 image divides into.
+  std::vector<int64_t> row_choices = gathers    ? std::vector<int64_t>{8, 6, 4}
+                                     : scatters ? std::vector<int64_t>{6, 4, 8, 7, 5}
+                                                : std::vector<int64_t>{6, 4, 8, 3, 2};
+  if (gathers || scatters) {
+    bool fits = row_axis != nullptr && std::any_of(row_choices.begin(), row_choices.end(), [&](int64_t rows) {
+      return rows * columns <= budget && extent_of(row_axis) % rows == 0;
+    });
+    if (!fits) return {};
+  }
   if (columns > 1) opts.push_back({OptOp::Unroll, vector_axis->arg_int(), columns});
-  std::vector<int64_t> row_choices = gathers ? std::vector<int64_t>{8, 6, 4} : std::vector<int64_t>{6, 4, 8, 3, 2};
   if (row_axis != nullptr) {
     for (int64_t rows : row_choices) {
       if (rows * columns > budget || extent_of(row_axis) % rows != 0) continue;
@@ -316,19 +327,35 @@ std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
       candidates.push_back({{merge}, apply_opt(kernel, merge)});
     }
   }
+  // A vector whose stores scatter (a conv's filters, over panels of the weight) against one whose
+  // stores are contiguous but padded (the image's pixels): with kernel taps (a 3x3 conv) the
+  // filters win, since the taps reuse each input line the rows broadcast from (ResNet-50's 3x3
+  // convs at 7×7: 26 → 103 GFLOP/s); without (a 1x1 conv) every reduction step would touch new
+  // input lines, channel planes apart, so the pixels win (its 1x1 convs at 7×7: 73-80 GFLOP/s as
+  // pixels, 32-41 as filters).
+  int reduce_axes = 0;
+  for (const UOp* range : kernel_ranges(kernel))
+    if (axis_kind(range->arg_int()) == AxisKind::Reduce) ++reduce_axes;
+  bool prefer_contiguous = reduce_axes <= 1;
   std::vector<Opt> best;
   int64_t best_width = 0;
+  bool best_scatters = false;
   auto consider = [&](const std::vector<Opt>& prefix, const UOpPtr& ast) {
     std::vector<Opt> tiles = tile_opts(ast, caps);
     int64_t width = upcast_width(tiles);
-    if (width <= best_width) return width;
+    bool scatters = false;
+    for (const Opt& opt : tiles)
+      for (const UOp* range : kernel_ranges(ast))
+        if (opt.op == OptOp::Upcast && range->arg_int() == opt.axis) scatters = store_stride(ast, range) != 1;
+    bool better = width > best_width || (width == best_width && width > 0 && prefer_contiguous && best_scatters && !scatters);
+    if (!better) return;
     best = prefix;
     best.insert(best.end(), tiles.begin(), tiles.end());
     best_width = width;
-    return width;
+    best_scatters = scatters;
   };
   for (const Candidate& candidate : candidates) consider(candidate.prefix, candidate.ast);
-  if (best_width >= lanes || lanes < 4) return best;
+  if ((best_width >= lanes && !(prefer_contiguous && best_scatters)) || lanes < 4) return best;
   for (const Candidate& candidate : candidates) {
     for (const UOp* range : kernel_ranges(candidate.ast)) {
       if (axis_kind(range->arg_int()) != AxisKind::Loop || store_stride(candidate.ast, range) != 1) continue;
