@@ -125,6 +125,9 @@ class Search {
             result_.out_of_time = true;
             break;
           }
+          // A SWAP right after the same SWAP undoes it (simplify may not give back the same AST,
+          // so the duplicate check would not catch it).
+          if (action.op == OptOp::Swap && !member.opts.empty() && member.opts.back() == action) continue;
           std::vector<Opt> opts = member.opts;
           opts.push_back(action);
           if (std::optional<Candidate> candidate = try_opts(opts, false)) round.push_back(std::move(*candidate));
