@@ -2,8 +2,6 @@
 #include "opt/heuristics.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <unordered_set>
 
@@ -11,7 +9,6 @@
 #include "ir/substitute.h"
 #include "opt/expand.h"
 #include "passes/symbolic.h"
-#include "support/debug.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -371,31 +368,6 @@ std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
     }
   }
   return best;
-}
-
-void optimize_schedule(Schedule& schedule, const TargetCaps& caps) {
-  const char* setting = std::getenv("KILN_OPT");
-  bool enabled = setting == nullptr || std::string(setting) != "0";
-  for (ScheduledKernel& kernel : schedule.kernels) {
-    std::vector<Opt> opts = enabled ? hand_coded_opts(kernel.ast, caps) : std::vector<Opt>{};
-    if (debug_level() >= 3) {
-      std::string text;
-      for (const Opt& opt : opts) text += (text.empty() ? "" : ", ") + opt.text();
-      debug_print(str_cat("opts ", kernel.name(), " (", caps.name, "): ", text.empty() ? "none" : text));
-    }
-    if (opts.empty()) continue;
-    UOpPtr optimised = apply_opts(kernel.ast, opts);
-    // The symbol names the code: the optimised kernel gets the hash of its own AST in place of the
-    // scheduler's, so it never shares a symbol with the unoptimised one in a process or a plan.
-    std::string name = kernel.name();
-    size_t suffix = name.rfind('_');
-    char hash[20];
-    std::snprintf(hash, sizeof(hash), "_%08llx", static_cast<unsigned long long>(optimised->hash() & 0xffffffffu));
-    name = (suffix == std::string::npos ? name : name.substr(0, suffix)) + hash;
-    kernel.ast = UOp::make(Ops::SINK, dtypes::void_, optimised->srcs(), name);
-    kernel.opts = opts;
-    kernel.parallel_extent = parallel_extent_of(kernel.ast);
-  }
 }
 
 }  // namespace kiln
