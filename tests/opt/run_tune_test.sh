@@ -30,7 +30,8 @@ KILN_CACHE=0 "$kiln" compile "$model_dir/model.onnx" -o "$work/again.kiln" --tun
 cmp "$work/tuned.kiln" "$work/again.kiln"
 echo "ok: two compiles with one tuning database give byte-identical plans"
 "$reference" "$model_dir/model.onnx" "$model_dir/test_data_set_0" "$work/data"
-"$test_plan" end-to-end "$work/tuned.kiln" "$work/data"
+# Other Opts than the JIT's sum in another order, so no bit-for-bit check against the in-process path.
+"$test_plan" matches-data "$work/tuned.kiln" "$work/data"
 echo "ok: the tuned plan matches the model's test data"
 
 # Resume: what the database has is not tuned again.
