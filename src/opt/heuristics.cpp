@@ -171,7 +171,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
           if (!fits) break;
           if (access.is_store) {
             bool contiguous = contiguous_in(access.index, lanes_range, w);
-            fits = contiguous || pass != Pass::Contiguous;
+            fits = contiguous || pass == Pass::ScatteredStores;
             scattered = scattered || !contiguous;
           } else if (access.in_reduction && depends_on(access.index, lanes_range) &&
                      !contiguous_in(access.index, lanes_range, w)) {

@@ -376,9 +376,18 @@ constexpr int64_t kFilterPanel = 16;
 // too. (All filters innermost, (g, C/g, K…, F/g), was 3x slower on ResNet-50's 1x1 convs: with
 // F = 1024 each row's next weight was 4 KB away.) A constant weight is reordered once at compile
 // time (fold_constants); weights with fewer than 16 filters per group (depthwise) stay as they are.
+// Whether a value broadcasts something smaller (the weight-stripped test models' weights are one
+// value expanded): reordering it would store a full copy, and the conv would lose the rows that load
+// nothing of their own (docs/optimisation.md).
+bool broadcasts(const Tensor& t) {
+  for (const UOp* node : toposort(t.data().node))
+    if (node->op() == Ops::EXPAND) return true;
+  return false;
+}
+
 Tensor filters_in_panels(const Tensor& weight, int64_t groups) {
   int64_t group_filters = weight.dim(0) / groups;
-  if (group_filters % kFilterPanel != 0) return weight;
+  if (group_filters % kFilterPanel != 0 || broadcasts(weight)) return weight;
   Shape grouped{groups, group_filters / kFilterPanel, kFilterPanel};
   grouped.insert(grouped.end(), weight.shape().begin() + 1, weight.shape().end());
   int64_t rank = static_cast<int64_t>(grouped.size());
