@@ -158,10 +158,26 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // output, after the whole reduction: BERT's key projection writes K transposed); loads inside
   // the reduction gathered.
   enum class Pass { Contiguous, ScatteredStores, GatheredLoads };
-  for (Pass pass : {Pass::Contiguous, Pass::ScatteredStores, Pass::GatheredLoads}) {
+  // With kernel taps (a 3x3 conv), a full-width scattering vector comes before narrower contiguous
+  // ones: a 56×56 conv's pixels take 8 lanes (or 16 padded to 64), its filters, in the weight's
+  // panels, 16 (ResNet-50's 3x3 convs at 56×56: 76 → 92 GFLOP/s). Without taps (a 1x1 conv) the
+  // pixels stay first: its filters would read a new input line every step (1x1 convs at 28×28 and
+  // 56×56: 100-108 GFLOP/s as pixels, 58-66 as filters).
+  int reduce_axes = 0;
+  for (const UOp* range : ranges)
+    if (axis_kind(range->arg_int()) == AxisKind::Reduce) ++reduce_axes;
+  struct Search {
+    Pass pass;
+    bool full_width_only;
+  };
+  std::vector<Search> searches{{Pass::Contiguous, true}};
+  if (reduce_axes > 1) searches.push_back({Pass::ScatteredStores, true});
+  searches.insert(searches.end(), {{Pass::Contiguous, false}, {Pass::ScatteredStores, false}, {Pass::GatheredLoads, false}});
+  for (Search search : searches) {
+    Pass pass = search.pass;
     for (const UOp* range : outputs) {
       for (int64_t w = lanes; w >= 4 && vector_axis == nullptr; w /= 2) {
-        if (extent_of(range) % w != 0) continue;
+        if (extent_of(range) % w != 0 || (search.full_width_only && w != lanes)) continue;
         UOpPtr candidate = apply_opt(kernel, {OptOp::Upcast, range->arg_int(), w});
         const UOp* lanes_range = nullptr;
         for (const UOp* r : kernel_ranges(candidate))
@@ -324,35 +340,21 @@ std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
       candidates.push_back({{merge}, apply_opt(kernel, merge)});
     }
   }
-  // A vector whose stores scatter (a conv's filters, over panels of the weight) against one whose
-  // stores are contiguous but padded (the image's pixels): with kernel taps (a 3x3 conv) the
-  // filters win, since the taps reuse each input line the rows broadcast from (ResNet-50's 3x3
-  // convs at 7×7: 26 → 103 GFLOP/s); without (a 1x1 conv) every reduction step would touch new
-  // input lines, channel planes apart, so the pixels win (its 1x1 convs at 7×7: 73-80 GFLOP/s as
-  // pixels, 32-41 as filters).
-  int reduce_axes = 0;
-  for (const UOp* range : kernel_ranges(kernel))
-    if (axis_kind(range->arg_int()) == AxisKind::Reduce) ++reduce_axes;
-  bool prefer_contiguous = reduce_axes <= 1;
+  // A full-width vector over a conv's filters (scattered stores, over the weight's panels) wins over
+  // padding the image's pixels to the lanes: ResNet-50's convs at 14×14 and 7×7 run at 84-104
+  // GFLOP/s with the filters as vector, 66-69 (1x1) and 26-53 (3x3) with padded pixels.
   std::vector<Opt> best;
   int64_t best_width = 0;
-  bool best_scatters = false;
   auto consider = [&](const std::vector<Opt>& prefix, const UOpPtr& ast) {
     std::vector<Opt> tiles = tile_opts(ast, caps);
     int64_t width = upcast_width(tiles);
-    bool scatters = false;
-    for (const Opt& opt : tiles)
-      for (const UOp* range : kernel_ranges(ast))
-        if (opt.op == OptOp::Upcast && range->arg_int() == opt.axis) scatters = store_stride(ast, range) != 1;
-    bool better = width > best_width || (width == best_width && width > 0 && prefer_contiguous && best_scatters && !scatters);
-    if (!better) return;
+    if (width <= best_width) return;
     best = prefix;
     best.insert(best.end(), tiles.begin(), tiles.end());
     best_width = width;
-    best_scatters = scatters;
   };
   for (const Candidate& candidate : candidates) consider(candidate.prefix, candidate.ast);
-  if ((best_width >= lanes && !(prefer_contiguous && best_scatters)) || lanes < 4) return best;
+  if (best_width >= lanes || lanes < 4) return best;
   for (const Candidate& candidate : candidates) {
     for (const UOp* range : kernel_ranges(candidate.ast)) {
       if (axis_kind(range->arg_int()) != AxisKind::Loop || store_stride(candidate.ast, range) != 1) continue;
