@@ -36,6 +36,8 @@ options:
     --rounds R         alternating rounds (default 3)
     --warmup W         untimed runs before timing, both engines (default 5; kiln's after its first run)
     --kiln PATH        the kiln CLI (default build/tools/kiln next to this script's repository)
+    --tuning DB        compile with `kiln compile --tuning DB` (a database from `kiln tune`, made
+                       with the same --threads; docs/tuning.md); without it, the heuristics' plans
     --work-dir DIR     where plans, input files and kiln's outputs go (default: a temporary folder)
     --csv FILE         also write the table as CSV
     -v, --verbose      print each step
@@ -294,11 +296,12 @@ def kiln_failure(what, completed):
     return RuntimeError(f"kiln {what}: {text.splitlines()[-1]}")
 
 
-def kiln_compile(kiln, model_path, plan_path):
-    """Compiles MODEL to PLAN; returns the wall time in ms. KILN_CACHE=0: a cold compile, every kernel
-    generated (otherwise kernels compiled by an earlier run come from the disk cache)."""
-    completed, wall_ms, _ = run_child([kiln, "compile", model_path, "-o", plan_path],
-                                      env=dict(os.environ, KILN_CACHE="0"))
+def kiln_compile(kiln, model_path, plan_path, tuning=None):
+    """Compiles MODEL to PLAN (with the tuning database `tuning`, when given); returns the wall time in
+    ms. KILN_CACHE=0: a cold compile, every kernel generated (otherwise kernels compiled by an earlier
+    run come from the disk cache)."""
+    command = [kiln, "compile", model_path, "-o", plan_path] + (["--tuning", tuning] if tuning else [])
+    completed, wall_ms, _ = run_child(command, env=dict(os.environ, KILN_CACHE="0"))
     if completed.returncode != 0:
         raise kiln_failure("compile", completed)
     return wall_ms
@@ -377,7 +380,7 @@ def measure(name, model_path, args, kiln_ready, work_dir):
         if kiln_ok:
             try:
                 log(f"{name}: kiln compile")
-                row["kiln_compile_ms"] = kiln_compile(args.kiln, model_path, plan)
+                row["kiln_compile_ms"] = kiln_compile(args.kiln, model_path, plan, args.tuning)
             except Exception as error:
                 row["notes"].append(str(error))
                 kiln_ok = False
@@ -472,6 +475,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--kiln", default=os.path.join(REPO_ROOT, "build", "tools", "kiln"))
+    parser.add_argument("--tuning")
     parser.add_argument("--work-dir")
     parser.add_argument("--csv")
     parser.add_argument("-v", "--verbose", action="store_true")

@@ -1,4 +1,4 @@
-// The `kiln` command-line tool: one sub-command per job (plans: compile, inspect, run, bench; ONNX: test-onnx,
+// The `kiln` command-line tool: one sub-command per job (plans: compile, tune, inspect, run, bench; ONNX: test-onnx,
 // check-onnx).
 #include <cstring>
 #include <iostream>
@@ -9,6 +9,7 @@
 #include "check_onnx.h"
 #include "plan_commands.h"
 #include "test_onnx.h"
+#include "tune_command.h"
 
 namespace {
 
@@ -17,6 +18,9 @@ void print_usage(std::ostream& out) {
          "\n"
          "commands:\n"
          "  compile MODEL -o PLAN   compile an ONNX model into one plan file for this CPU\n"
+         "                          (--tuning DB: with the optimisations 'kiln tune' chose)\n"
+         "  tune MODEL --db DB      search each kernel's optimisations by timing them on this\n"
+         "                          machine; record the best in a tuning database\n"
          "  inspect PLAN            describe a plan: target, inputs, outputs, kernels, sizes\n"
          "  run PLAN --input N=F    run a plan with libkiln on .npy/.pb inputs, write the outputs\n"
          "  bench PLAN|MODEL        time a plan (or a model, compiled first) through libkiln\n"
@@ -46,6 +50,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> arguments(argv + 2, argv + argc);
   if (command == "test-onnx") return kiln::tools::test_onnx_command(arguments);
   if (command == "compile") return kiln::tools::compile_command(arguments);
+  if (command == "tune") return kiln::tools::tune_command(arguments);
   if (command == "inspect") return kiln::tools::inspect_command(arguments);
   if (command == "run") return kiln::tools::run_command(arguments);
   if (command == "bench") return kiln::tools::bench_command(arguments);

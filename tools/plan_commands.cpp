@@ -33,7 +33,7 @@ constexpr int kExitError = 1, kExitUsage = 2, kExitInternal = 3;
 // ---- compile ----
 
 void print_compile_help(std::ostream& out) {
-  out << "usage: kiln compile MODEL.onnx -o PLAN [--shape SPEC...]\n"
+  out << "usage: kiln compile MODEL.onnx -o PLAN [--tuning DB] [--shape SPEC...]\n"
          "\n"
          "Compiles MODEL for this CPU into one plan file (docs/plan-format.md) that libkiln loads and\n"
          "runs without a compiler. Progress goes to stderr. The same model and options give a\n"
@@ -41,14 +41,19 @@ void print_compile_help(std::ostream& out) {
          "\n"
          "options:\n"
          "  -o, --output PLAN  the plan file to write (required)\n"
+         "  --tuning DB        take each kernel's optimisations from DB (written by 'kiln tune',\n"
+         "                     docs/tuning.md) when DB has the kernel; only read, so the same model\n"
+         "                     and DB give a byte-identical plan\n"
          "  --shape SPEC...    shapes for inputs with symbolic or unknown dimensions: INPUT=D1,D2,...\n"
          "                     (a whole input shape) or SYMBOL=N (one dim_param everywhere)\n"
          "  -h, --help         show this help\n";
 }
 
-int compile(const std::string& model_path, const std::string& output_path, const std::vector<ShapeSpec>& specs) {
+int compile(const std::string& model_path, const std::string& output_path, const std::vector<ShapeSpec>& specs,
+            const std::string& tuning_path) {
   onnx_import::OnnxCompileOptions options;
   options.shapes = specs;
+  options.tuning_path = tuning_path;
   options.progress = onnx_import::stderr_compile_progress();
   try {
     onnx_import::compile_onnx_file(model_path, output_path, options);
@@ -293,12 +298,12 @@ void compile_model(const std::string& model_path, const std::string& plan_path,
                    const std::vector<std::string>& shape_specs) {
   std::vector<ShapeSpec> specs;
   for (const std::string& spec : shape_specs) specs.push_back(onnx_import::parse_shape_spec(spec));
-  compile(model_path, plan_path, specs);
+  compile(model_path, plan_path, specs, "");
 }
 
 int compile_command(const std::vector<std::string>& arguments) {
   return guarded("compile", [&]() -> int {
-    std::string model_path, output_path;
+    std::string model_path, output_path, tuning_path;
     std::vector<ShapeSpec> specs;
     bool in_shapes = false;
     for (size_t i = 0; i < arguments.size(); ++i) {
@@ -310,6 +315,10 @@ int compile_command(const std::vector<std::string>& arguments) {
       if (argument == "-o" || argument == "--output") {
         if (i + 1 >= arguments.size()) return usage_error("compile", argument + " needs a file name");
         output_path = arguments[++i];
+        in_shapes = false;
+      } else if (argument == "--tuning") {
+        if (i + 1 >= arguments.size()) return usage_error("compile", "--tuning needs a database file");
+        tuning_path = arguments[++i];
         in_shapes = false;
       } else if (argument == "--shape") {
         in_shapes = true;
@@ -328,7 +337,7 @@ int compile_command(const std::vector<std::string>& arguments) {
     }
     if (model_path.empty()) return usage_error("compile", "no model given");
     if (output_path.empty()) return usage_error("compile", "no output plan given (-o PLAN)");
-    return compile(model_path, output_path, specs);
+    return compile(model_path, output_path, specs, tuning_path);
   });
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <utility>
 
 #include "plan/plan_writer.h"
@@ -20,28 +21,40 @@ CompileProgress stderr_compile_progress() {
   };
 }
 
-std::string compile_onnx_plan(const std::string& model_path, const OnnxCompileOptions& options) {
+OnnxGraph build_onnx_graph(const std::string& model_path, const OnnxCompileOptions& options) {
   auto progress = [&](const std::string& line) {
     if (options.progress) options.progress(line);
   };
   progress("loading " + model_path);
   OnnxModel model = OnnxModel::load_file(model_path);
-  std::vector<std::pair<std::string, Tensor>> inputs, outputs;
+  OnnxGraph graph;
   try {
     for (const auto& [name, shape] : model.bind_input_shapes(options.shapes)) {
       ScalarType dtype = ScalarType::Float32;  // an input the model leaves untyped
       for (const auto& info : model.inputs())
         if (info.name == name && info.dtype) dtype = *info.dtype;
-      inputs.emplace_back(name, graph_input(name, shape, dtype));
+      graph.inputs.emplace_back(name, graph_input(name, shape, dtype));
     }
     progress("building the graph");
-    outputs = model.build(inputs);
+    graph.outputs = model.build(graph.inputs);
   } catch (const UserError& error) {
     throw UserError(str_cat(model_path, ": ", error.what()));
   }
+  return graph;
+}
+
+std::string compile_onnx_plan(const std::string& model_path, const OnnxCompileOptions& options) {
+  // The database first: a bad one is reported before the (longer) model work.
+  std::optional<TuningDb> tuning;
+  if (!options.tuning_path.empty()) {
+    tuning = TuningDb::load_file(options.tuning_path);
+    if (options.progress) options.progress(str_cat("tuning database ", options.tuning_path, ": ", tuning->size(), " entries"));
+  }
+  OnnxGraph graph = build_onnx_graph(model_path, options);
   PlanWriteOptions write_options;
   write_options.progress = options.progress;
-  return write_plan(inputs, outputs, write_options);
+  write_options.tuning = tuning ? &*tuning : nullptr;
+  return write_plan(graph.inputs, graph.outputs, write_options);
 }
 
 PlanFileError::PlanFileError(Step step, std::string temporary, std::string target, std::string reason)

@@ -17,6 +17,9 @@ using CompileProgress = std::function<void(const std::string&)>;
 
 struct OnnxCompileOptions {
   std::vector<ShapeSpec> shapes;  // --shape values (parse_shape_spec)
+  // A tuning database written by `kiln tune` (--tuning; src/opt/tuning_db.h): its kernels get its
+  // Opts. Only read. Empty: the heuristics choose every kernel's Opts.
+  std::string tuning_path;
   CompileProgress progress;       // one line per stage ("loading M", the plan writer's, "wrote P"); may be empty
 };
 
@@ -24,9 +27,17 @@ struct OnnxCompileOptions {
 // stderr as "kiln compile: [  1.23s] LINE", with the seconds since the printer was made.
 CompileProgress stderr_compile_progress();
 
+// The model's graph on graph_input placeholders, as compile_onnx_plan builds it (progress: "loading
+// M", "building the graph"). `kiln tune` schedules the same graph.
+struct OnnxGraph {
+  std::vector<std::pair<std::string, Tensor>> inputs, outputs;
+};
+OnnxGraph build_onnx_graph(const std::string& model_path, const OnnxCompileOptions& options);
+
 // Loads the model, binds the input shapes (an input the model leaves untyped is Float32), builds the
-// graph on graph_input placeholders and writes the plan (write_plan). A UserError from binding or
-// building is prefixed with `model_path`; one from loading names the file already.
+// graph on graph_input placeholders and writes the plan (write_plan), with the tuning database when
+// options name one (a TuningDbError names the database). A UserError from binding or building is
+// prefixed with `model_path`; one from loading names the file already.
 std::string compile_onnx_plan(const std::string& model_path, const OnnxCompileOptions& options);
 
 // A plan that could not be stored. what() is "cannot write the plan to 'T'" or "cannot rename 'T'

@@ -3,6 +3,7 @@
 // all begins then all ends) are resolved here into kiln's ConvOptions/PoolOptions, which use the
 // same begin-then-end pad layout.
 #include <algorithm>
+#include <optional>
 #include <cmath>
 
 #include "op_helpers.h"
@@ -419,6 +420,25 @@ double cubic_kernel(double s, double a) {
   return 0.0;
 }
 
+// Nearest resizing by a whole factor k reads input o / k at output o (YOLOX's 2x upsampling): each
+// element repeated k times, a view. take() would build a one-hot reduction over the whole axis per
+// output element (26-52 multiply-adds for one copy).
+std::optional<int64_t> repeat_factor(const std::vector<int64_t>& indices, int64_t in) {
+  auto out = static_cast<int64_t>(indices.size());
+  if (in <= 0 || out % in != 0) return std::nullopt;
+  int64_t k = out / in;
+  for (int64_t o = 0; o < out; ++o)
+    if (indices[static_cast<size_t>(o)] != o / k) return std::nullopt;
+  return k;
+}
+
+Tensor repeat_each(const Tensor& x, int64_t axis, int64_t k) {
+  Shape repeated = x.shape(), merged = x.shape();
+  repeated.insert(repeated.begin() + axis + 1, k);
+  merged[static_cast<size_t>(axis)] *= k;
+  return x.unsqueeze(axis + 1).expand(repeated).reshape(merged);
+}
+
 Tensor resize_axis(const OnnxNode& node, const Tensor& x, const ResizeParams& params, const AxisResize& plan) {
   bool nearest = params.mode == "nearest";
   bool cubic = params.mode == "cubic";
@@ -461,7 +481,8 @@ Tensor resize_axis(const OnnxNode& node, const Tensor& x, const ResizeParams& pa
   int64_t trailing = x.ndim() - plan.axis - 1;
   Tensor result;
   if (nearest) {
-    result = x.take(int64_vector(indices), plan.axis);
+    std::optional<int64_t> k = repeat_factor(indices, plan.in);
+    result = k ? repeat_each(x, plan.axis, *k) : x.take(int64_vector(indices), plan.axis);
   } else {
     // Non-float data is interpolated in f32 and rounded back.
     Tensor source = is_floating(x.dtype()) ? x : x.cast(ScalarType::Float32);

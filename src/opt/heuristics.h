@@ -27,9 +27,7 @@ namespace kiln {
 
 std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps);
 
-// Applies the heuristics' Opts (or none when KILN_OPT=0) to every kernel of the schedule, updating
-// each kernel's AST, Opt list and parallel extent. KILN_DEBUG>=3 prints the choices.
-void optimize_schedule(Schedule& schedule, const TargetCaps& caps);
+// optimize_schedule (optimize_schedule.h) applies these, or a tuning database's, to a schedule.
 
 // The extent of a kernel's axis 0 (1 when it has none).
 int64_t parallel_extent_of(const UOpPtr& kernel);

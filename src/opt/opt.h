@@ -24,6 +24,12 @@
 
 namespace kiln {
 
+// The meaning of the Opt actions. A tuning database (tuning_db.h) keys its entries on this number,
+// so an entry chosen under other semantics is never applied. Bump it whenever an Opt's effect on a
+// kernel changes (how a split numbers its ranges, what PADTO masks, what SWAP renumbers, …) or an
+// Opt is renamed or removed; adding a new OptOp without changing the others needs no bump.
+constexpr int kOptSemanticsVersion = 1;
+
 constexpr int64_t kFirstUpcastAxis = 2000;
 constexpr int64_t kFirstUnrollAxis = 3000;
 

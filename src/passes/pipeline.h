@@ -1,7 +1,8 @@
 // The compiler pipeline, in order, in one place (ARCHITECTURE.md, "The pipeline"):
 //
 //   tensor graph ─ create_schedule ─► kernel ASTs + memory plan      (src/schedule/)
-//                ─ optimize_schedule ► Opt actions chosen for the target and applied (src/opt/heuristics.h)
+//                ─ optimize_schedule ► Opt actions chosen (tuning database or heuristics) and applied
+//                                      (src/opt/optimize_schedule.h)
 //   kernel AST   ─ lower_kernel ─────► transcendentals decomposed, UNROLL copies expanded, index math
 //                                      simplified, the UPCAST range turned into vectors (src/opt/expand.h)
 //                ─ cpu_compile ──────► linearise, render LLVM IR, optimise, object code (src/codegen/)
@@ -14,6 +15,7 @@
 
 #include "codegen/cpu_codegen.h"
 #include "opt/heuristics.h"
+#include "opt/optimize_schedule.h"
 #include "schedule/schedule.h"
 
 namespace kiln {

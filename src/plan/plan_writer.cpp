@@ -63,6 +63,28 @@ std::vector<std::string> enabled_features(const std::string& features) {
 
 }  // namespace
 
+PlanSchedule schedule_plan(const std::vector<std::pair<std::string, Tensor>>& outputs, const PlanWriteOptions& options) {
+  auto progress = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  PlanSchedule planned;
+  for (const auto& [name, tensor] : outputs) {
+    if (!tensor.defined()) throw UserError(str_cat("plan output '", name, "' is an empty Tensor"));
+    planned.values.push_back(tensor);
+  }
+  if (options.fold_constants) {
+    progress("folding constants");
+    ConstantFoldReport folded;
+    planned.values = fold_constants(planned.values, {}, &folded);
+    progress(str_cat("folded ", folded.values, " weight-only values (", folded.bytes, " bytes)"));
+  }
+  std::vector<UOpPtr> nodes;
+  for (const Tensor& tensor : planned.values) nodes.push_back(tensor.data().node);
+  progress("scheduling");
+  planned.schedule = create_schedule(nodes);
+  return planned;
+}
+
 std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs,
                        const std::vector<std::pair<std::string, Tensor>>& outputs, const PlanWriteOptions& options) {
   auto progress = [&](const std::string& line) {
@@ -75,27 +97,17 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
       throw UserError(str_cat("plan input '", inputs[i].first, "' is not a graph input placeholder"));
     input_of_buffer[tensor.data().buffer_id] = static_cast<int>(i);
   }
-  std::vector<Tensor> values;
-  for (const auto& [name, tensor] : outputs) {
-    if (!tensor.defined()) throw UserError(str_cat("plan output '", name, "' is an empty Tensor"));
-    values.push_back(tensor);
-  }
-  if (options.fold_constants) {
-    progress("folding constants");
-    ConstantFoldReport folded;
-    values = fold_constants(values, {}, &folded);
-    progress(str_cat("folded ", folded.values, " weight-only values (", folded.bytes, " bytes)"));
-  }
-  std::vector<UOpPtr> nodes;
+  PlanSchedule planned = schedule_plan(outputs, options);
+  Schedule& schedule = planned.schedule;
   std::vector<const TensorData*> roots;
-  for (const Tensor& tensor : values) {
-    nodes.push_back(tensor.data().node);
-    roots.push_back(&tensor.data());
-  }
-
-  progress("scheduling");
-  Schedule schedule = create_schedule(nodes);
-  optimize_schedule(schedule, host_cpu_caps());
+  for (const Tensor& tensor : planned.values) roots.push_back(&tensor.data());
+  OptimizeOptions optimize_options;
+  optimize_options.tuning = options.tuning;
+  if (options.tuning != nullptr) optimize_options.target_id = cpu_target_id();
+  OptimizeReport optimized = optimize_schedule(schedule, host_cpu_caps(), optimize_options);
+  if (options.tuning != nullptr)
+    progress(str_cat("opts of ", optimized.from_tuning, " of ", optimized.kernels,
+                     " kernels from the tuning database ", options.tuning->source(), ", the others' from the heuristics"));
   auto buffer_data = data_buffers(roots);
 
   // Classify the schedule's buffers. An output buffer belongs to the first output that names it;

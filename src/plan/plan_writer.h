@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "opt/tuning_db.h"
+#include "schedule/schedule.h"
 
 namespace kiln {
 
@@ -17,7 +19,20 @@ struct PlanWriteOptions {
   // Compute every weight-only value that run-time values read (a transposed weight, BatchNorm's
   // scale) once, now, and store it as a weight (fold_constants in src/tensor/tensor_internal.h).
   bool fold_constants = true;
+  // Kernels found in this database get its Opts instead of the heuristics' (src/opt/optimize_schedule.h);
+  // it is only read, so the same graph and database give the same plan. Null: heuristics only.
+  const TuningDb* tuning = nullptr;
 };
+
+// The schedule that write_plan compiles for `outputs`, before the Opt stage (constants folded when
+// `options` says so; progress as write_plan prints it), and the values it was made from, which own
+// the weights' data. `kiln tune` searches the Opts of exactly these kernels.
+struct PlanSchedule {
+  std::vector<Tensor> values;
+  Schedule schedule;
+};
+PlanSchedule schedule_plan(const std::vector<std::pair<std::string, Tensor>>& outputs,
+                           const PlanWriteOptions& options = {});
 
 // Schedules `outputs` (no realize), compiles and links their kernels for the host CPU, and lays
 // out the plan: every schedule buffer is a graph input (one of `inputs`, made with graph_input),

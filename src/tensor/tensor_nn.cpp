@@ -363,6 +363,48 @@ Tensor Tensor::matmul(const Tensor& other) const {
   return product.cast(type);
 }
 
+namespace {
+
+// Filters per panel of a conv weight: one AVX-512 vector of fp32 (two AVX2 vectors).
+constexpr int64_t kFilterPanel = 16;
+
+// The conv weight (F, C/g, K…) stored in panels of 16 filters, (g, F/g/16, C/g, K…, 16), and viewed
+// again as (F, C/g, K…). One step of the reduction (a channel and a tap) then reads the weights of
+// 16 consecutive filters from one 64-byte line, and the next step the line after it, so the
+// optimisation layer can make the filters a conv's vector axis: a strided conv's output pixels read
+// strided input (a gather per lane), and a 7×7 image pads to 8 or 64 lanes, but a panel's filters
+// are contiguous. A register tile over filters (the pixels as vector) reads its rows from one line
+// too. (All filters innermost, (g, C/g, K…, F/g), was 3x slower on ResNet-50's 1x1 convs: with
+// F = 1024 each row's next weight was 4 KB away.) A constant weight is reordered once at compile
+// time (fold_constants); weights with fewer than 16 filters per group (depthwise) stay as they are.
+// Whether a value holds fewer stored elements than it has (the weight-stripped test models'
+// weights are one value expanded): reordering it would store a full copy, and the conv would lose
+// the rows that load nothing of their own (docs/optimisation.md). A weight scaled by a broadcast
+// per-channel factor (a BatchNormalization folded in) reads at least its own size and counts as
+// stored.
+bool broadcasts(const Tensor& t) {
+  int64_t stored = 0;
+  for (const UOp* node : toposort(t.data().node))
+    if (node->op() == Ops::BUFFER) stored += node->arg_list().at(1);
+  return stored < t.numel();
+}
+
+Tensor filters_in_panels(const Tensor& weight, int64_t groups) {
+  int64_t group_filters = weight.dim(0) / groups;
+  if (group_filters % kFilterPanel != 0 || broadcasts(weight)) return weight;
+  Shape grouped{groups, group_filters / kFilterPanel, kFilterPanel};
+  grouped.insert(grouped.end(), weight.shape().begin() + 1, weight.shape().end());
+  int64_t rank = static_cast<int64_t>(grouped.size());
+  std::vector<int64_t> to_panels{0, 1}, back{0, 1, rank - 1};
+  for (int64_t axis = 3; axis < rank; ++axis) to_panels.push_back(axis);
+  to_panels.push_back(2);
+  for (int64_t axis = 2; axis < rank - 1; ++axis) back.push_back(axis);
+  Tensor panels = contiguous(weight.reshape(grouped).permute(to_panels));
+  return panels.permute(back).reshape(weight.shape());
+}
+
+}  // namespace
+
 // Direct convolution as a broadcast product of a window view and the weight, summed over
 // (C/groups, K1…Kn): (N, g, F/g, O…, C/g, K…) · (1, g, F/g, 1…, C/g, K…). One kernel, with the
 // bias add (and whatever elementwise op follows) in its epilogue.
@@ -396,7 +438,12 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
                                    : promoted(*this, weight);
   if (type == ScalarType::Bool) throw UserError("conv: bool tensors are not supported");
   ScalarType compute = compute_type(type);
-  Tensor padded = cast(compute).pad(spatial_pad_list(pad_begin, pad_end));
+  // An input that is a permuted view (ShuffleNet's channel shuffle: reshape, transpose, reshape)
+  // would put the permutation's divisions into every load of the window, which hides the
+  // contiguity of the output pixels from the optimisation layer (those depthwise convs stayed
+  // scalar). One copy into plain order costs a pass over the input.
+  Tensor source = rows_are_permuted(*this) ? contiguous(*this) : *this;
+  Tensor padded = source.cast(compute).pad(spatial_pad_list(pad_begin, pad_end));
   std::vector<int64_t> windows;
   for (size_t i = 0; i < n; ++i) {
     int64_t span = dilation[i] * (kernel[i] - 1) + 1, size = padded.shape()[i + 2];
@@ -421,7 +468,7 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
   weight_shape.insert(weight_shape.end(), n, 1);
   weight_shape.push_back(group_channels);
   weight_shape.insert(weight_shape.end(), kernel.begin(), kernel.end());
-  Tensor weights = weight.cast(compute).reshape(weight_shape);
+  Tensor weights = filters_in_panels(weight.cast(compute), groups).reshape(weight_shape);
   Tensor result = input.mul(weights).sum(last_axes(static_cast<int64_t>(n) + 1, input.ndim()));
   Shape out_shape{batch, filters};
   out_shape.insert(out_shape.end(), windows.begin(), windows.end());

@@ -1,0 +1,64 @@
+// optimize_schedule: per kernel, the tuning database's Opts or the heuristics'; see optimize_schedule.h.
+#include "opt/optimize_schedule.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "opt/heuristics.h"
+#include "support/debug.h"
+#include "support/error.h"
+
+namespace kiln {
+
+void apply_kernel_opts(ScheduledKernel& kernel, const std::vector<Opt>& opts) {
+  if (opts.empty()) {
+    kernel.opts.clear();
+    return;
+  }
+  UOpPtr optimised = apply_opts(kernel.ast, opts);
+  // The symbol names the code: the optimised kernel gets the hash of its own AST in place of the
+  // scheduler's, so it never shares a symbol with the unoptimised one in a process or a plan.
+  std::string name = kernel.name();
+  size_t suffix = name.rfind('_');
+  char hash[20];
+  std::snprintf(hash, sizeof(hash), "_%08llx", static_cast<unsigned long long>(optimised->hash() & 0xffffffffu));
+  name = (suffix == std::string::npos ? name : name.substr(0, suffix)) + hash;
+  kernel.ast = UOp::make(Ops::SINK, dtypes::void_, optimised->srcs(), name);
+  kernel.opts = opts;
+  kernel.parallel_extent = parallel_extent_of(kernel.ast);
+}
+
+OptimizeReport optimize_schedule(Schedule& schedule, const TargetCaps& caps, const OptimizeOptions& options) {
+  const char* setting = std::getenv("KILN_OPT");
+  bool enabled = setting == nullptr || std::string(setting) != "0";
+  OptimizeReport report;
+  report.kernels = schedule.kernels.size();
+  if (options.tuning != nullptr) KILN_ASSERT(!options.target_id.empty(), "a tuning database needs a target id");
+  for (ScheduledKernel& kernel : schedule.kernels) {
+    std::vector<Opt> opts;
+    const TuningEntry* tuned = nullptr;
+    if (enabled && options.tuning != nullptr) tuned = options.tuning->find(tuning_key(kernel.ast, options.target_id));
+    if (tuned != nullptr) {
+      opts = tuned->opts;
+      ++report.from_tuning;
+    } else if (enabled) {
+      opts = hand_coded_opts(kernel.ast, caps);
+    }
+    if (debug_level() >= 3) {
+      std::string text;
+      for (const Opt& opt : opts) text += (text.empty() ? "" : ", ") + opt.text();
+      debug_print(str_cat("opts ", kernel.name(), " (", caps.name, tuned ? ", tuning database" : "", "): ",
+                          text.empty() ? "none" : text));
+    }
+    try {
+      apply_kernel_opts(kernel, opts);
+    } catch (const InvalidOpt& error) {
+      if (tuned == nullptr) throw;  // the heuristics' own choice: a bug, reported as it is
+      throw TuningDbError(str_cat(options.tuning->source(), ":", tuned->line, ": the entry for kernel ", kernel.name(),
+                                  " does not apply to it: ", error.what()));
+    }
+  }
+  return report;
+}
+
+}  // namespace kiln
