@@ -166,13 +166,21 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   int reduce_axes = 0;
   for (const UOp* range : ranges)
     if (axis_kind(range->arg_int()) == AxisKind::Reduce) ++reduce_axes;
+  // The early full-width scatter also needs a load inside the reduction that the lanes read
+  // contiguously (the weight's panel): a vector of filters whose weight is one broadcast value (the
+  // weight-stripped test models) would give up the rows that load nothing of their own (step 2),
+  // whose copies are computed once (VGG-19's light model: 0.64 → 1.04 of onnxruntime's time).
   struct Search {
     Pass pass;
     bool full_width_only;
+    bool needs_vector_loads = false;
   };
   std::vector<Search> searches{{Pass::Contiguous, true}};
-  if (reduce_axes > 1) searches.push_back({Pass::ScatteredStores, true});
-  searches.insert(searches.end(), {{Pass::Contiguous, false}, {Pass::ScatteredStores, false}, {Pass::GatheredLoads, false}});
+  if (reduce_axes > 1) searches.push_back({Pass::ScatteredStores, true, true});
+  searches.push_back({Pass::Contiguous, false});
+  // A scatter or gather per output vector pays off only with a reduction's work behind each store;
+  // an elementwise kernel (DenseNet's concat + BatchNorm + ReLU at 14×14) pads its pixels instead.
+  if (reduces) searches.insert(searches.end(), {{Pass::ScatteredStores, false}, {Pass::GatheredLoads, false}});
   for (Search search : searches) {
     Pass pass = search.pass;
     for (const UOp* range : outputs) {
@@ -182,9 +190,10 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
         const UOp* lanes_range = nullptr;
         for (const UOp* r : kernel_ranges(candidate))
           if (axis_kind(r->arg_int()) == AxisKind::Upcast) lanes_range = r;
-        bool fits = lanes_range != nullptr, gathered = false, scattered = false;
+        bool fits = lanes_range != nullptr, gathered = false, scattered = false, vector_loads = false;
         for (const Access& access : global_accesses(candidate)) {
           if (!fits) break;
+          if (!access.is_store && access.in_reduction && depends_on(access.index, lanes_range)) vector_loads = true;
           if (access.is_store) {
             bool contiguous = contiguous_in(access.index, lanes_range, w);
             fits = contiguous || pass == Pass::ScatteredStores;
@@ -195,7 +204,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
             fits = pass == Pass::GatheredLoads;
           }
         }
-        if (!fits) continue;
+        if (!fits || (search.needs_vector_loads && !vector_loads)) continue;
         vector_axis = range;
         upcast = lanes_range;
         width = w;

@@ -64,6 +64,14 @@ using Ranges = std::vector<std::pair<int64_t, int64_t>>;
 Ranges full_ranges(const Tensor& t);
 Tensor shrink_axis(const Tensor& t, int64_t axis, int64_t begin, int64_t end);
 // Forces t into its own buffer when realized (a fusion barrier).
+// Whether a value holds fewer stored elements than it has: it broadcasts something smaller (the
+// weight-stripped test models' weights are one value expanded). A conv keeps such a weight as it is
+// (no panels, no Winograd transform): its direct conv then has filter rows that load nothing of
+// their own and are computed once (docs/optimisation.md). A weight scaled by a broadcast
+// per-channel factor (a BatchNormalization folded in) reads at least its own size and counts as
+// stored.
+bool is_broadcast_value(const Tensor& t);
+
 Tensor contiguous(const Tensor& t);
 
 }  // namespace kiln

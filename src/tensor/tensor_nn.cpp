@@ -377,21 +377,9 @@ constexpr int64_t kFilterPanel = 16;
 // too. (All filters innermost, (g, C/g, K…, F/g), was 3x slower on ResNet-50's 1x1 convs: with
 // F = 1024 each row's next weight was 4 KB away.) A constant weight is reordered once at compile
 // time (fold_constants); weights with fewer than 16 filters per group (depthwise) stay as they are.
-// Whether a value holds fewer stored elements than it has (the weight-stripped test models'
-// weights are one value expanded): reordering it would store a full copy, and the conv would lose
-// the rows that load nothing of their own (docs/optimisation.md). A weight scaled by a broadcast
-// per-channel factor (a BatchNormalization folded in) reads at least its own size and counts as
-// stored.
-bool broadcasts(const Tensor& t) {
-  int64_t stored = 0;
-  for (const UOp* node : toposort(t.data().node))
-    if (node->op() == Ops::BUFFER) stored += node->arg_list().at(1);
-  return stored < t.numel();
-}
-
 Tensor filters_in_panels(const Tensor& weight, int64_t groups) {
   int64_t group_filters = weight.dim(0) / groups;
-  if (group_filters % kFilterPanel != 0 || broadcasts(weight)) return weight;
+  if (group_filters % kFilterPanel != 0 || is_broadcast_value(weight)) return weight;
   Shape grouped{groups, group_filters / kFilterPanel, kFilterPanel};
   grouped.insert(grouped.end(), weight.shape().begin() + 1, weight.shape().end());
   int64_t rank = static_cast<int64_t>(grouped.size());
@@ -404,6 +392,13 @@ Tensor filters_in_panels(const Tensor& weight, int64_t groups) {
 }
 
 }  // namespace
+
+bool is_broadcast_value(const Tensor& t) {
+  int64_t stored = 0;
+  for (const UOp* node : toposort(t.data().node))
+    if (node->op() == Ops::BUFFER) stored += node->arg_list().at(1);
+  return stored < t.numel();
+}
 
 // Direct convolution as a broadcast product of a window view and the weight, summed over
 // (C/groups, K1…Kn): (N, g, F/g, O…, C/g, K…) · (1, g, F/g, 1…, C/g, K…). One kernel, with the
