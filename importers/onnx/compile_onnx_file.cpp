@@ -3,12 +3,11 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <utility>
 
 #include "plan/plan_writer.h"
+#include "support/atomic_file.h"
 #include "tensor/tensor_internal.h"
 
 namespace kiln::onnx_import {
@@ -67,22 +66,11 @@ PlanFileError::PlanFileError(Step step, std::string temporary, std::string targe
 
 void save_plan_file(const std::string& plan_path, const std::string& plan) {
   std::string temporary = plan_path + ".tmp";
-  std::error_code ignored;
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(plan.data(), static_cast<std::streamsize>(plan.size()));
-    out.close();
-    if (!out) {
-      std::filesystem::remove(temporary, ignored);
-      throw PlanFileError(PlanFileError::Step::Write, temporary, plan_path, "");
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, plan_path, error);
-  if (error) {
-    std::filesystem::remove(temporary, ignored);
-    throw PlanFileError(PlanFileError::Step::Rename, temporary, plan_path, error.message());
-  }
+  std::optional<AtomicWriteFailure> failure = write_file_atomically(plan_path, temporary, plan);
+  if (!failure) return;
+  PlanFileError::Step step =
+      failure->step == AtomicWriteFailure::Step::Write ? PlanFileError::Step::Write : PlanFileError::Step::Rename;
+  throw PlanFileError(step, temporary, plan_path, failure->reason);
 }
 
 void compile_onnx_file(const std::string& model_path, const std::string& plan_path, const OnnxCompileOptions& options) {

@@ -209,7 +209,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
         upcast = lanes_range;
         width = w;
         upcasted = candidate;
-        gathers = gathered;  // scattered or gathered: worth it only with a register tile
+        gathers = gathered;  // gathered loads or scattered stores: worth it only under a register tile
         scatters = scattered;
       }
       if (vector_axis != nullptr) break;

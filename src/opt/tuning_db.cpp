@@ -16,6 +16,7 @@
 #include <llvm/Support/SHA256.h>
 
 #include "ir/printer.h"
+#include "support/atomic_file.h"
 
 namespace kiln {
 namespace {
@@ -266,23 +267,11 @@ std::string TuningDb::text() const {
 void TuningDb::save_file(const std::string& path) const {
   // The pid keeps two tuners writing one database from sharing a temporary; the last rename wins.
   std::string temporary = str_cat(path, ".tmp.", getpid());
-  std::string contents = text();
-  std::error_code ignored;
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-    out.close();
-    if (!out) {
-      std::filesystem::remove(temporary, ignored);
-      throw TuningDbError(str_cat("cannot write the tuning database to '", temporary, "'"));
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    std::filesystem::remove(temporary, ignored);
-    throw TuningDbError(str_cat("cannot rename '", temporary, "' to '", path, "': ", error.message()));
-  }
+  std::optional<AtomicWriteFailure> failure = write_file_atomically(path, temporary, text());
+  if (!failure) return;
+  if (failure->step == AtomicWriteFailure::Step::Write)
+    throw TuningDbError(str_cat("cannot write the tuning database to '", temporary, "'"));
+  throw TuningDbError(str_cat("cannot rename '", temporary, "' to '", path, "': ", failure->reason));
 }
 
 const TuningEntry* TuningDb::find(const TuningKey& key) const {

@@ -1,0 +1,22 @@
+// Replacing a file so that readers see either the old contents or the new, never half of them:
+// write a temporary next to it, then rename it over the target. Plans and tuning databases are
+// saved this way.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kiln {
+
+struct AtomicWriteFailure {
+  enum class Step { Write, Rename } step;
+  std::string reason;  // the system's message for a failed rename; empty for a failed write
+};
+
+// Writes `contents` to `temporary`, then renames it to `path`. On failure the temporary is removed
+// and the failing step is returned; `path` is then untouched.
+std::optional<AtomicWriteFailure> write_file_atomically(const std::string& path, const std::string& temporary,
+                                                        std::string_view contents);
+
+}  // namespace kiln
