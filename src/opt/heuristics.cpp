@@ -2,6 +2,7 @@
 #include "opt/heuristics.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <unordered_set>
 
@@ -224,47 +225,63 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // Failing that, rows that load nothing of their own (a conv whose weight is one broadcast value,
   // as in the weight-stripped test models): the copies are then the same REDUCE, computed once and
   // stored R times.
+  // Of several such axes, the one whose row loads are nearest each other: a 1x1 conv's rows along
+  // the image row read one cache line per reduction step, down the image column one line per row,
+  // and those lines no longer stay in L1 over a long reduction (MobileNetV2's 1x1 convs at 14×14 on
+  // an AVX2 Zen 3, one thread: 18 -> 48-62 GFLOP/s).
   const UOp* row_axis = nullptr;
   const UOp* plain_rows = nullptr;
+  int64_t row_stride = 0;
   for (const UOp* range : outputs) {
     if (range == vector_axis) continue;
     bool shares_vector_loads = true, has_row_loads = false;
+    int64_t stride = 0;
     for (const Access& access : global_accesses(upcasted)) {
       if (access.is_store || !access.in_reduction) continue;
       bool on_vector = depends_on(access.index, upcast), on_rows = depends_on(access.index, range);
       if (on_vector && on_rows) shares_vector_loads = false;
-      if (on_rows && !on_vector) has_row_loads = true;
+      if (on_rows && !on_vector) {
+        has_row_loads = true;
+        std::optional<int64_t> step = index_stride(access.index, range);
+        stride = std::max(stride, step ? std::abs(*step) : std::numeric_limits<int64_t>::max());
+      }
     }
-    if (shares_vector_loads && has_row_loads) {
+    if (shares_vector_loads && has_row_loads && (row_axis == nullptr || stride < row_stride)) {
       row_axis = range;
-      break;
+      row_stride = stride;
     }
-    if (shares_vector_loads && plain_rows == nullptr) plain_rows = range;
+    if (shares_vector_loads && !has_row_loads && plain_rows == nullptr) plain_rows = range;
   }
   if (row_axis == nullptr) row_axis = plain_rows;
   // Accumulators + one vector load per column + a broadcast must fit in the register file.
   int64_t budget = caps.vector_registers - 4;
-  // Gathered columns cost a load per lane, so a gathering tile is one column of as many rows as fit.
-  int64_t columns = !gathers && (extent_of(vector_axis) / width) % 2 == 0 && budget >= 16 ? 2 : 1;
   // A gather or scatter per output vector is not worth it: those need a tile of at least 4 rows.
   // A scattering tile (a strided conv's filters as the vector, its output pixels as rows) may use
   // 7 or 5 rows, which a 7×7 or 14×14 image divides into.
   std::vector<int64_t> row_choices = gathers    ? std::vector<int64_t>{8, 6, 4}
                                      : scatters ? std::vector<int64_t>{6, 4, 8, 7, 5}
                                                 : std::vector<int64_t>{6, 4, 8, 3, 2};
-  if (gathers || scatters) {
-    bool fits = row_axis != nullptr && std::any_of(row_choices.begin(), row_choices.end(), [&](int64_t rows) {
-      return rows * columns <= budget && extent_of(row_axis) % rows == 0;
-    });
-    if (!fits) return {};
+  // Two vector columns where the register file holds a tile of them: each broadcast row value then
+  // feeds two FMAs. Gathered columns cost a load per lane, so a gathering tile is one column. With
+  // 16 registers (AVX2) two columns allow at most 6 rows (12 accumulators + 2 loads + a broadcast:
+  // the classic 6x16 tile); where no row count fits two columns, the tile is one column.
+  int64_t tile_rows = 0, columns = 1;
+  auto pick_rows = [&](int64_t cols) -> int64_t {
+    if (row_axis == nullptr) return 0;
+    for (int64_t rows : row_choices)
+      if (rows * cols <= budget && extent_of(row_axis) % rows == 0) return rows;
+    return 0;
+  };
+  if (!gathers && (extent_of(vector_axis) / width) % 2 == 0 && budget >= 12) {
+    columns = 2;
+    tile_rows = pick_rows(2);
+    if (tile_rows == 0 && pick_rows(1) != 0) columns = 1;
   }
+  if (columns == 1) tile_rows = pick_rows(1);
+  if ((gathers || scatters) && tile_rows == 0) return {};
   if (columns > 1) opts.push_back({OptOp::Unroll, vector_axis->arg_int(), columns});
   if (row_axis != nullptr) {
-    for (int64_t rows : row_choices) {
-      if (rows * columns > budget || extent_of(row_axis) % rows != 0) continue;
-      opts.push_back({OptOp::Unroll, row_axis->arg_int(), rows});
-      break;
-    }
+    if (tile_rows != 0) opts.push_back({OptOp::Unroll, row_axis->arg_int(), tile_rows});
   } else if (!gathers) {
     // A sliding window (a depthwise conv: output row oh reads input rows oh + kh): the window's
     // reduce axis unrolled whole and R output rows unrolled make the copies read R + K - 1 distinct
@@ -313,6 +330,14 @@ int64_t upcast_width(const std::vector<Opt>& opts) {
   return 0;
 }
 
+// The independent vector accumulators a list of tile opts gives: its unrolled output axes' copies.
+int64_t tile_accumulators(const std::vector<Opt>& opts) {
+  int64_t accumulators = 1;
+  for (const Opt& opt : opts)
+    if (opt.op == OptOp::Unroll && axis_kind(opt.axis) == AxisKind::Loop) accumulators *= opt.amount;
+  return accumulators;
+}
+
 // Whether a load inside a reduction is masked by a condition on `a` or `b` (padding): merged, its
 // lanes would each need a division to test, so such kernels keep their axes apart.
 bool masked_by(const UOpPtr& kernel, const UOp* a, const UOp* b) {
@@ -352,15 +377,22 @@ std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // A full-width vector over a conv's filters (scattered stores, over the weight's panels) wins over
   // padding the image's pixels to the lanes: ResNet-50's convs at 14×14 and 7×7 run at 84-104
   // GFLOP/s with the filters as vector, 66-69 (1x1) and 26-53 (3x3) with padded pixels.
+  // Among equally wide vectors, a tile of at least kLatencyAccumulators independent accumulators
+  // wins over a smaller one: two FMA pipes of 4 cycles' latency need 8 sums in flight. With 32
+  // registers the first candidate nearly always has them; with 16 (AVX2) a 56×56 image's 7 vectors
+  // of pixels allow one column of 4 rows, where the merged image allows 2 columns of 4 (bench-tensor
+  // on an AVX2 Zen 3, 2 threads, 1x1 convs at 56×56: 51 -> 111 and 53 -> 119 GFLOP/s).
+  constexpr int64_t kLatencyAccumulators = 8;
   std::vector<Opt> best;
-  int64_t best_width = 0;
+  int64_t best_width = 0, best_accumulators = 0;
   auto consider = [&](const std::vector<Opt>& prefix, const UOpPtr& ast) {
     std::vector<Opt> tiles = tile_opts(ast, caps);
-    int64_t width = upcast_width(tiles);
-    if (width <= best_width) return;
+    int64_t width = upcast_width(tiles), accumulators = std::min(tile_accumulators(tiles), kLatencyAccumulators);
+    if (width < best_width || (width == best_width && accumulators <= best_accumulators)) return;
     best = prefix;
     best.insert(best.end(), tiles.begin(), tiles.end());
     best_width = width;
+    best_accumulators = accumulators;
   };
   for (const Candidate& candidate : candidates) consider(candidate.prefix, candidate.ast);
   if (best_width >= lanes || lanes < 4) return best;

@@ -11,7 +11,8 @@
 //  - the movement ops above a folded value (a bias reshaped and broadcast over an activation): the
 //    value below them is folded, the broadcast stays a view, so nothing grows;
 //  - values much larger than the buffers they read (an outer product of two weight vectors): a
-//    kernel recomputes them cheaper than it loads them;
+//    kernel recomputes them cheaper than it loads them; except an explicit copy (CONTIGUOUS), a
+//    weight reordered for the kernel that reads it, up to 1 GiB;
 //  - arithmetic on constants alone with no buffer (arange, iota masks): index math, cheaper inline.
 #include <mutex>
 #include <unordered_map>
@@ -133,7 +134,14 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
     for (int64_t id : buffers_below.at(node)) source_bytes += buffer_bytes.at(id);
     int64_t bytes = shape_numel(shapes.of(node)) * node->dtype().scalar_bytes();
     constexpr int64_t kSmallValue = 1 << 16;
-    if (bytes > 2 * source_bytes + kSmallValue) continue;
+    // An explicit copy (CONTIGUOUS) asks for the value laid out in memory: a weight reordered into
+    // the panels a kernel reads (conv filters, matmul columns). It is folded even when it is much
+    // larger than what it reads (a weight that broadcasts one value, as in the weight-stripped test
+    // models), up to kLargestCopy: recomputed, it would be a kernel that writes the whole weight on
+    // every run, and without the copy the conv keeps a slower layout.
+    constexpr int64_t kLargestCopy = int64_t{1} << 30;
+    bool explicit_copy = node->op() == Ops::CONTIGUOUS && bytes <= kLargestCopy;
+    if (!explicit_copy && bytes > 2 * source_bytes + kSmallValue) continue;
     if (is_target.insert(node).second) targets.push_back(node);
   }
   if (targets.empty()) return outputs;

@@ -24,7 +24,7 @@ fi
 grep -q '^\[1/' "$work/tune.log" || { echo "FAILED: no per-kernel progress line" >&2; exit 1; }
 
 "$kiln" compile "$model_dir/model.onnx" -o "$work/tuned.kiln" --tuning "$work/mnist.db" 2>&1 | tee "$work/compile.log"
-grep -q "opts of $entries of 4 kernels from the tuning database" "$work/compile.log" ||
+grep -Eq "opts of $entries of [0-9]+ kernels from the tuning database" "$work/compile.log" ||
   { echo "FAILED: the compile did not take $entries kernels from the database" >&2; exit 1; }
 KILN_CACHE=0 "$kiln" compile "$model_dir/model.onnx" -o "$work/again.kiln" --tuning "$work/mnist.db"
 cmp "$work/tuned.kiln" "$work/again.kiln"

@@ -1,7 +1,8 @@
 """Compile-time folding, seen from outside: models built with onnx.helper, compiled with `kiln
 compile`, described with `kiln inspect` and run with `kiln run`, against numpy references.
 
-  - Conv -> BatchNormalization -> Relu is one kernel, and the plan stores only the folded weight and
+  - Conv -> BatchNormalization -> Relu is one kernel (after the copy of the zero-padded input that
+    a padded conv reads), and the plan stores only the folded weight and
     bias (W' = W*gamma/sqrt(var+eps), b' = (b-mean)*gamma/sqrt(var+eps)+beta), not the BN vectors;
   - MatMul by a constant (K, N) weight is one kernel: the transposed weight is stored, not made
     on every run;
@@ -88,7 +89,9 @@ with tempfile.TemporaryDirectory(prefix="kiln_folding_test_") as work:
                [("w", w), ("b", bias), ("gamma", gamma), ("beta", beta), ("mean", mean), ("var", var)])
     x = rng.standard_normal((1, c, 8, 8)).astype(np.float32)
     kernels, weights, out_dir = compile_and_run(work, "conv_bn", {"x": x})
-    check(kernels == 1, f"Conv + BatchNormalization + Relu is one kernel (got {kernels})")
+    # Two kernels: the input copied into a zero-padded buffer (pads=1), then the conv with the BN
+    # and the Relu in its epilogue.
+    check(kernels == 2, f"padded input copy + Conv + BatchNormalization + Relu are two kernels (got {kernels})")
     expected_weights = aligned(w.nbytes) + bias.nbytes  # W' then b', nothing else
     check(weights == expected_weights, f"the plan stores W' and b' only: {weights} == {expected_weights} bytes")
     reference = conv2d_same3x3(x.astype(np.float64), w.astype(np.float64), bias.astype(np.float64))

@@ -281,10 +281,11 @@ TEST_CASE("conv: 1-D, 2-D and 3-D with stride, padding, dilation and groups") {
     Tensor out = to_tensor(x).conv(to_tensor(w), bias ? to_tensor(*bias) : Tensor(), c.options);
     check_close(out, ref_conv(x, w, bias, c.options), kF32Atol, kF32Rtol);
     // The conv is one kernel; a weight with a multiple of 16 filters per group is first copied into
-    // panels of 16 filters (a second kernel, which fold_constants computes at compile time when the
-    // weight is constant).
+    // panels of 16 filters (a kernel which fold_constants computes at compile time when the weight
+    // is constant), and a padded input into a zero-padded buffer (a kernel that runs every time).
     bool panels = (c.weight[0] / c.options.groups) % 16 == 0;
-    CHECK(kernel_count(out) == (panels ? 2u : 1u));
+    bool pads = std::any_of(c.options.padding.begin(), c.options.padding.end(), [](int64_t p) { return p > 0; });
+    CHECK(kernel_count(out) == 1u + (panels ? 1u : 0u) + (pads ? 1u : 0u));
   }
 }
 
@@ -293,9 +294,12 @@ TEST_CASE("conv + bias + relu is one kernel; non-contiguous inputs; dtypes") {
   ConvOptions options = conv_options({2, 1}, {1, 1, 0, 1}, {1, 2}, 1);
   Array expected = ref_conv(x, w, b, options);
   check_close(to_permuted_view(x).conv(to_sliced_view(w), to_sliced_view(b), options), expected, kF32Atol, kF32Rtol);
-  // An input that is itself computed (an elementwise op on a view) still fuses into the conv.
+  // An input that is itself computed (an elementwise op on a view) fuses into the copy of the
+  // padded input (the conv's first kernel); without padding, into the conv.
   Tensor computed = (to_permuted_view(x) * 1.0).conv(to_tensor(w), to_tensor(b), options);
-  CHECK(kernel_count(computed) == 1);
+  CHECK(kernel_count(computed) == 2);
+  ConvOptions unpadded = conv_options({2, 1}, {}, {1, 2}, 1);
+  CHECK(kernel_count((to_permuted_view(x) * 1.0).conv(to_tensor(w), to_tensor(b), unpadded)) == 1);
   check_close(computed, expected, kF32Atol, kF32Rtol);
   check_close(to_tensor(x, ScalarType::Float64).conv(to_tensor(w, ScalarType::Float64), to_tensor(b, ScalarType::Float64),
                                                      options),
@@ -311,9 +315,10 @@ TEST_CASE("conv + bias + relu is one kernel; non-contiguous inputs; dtypes") {
   // A zero-sized batch.
   Tensor empty = Tensor::zeros({0, 3, 8, 7}).conv(to_tensor(w), to_tensor(b), options);
   CHECK(empty.shape() == Shape{0, 5, 4, 5});
-  // The bias add and a relu after the convolution are its epilogue: still one kernel.
+  // The bias add and a relu after the convolution are its epilogue: no kernel of their own (the
+  // other kernel is the padded input's copy).
   Tensor fused = to_tensor(x).conv(to_tensor(w), to_tensor(b), options).relu();
-  CHECK(kernel_count(fused) == 1);
+  CHECK(kernel_count(fused) == 2);
   Array relu = expected;
   for (double& v : relu.values) v = std::max(v, 0.0);
   check_close(fused, relu, kF32Atol, kF32Rtol);
@@ -336,7 +341,8 @@ size_t conv_transpose_kernel_bound(const ConvOptions& options, size_t n) {
   Spatial s = spatial_of(options, n);
   size_t phases = 1;
   for (int64_t stride : s.stride) phases *= static_cast<size_t>(stride);
-  return phases == 1 ? 1 : phases + 1;
+  // Stride 1: one direct conv, after a copy of its input padded by the kernel's reach.
+  return phases == 1 ? 2 : phases + 1;
 }
 
 TEST_CASE("conv_transpose: stride, padding, dilation, groups and output_padding") {
@@ -376,8 +382,7 @@ TEST_CASE("conv_transpose: stride, padding, dilation, groups and output_padding"
     Tensor out = to_tensor(x).conv_transpose(to_tensor(w), to_tensor(b), c.options);
     check_close(out, ref_conv_transpose(x, w, b, c.options), kF32Atol, kF32Rtol);
     size_t bound = conv_transpose_kernel_bound(c.options, c.input.size() - 2);
-    if (bound == 1) CHECK(kernel_count(out) == 1);
-    else CHECK(kernel_count(out) <= bound);
+    CHECK(kernel_count(out) <= bound);
     // A relu after it joins the last kernel.
     CHECK(kernel_count(out.relu()) == kernel_count(out));
     check_close(to_permuted_view(x).conv_transpose(to_permuted_view(w), Tensor(), c.options),
@@ -421,8 +426,9 @@ TEST_CASE("conv_transpose: strided work does not scale with the inserted zeros")
   // (1, 16, 16, 16) → (1, 16, 16, 2, 16, 2) with zeros at [·, 1] → (1, 16, 31, 31).
   Tensor spread = to_tensor(x).reshape({1, 16, 16, 1, 16, 1}).pad({0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1});
   spread = spread.reshape({1, 16, 32, 32}).shrink({{0, 1}, {0, 16}, {0, 31}, {0, 31}});
-  Tensor zeros_way = spread.conv(to_tensor(w).permute({1, 0, 2, 3}).flip({2, 3}), Tensor(),
-                                 conv_options({}, {1, 1, 2, 2}, {}, 1));
+  // The pads as a view (not conv padding, which copies the input first), as the phases read theirs.
+  Tensor zeros_way = spread.pad({0, 0, 0, 0, 1, 2, 1, 2})
+                         .conv(to_tensor(w).permute({1, 0, 2, 3}).flip({2, 3}), Tensor(), conv_options({}, {}, {}, 1));
   // Both formulations give the reference result; the phase split costs below `bound` of the other.
   auto check_cheaper = [&](const Tensor& phases, const Tensor& zeros, const Array& expected, double bound) {
     check_close(phases, expected, kF32Atol, kF32Rtol);
