@@ -29,6 +29,7 @@
 #include <array>
 #include <atomic>
 
+#include "codegen/target.h"
 #include "support/debug.h"
 #include "tensor/tensor_internal.h"
 
@@ -219,6 +220,11 @@ bool use_winograd(const Tensor& x, const Tensor& weight, const Tensor& bias, con
   // direct conv computes each distinct output once (DenseNet-121's light model: 52 → 69 ms with
   // Winograd).
   if (is_broadcast_value(weight)) return false;
+  // Measured on AVX-512 only. On an AVX2 CPU (Zen 3, 16 registers) it lost: ResNet-50 ran about
+  // 15 % slower with it at one thread (the direct conv reading a padded copy is 60-79 GFLOP/s
+  // there, and a ReLU after Winograd's output copy runs in the next conv's loads), and bench-tensor
+  // had 64->64 @56 and 256->256 @14 at 0.6-0.7x. So Auto uses it only with 32 vector registers.
+  if (host_cpu_caps().vector_registers < 32) return false;
   Geometry g = geometry(x, weight, options);
   int64_t channels = std::min(g.channels, g.filters), pixels = g.out_height * g.out_width;
   if (pixels < 16) return false;
