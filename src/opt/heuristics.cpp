@@ -311,7 +311,22 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   UOpPtr tiled_kernel = apply_opts(kernel, opts);  // keeps the nodes `tiled` points to alive
   std::vector<const UOp*> tiled = kernel_ranges(tiled_kernel);
   bool has_axis_0 = std::any_of(tiled.begin(), tiled.end(), [](const UOp* r) { return r->arg_int() == 0; });
-  if (row_axis != nullptr && has_axis_0 && vector_axis->arg_int() != 0 && strip_bytes <= caps.l2_bytes / 2 && column_tiles >= 4)
+  // The strip is the same for every row tile only when the vector loads vary with nothing but the
+  // vector axis and the reduction (a matmul's b, a 1x1 conv's input). A 3x3 conv's input rows also
+  // vary with the output row: there each tile reads a strip of its own, and with the columns
+  // outermost a 224×224 image's rows left the caches between filter tiles (VGG-19's convs at 224
+  // and 112 on an AVX2 Zen 3: 28-30 -> 65-68 GFLOP/s without the SWAP).
+  bool strip_shared = true;
+  std::vector<const UOp*> upcasted_ranges = kernel_ranges(upcasted);
+  for (const Access& access : global_accesses(upcasted)) {
+    if (access.is_store || !access.in_reduction || !depends_on(access.index, upcast)) continue;
+    for (const UOp* range : upcasted_ranges)
+      if (axis_kind(range->arg_int()) == AxisKind::Loop && range->arg_int() != vector_axis->arg_int() &&
+          depends_on(access.index, range))
+        strip_shared = false;
+  }
+  if (row_axis != nullptr && has_axis_0 && vector_axis->arg_int() != 0 && strip_shared &&
+      strip_bytes <= caps.l2_bytes / 2 && column_tiles >= 4)
     opts.push_back({OptOp::Swap, 0, vector_axis->arg_int()});
   return opts;
 }
