@@ -67,10 +67,7 @@ Outputs cast(const OnnxNode& node) {
   const int32_t from = node.input_elem_type(0);
   Tensor converted = convert_input(node, 0, static_cast<int32_t>(node.attr_int("to")));
   bool wide_integer = from == onnx::TensorProto_DataType_INT64 || from == onnx::TensorProto_DataType_UINT64;
-  ScalarType to = converted.dtype();
-  bool to_float = to == ScalarType::Float32 || to == ScalarType::Float64 || to == ScalarType::Float16 ||
-                  to == ScalarType::BFloat16;
-  if (wide_integer && to_float && converted.numel() <= kConvertOnceElements)
+  if (wide_integer && is_floating(converted.dtype()) && converted.numel() <= kConvertOnceElements)
     converted = contiguous(converted);
   return {converted};
 }

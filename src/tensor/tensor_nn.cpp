@@ -381,10 +381,10 @@ int64_t filter_panel() {
   return std::clamp<int64_t>(host_cpu_caps().vector_lanes(dtypes::f32), 8, 16);
 }
 
-// The conv weight (F, C/g, K…) stored in panels of P = filter_panel() filters, (g, F/g/P, C/g, K…, P),
-// and viewed again as (F, C/g, K…). One step of the reduction (a channel and a tap) then reads the
-// weights of P consecutive filters from one line (P = 16: 64 bytes), and the next step the line after it, so the
-// optimisation layer can make the filters a conv's vector axis: a strided conv's output pixels read
+// The conv weight (F, C/g, K…) stored in panels of P = filter_panel() filters, (g, F/g/P, C/g, K…,
+// P), and viewed again as (F, C/g, K…). One step of the reduction (a channel and a tap) then reads
+// the weights of P consecutive filters side by side (P = 16: one 64-byte line), and the next step
+// the ones after them, so the optimisation layer can make the filters a conv's vector axis: a strided conv's output pixels read
 // strided input (a gather per lane), and a 7×7 image pads to 8 or 64 lanes, but a panel's filters
 // are contiguous. A register tile over filters (the pixels as vector) reads its rows from one line
 // too. (All filters innermost, (g, C/g, K…, F/g), was 3x slower on ResNet-50's 1x1 convs: with
@@ -451,22 +451,20 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
   // contiguity of the output pixels from the optimisation layer (those depthwise convs stayed
   // scalar). One copy into plain order costs a pass over the input.
   Tensor source = rows_are_permuted(*this) ? contiguous(*this) : *this;
-  Tensor padded = source.cast(compute).pad(spatial_pad_list(pad_begin, pad_end));
   // A zero-padded input is copied once into a padded buffer: read through the pad view, every
   // window load carries a bounds test, which on AVX2 became branches and spills in the register
   // tile (bench-tensor, 3x3 256->256 @14: 56 -> 135 GFLOP/s, 3x3 64->64 @56: 76 -> 117). The copy
   // is one pass over the input, which the conv reads K·F/g times; depthwise convs (K reads) were
   // no slower with it (MobileNetV2, YOLOX).
-  bool pads = std::any_of(pad_begin.begin(), pad_begin.end(), [](int64_t p) { return p > 0; }) ||
-              std::any_of(pad_end.begin(), pad_end.end(), [](int64_t p) { return p > 0; });
   // Computed values are realised before the copy (a ReLU or Clip in the previous conv's store, a
   // SiLU in an elementwise kernel of its own, vectorised either way): computed inside the copy,
   // YOLOX's SiLU ran through the copy's masked border lanes scalar (5 GFLOP/s on the 208×208
   // stem; the model 64 -> 46 ms at one thread on an AVX2 Zen 3).
-  if (pads) {
-    Tensor computed = computes(source) ? contiguous(source) : source;
-    padded = contiguous(computed.cast(compute).pad(spatial_pad_list(pad_begin, pad_end)));
-  }
+  bool pads = std::any_of(pad_begin.begin(), pad_begin.end(), [](int64_t p) { return p > 0; }) ||
+              std::any_of(pad_end.begin(), pad_end.end(), [](int64_t p) { return p > 0; });
+  if (pads && computes(source)) source = contiguous(source);
+  Tensor padded = source.cast(compute).pad(spatial_pad_list(pad_begin, pad_end));
+  if (pads) padded = contiguous(padded);
   std::vector<int64_t> windows;
   for (size_t i = 0; i < n; ++i) {
     int64_t span = dilation[i] * (kernel[i] - 1) + 1, size = padded.shape()[i + 2];

@@ -217,8 +217,9 @@ bool use_winograd(const Tensor& x, const Tensor& weight, const Tensor& bias, con
   // kernels without more measurements. At least 4x4 outputs: fewer tiles than one vector pad the
   // products up to 16.
   // A weight that broadcasts one value (the weight-stripped test models) stays direct: there the
-  // direct conv computes each distinct output once (DenseNet-121's light model: 52 → 69 ms with
-  // Winograd).
+  // direct conv computed each distinct output once (DenseNet-121's light model: 52 → 69 ms with
+  // Winograd). Since a conv weight in panels is now stored in full (fold_constants folds the
+  // copy), that holds only for weights without panels; not re-measured on AVX-512.
   if (is_broadcast_value(weight)) return false;
   // Measured on AVX-512 only. On an AVX2 CPU (Zen 3, 16 registers) it lost: ResNet-50 ran about
   // 15 % slower with it at one thread (the direct conv reading a padded copy is 60-79 GFLOP/s
