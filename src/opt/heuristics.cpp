@@ -269,7 +269,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   auto pick_rows = [&](int64_t cols) -> int64_t {
     if (row_axis == nullptr) return 0;
     for (int64_t rows : row_choices)
-      if (rows * cols <= budget && extent_of(row_axis) % rows == 0) return rows;
+      if (rows * cols + rows + cols <= caps.vector_registers && extent_of(row_axis) % rows == 0) return rows;
     return 0;
   };
   if (!gathers && (extent_of(vector_axis) / width) % 2 == 0 && budget >= 12) {
