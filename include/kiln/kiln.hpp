@@ -173,6 +173,9 @@ class Tensor {
   Tensor ne(const Tensor& other) const;
   // condition ? if_true : if_false, with the three broadcast together (this is the condition).
   Tensor where(const Tensor& if_true, const Tensor& if_false) const;
+  // this * factor + addend, the three broadcast and promoted together; floats round once (a fused
+  // multiply-add, like std::fma), integers wrap as mul then add would.
+  Tensor mul_add(const Tensor& factor, const Tensor& addend) const;
   Tensor clip(double low, double high) const;
 
   // ---- reductions (empty axes = all; keepdim keeps reduced axes as size 1) ----

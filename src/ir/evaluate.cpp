@@ -203,6 +203,14 @@ std::optional<ScalarValue> fold_alu(Ops op, DType result, std::span<const Scalar
     }
   }
   const ScalarValue& b = sources[1];
+  if (op == Ops::MULACC && sources.size() == 3 && is_float) {
+    // Rounded once, as the renderer's llvm.fma: f64 in double, narrower floats in float (an f16 or
+    // bf16 product is exact in float; the renderer computes those in float too).
+    double c = sources[2].real;
+    if (result.scalar() == ScalarType::Float64) return real_value(result, std::fma(a.real, b.real, c));
+    return real_value(result, static_cast<double>(std::fma(static_cast<float>(a.real), static_cast<float>(b.real),
+                                                           static_cast<float>(c))));
+  }
   if (sources.size() != 2) return std::nullopt;
   switch (op) {
     case Ops::CMPLT: return integer_value(result, is_float ? a.real < b.real : a.integer < b.integer);

@@ -89,7 +89,7 @@ namespace {
 bool vector_alu(Ops op) {
   if (!op_is_alu(op)) return false;
   switch (op) {
-    case Ops::EXP2: case Ops::LOG2: case Ops::SIN: case Ops::POW: case Ops::THREEFRY: case Ops::MULACC:
+    case Ops::EXP2: case Ops::LOG2: case Ops::SIN: case Ops::POW: case Ops::THREEFRY:
     case Ops::IDIV: case Ops::MOD:
       return false;
     default: return true;

@@ -327,6 +327,17 @@ Tensor Tensor::where(const Tensor& if_true, const Tensor& if_false) const {
   return elementwise(Ops::WHERE, a.data().dtype, {condition, a, b});
 }
 
+Tensor Tensor::mul_add(const Tensor& factor, const Tensor& addend) const {
+  require_defined(*this);
+  require_defined(factor);
+  require_defined(addend);
+  DType type = promote_types(promote_types(data().dtype, factor.data().dtype), addend.data().dtype);
+  if (!type.is_float()) return *this * factor + addend;
+  Shape shape = broadcast_shapes(broadcast_shapes(this->shape(), factor.shape(), "mul_add"), addend.shape(), "mul_add");
+  auto fit = [&](const Tensor& t) { return broadcast_to(t.cast(type.scalar()), shape); };
+  return elementwise(Ops::MULACC, type, {fit(*this), fit(factor), fit(addend)});
+}
+
 // ---- reductions ----
 
 std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t ndim, std::string_view operation) {

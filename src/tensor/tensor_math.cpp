@@ -91,18 +91,27 @@ Tensor exp_kernel(const Tensor& x) {
   double high = f32 ? 89.0 : 710.0, low = f32 ? -110.0 : -760.0;
   Tensor clamped = select(x.lt(constant(x, low)), constant(x, low), x);
   clamped = select(constant(x, high).lt(clamped), constant(x, high), clamped);
-  Tensor k = nearest_integer(clamped * constant(x, std::numbers::log2e));
-  Tensor r = (clamped - k * constant(x, hi)) - k * constant(x, lo);
   if (!f32) {
+    Tensor k = nearest_integer(clamped * constant(x, std::numbers::log2e));
+    Tensor r = (clamped - k * constant(x, hi)) - k * constant(x, lo);
     Tensor k_half = (k * constant(x, 0.5)).trunc();
     return (r * constant(x, std::numbers::log2e)).exp2() * k_half.exp2() * (k - k_half).exp2();
   }
+  // f32, in fused multiply-adds (MULACC rounds once; the sequence is as exact as the unfused one
+  // and half as long — YOLOX's SiLU kernels and BERT's softmax spend most of their time here).
+  // k = round(x·log2 e): adding 1.5·2^23 leaves the nearest integer (ties to even) in the low bits
+  // of the sum's significand, so k's integer bits are the sum's bits minus the shifter's.
+  Tensor shifter = constant(x, 12582912.0);
+  Tensor shifted = clamped.mul_add(constant(x, std::numbers::log2e), shifter);
+  Tensor k = shifted - shifter;
+  Tensor r = k.mul_add(constant(x, -lo), k.mul_add(constant(x, -hi), clamped));
   // Horner from the highest term; the leading 1 is exact, so the error stays relative.
   constexpr double taylor[] = {1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0};
   Tensor p = constant(x, taylor[0]);
-  for (size_t i = 1; i < std::size(taylor); ++i) p = p * r + constant(x, taylor[i]);
-  // k ∈ [-159, 129]: each half is within the normal exponent range. NaN makes k 0 here and p NaN.
-  Tensor k_bits = k.cast(S::Int32);
+  for (size_t i = 1; i < std::size(taylor); ++i) p = p.mul_add(r, constant(x, taylor[i]));
+  // k ∈ [-159, 129]: each half is within the normal exponent range. NaN gives garbage bits in k
+  // and NaN in p, so a NaN result.
+  Tensor k_bits = shifted.bitcast(S::Int32) - Tensor::scalar(0x4B400000, S::Int32);  // 1.5·2^23's bits
   Tensor k1 = k_bits.shift_right(Tensor::scalar(1, S::Int32)), k2 = k_bits - k1;
   auto power_of_two = [&](const Tensor& e) {
     return (e + Tensor::scalar(127, S::Int32)).shift_left(Tensor::scalar(23, S::Int32)).bitcast(S::Float32);

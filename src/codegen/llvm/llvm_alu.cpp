@@ -8,6 +8,7 @@
 // CPU without F16C, LLVM would call compiler-rt and cpu_compile reports the external symbol).
 #include "codegen/llvm/llvm_alu.h"
 
+#include <array>
 #include <llvm/IR/Intrinsics.h>
 
 #include "support/error.h"
@@ -328,7 +329,17 @@ llvm::Value* llvm_alu(llvm::IRBuilderBase& builder, Ops op, DType operand, std::
       throw_internal_error(str_cat("LLVM renderer: ", op_name(op),
                                    " reached code generation; the transcendental pass (src/passes/transcendental.*) "
                                    "must run first, since kernels may not call libm"));
-    case Ops::POW: case Ops::THREEFRY: case Ops::MULACC:
+    case Ops::MULACC:
+      if (operand.is_float()) {
+        // Rounded once: llvm.fma is a fused multiply-add on every target (an FMA instruction where
+        // there is one). Narrow floats are computed in f32 and rounded back, as the IR evaluator does.
+        std::array<llvm::Value*, 3> wide{};
+        for (size_t i = 0; i < 3; ++i) wide[i] = widen(builder, sources[i], operand);
+        llvm::Value* fused = builder.CreateIntrinsic(llvm::Intrinsic::fma, {wide[0]->getType()}, {wide[0], wide[1], wide[2]});
+        return is_narrow_float(operand) ? from_f32(builder, fused, operand) : fused;
+      }
+      unsupported(op, operand);
+    case Ops::POW: case Ops::THREEFRY:
       throw_internal_error(str_cat("LLVM renderer: ", op_name(op), " never reaches a renderer (docs/kernel-ast.md)"));
     case Ops::WHERE: return builder.CreateSelect(sources[0], sources[1], sources[2]);
     case Ops::CMPLT: case Ops::CMPNE: case Ops::CMPEQ: return compare(builder, op, operand, sources[0], sources[1]);
