@@ -24,8 +24,11 @@
 //  - it is a reduction, or elementwise work of at least kExpensiveOps, that one kernel needs at two
 //    different indices (shifted views of one value, as in LRN's window sum over a conv's output):
 //    each index would redo it. Found while the kernel is built; the kernel is then built again.
-//  - it is a reduction under padding (a conv output that is one input of a concatenation): the
-//    reduction's loop would run for the padded elements too.
+//  - it is a reduction or expensive elementwise work under padding (a conv output, or its sigmoid,
+//    that is one input of a concatenation): WHERE evaluates every arm, so it would run for the
+//    padded elements too; or
+//  - it is a reduction nested in another reduction that reads each of its values many times (a
+//    1x1 conv after a 3x3 average pool): it would be recomputed once per read.
 // A PAD counts as 2 ops in that cost (bounds compares, a select, a masked load), so a
 // concatenation of many inputs read through a broadcast (a 1x1 conv over DenseNet's concatenated
 // features) is materialised once instead of re-selecting its inputs per output channel.
@@ -405,7 +408,9 @@ class Rangeifier {
     // A reduction under padding would run its loop for the padding too (WHERE evaluates both arms):
     // in a concatenation, for every element of every other input (DenseNet's concat of a growing
     // feature map with one new conv output ran that conv for all 1024 channels).
-    if (node->op() == Ops::REDUCE_AXIS && valid) {
+    // Expensive elementwise work there (the sigmoids that YOLOX's head concatenates) is the same:
+    // every arm of the concatenation would compute it (6 sigmoids per output element, 10 ms).
+    if (valid && recomputing_would_repeat_work(node)) {
       forced_.insert(node);
       keep_alive_.push_back(node->self());
       return load(node, index, valid, kernel);
