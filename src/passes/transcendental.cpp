@@ -24,18 +24,28 @@ struct Format {
   int exponent_bias;
 };
 
+// The kernels below take scalars or vectors (an UPCAST kernel's lanes): the types follow x's.
 Format format_of(DType real) {
-  if (real == dtypes::f32) return {dtypes::f32, dtypes::i32, 23, 127};
-  KILN_ASSERT(real == dtypes::f64, "transcendental compute type ", real.name());
-  return {dtypes::f64, dtypes::i64, 52, 1023};
+  int lanes = real.count();
+  if (real.base() == dtypes::f32) return {real, dtypes::i32.vec(lanes), 23, 127};
+  KILN_ASSERT(real.base() == dtypes::f64, "transcendental compute type ", real.name());
+  return {real, dtypes::i64.vec(lanes), 52, 1023};
 }
 
-bool is_f32(const UOpPtr& x) { return x->dtype() == dtypes::f32; }
+bool is_f32(const UOpPtr& x) { return x->dtype().base() == dtypes::f32; }
+
+// A scalar constant, broadcast to `dtype`'s lanes when it is a vector.
+UOpPtr splat(DType dtype, const UOpPtr& scalar) {
+  if (dtype.count() == 1) return scalar;
+  return UOp::make(Ops::VECTORIZE, dtype, std::vector<UOpPtr>(static_cast<size_t>(dtype.count()), scalar));
+}
+UOpPtr int_num(DType dtype, int64_t value) { return splat(dtype, const_int(dtype.base(), value)); }
 
 // A constant of x's dtype. The tables hold decimals that round to the intended value of the compute
 // type; rounding here makes the CONST hold exactly that representable value.
 UOpPtr num(const UOpPtr& like, double value) {
-  return const_float(like->dtype(), is_f32(like) ? round_to_f32(value) : value);
+  DType dtype = like->dtype();
+  return splat(dtype, const_float(dtype.base(), is_f32(like) ? round_to_f32(value) : value));
 }
 UOpPtr num(const UOpPtr& like, double f32_value, double f64_value) {
   return num(like, is_f32(like) ? f32_value : f64_value);
@@ -66,8 +76,8 @@ Pair two_product(const UOpPtr& a, const UOpPtr& b) { return kiln::two_product(a,
 
 // 2^k for an integer k (of the bits type) in the normal exponent range, assembled from its bits.
 UOpPtr power_of_two(const UOpPtr& k, const Format& format) {
-  UOpPtr biased = k + const_int(format.bits, format.exponent_bias);
-  return bitcast(biased << const_int(format.bits, format.mantissa_bits), format.real);
+  UOpPtr biased = k + int_num(format.bits, format.exponent_bias);
+  return bitcast(biased << int_num(format.bits, format.mantissa_bits), format.real);
 }
 
 // t == integer + fraction with `integer` integral and |fraction| <= 1/2 (ties keep the truncated
@@ -106,15 +116,32 @@ UOpPtr exp2_kernel(const UOpPtr& x) {
   UOpPtr clamped = where(nan, num(x, 0.0), x);
   clamped = where(lt(clamped, low), low, clamped);
   clamped = where(lt(high, clamped), high, clamped);
-  Rounded parts = round_to_integer(clamped);
-  UOpPtr s = parts.fraction;
-  // The leading 1 is exact, so the polynomial's error stays relative to the result.
-  UOpPtr mantissa = num(x, 1.0) + s * polynomial(s, table_for(x, exp2_f32, exp2_f64));
+  UOpPtr s, mantissa, k;
+  if (single) {
+    // f32 in fused steps (MULACC rounds once, like the unfused Horner step it replaces, only
+    // better): softmax's exponentials are most of the work of its kernels. Adding 1.5·2^23 rounds
+    // |x| <= 160 to the nearest integer (ties to even) in the low bits of the sum's significand:
+    // k's bits are the sum's bits minus the shifter's, and s = x - k is exact. Only accumulator
+    // updates are reassociated (llvm_renderer), so the sum and the difference stay as written.
+    UOpPtr shifter = num(x, 12582912.0);
+    UOpPtr shifted = clamped + shifter;
+    s = clamped - (shifted - shifter);
+    std::span<const double> c = table_for(x, exp2_f32, exp2_f64);
+    UOpPtr acc = num(x, c.back());
+    for (size_t i = c.size() - 1; i-- > 0;) acc = alu(Ops::MULACC, acc, s, num(x, c[i]));
+    mantissa = alu(Ops::MULACC, s, acc, num(x, 1.0));
+    k = bitcast(shifted, format.bits) - int_num(format.bits, 0x4B400000);  // 1.5·2^23's bits
+  } else {
+    Rounded parts = round_to_integer(clamped);
+    s = parts.fraction;
+    // The leading 1 is exact, so the polynomial's error stays relative to the result.
+    mantissa = num(x, 1.0) + s * polynomial(s, table_for(x, exp2_f32, exp2_f64));
+    k = cast(parts.integer, format.bits);
+  }
   // 2^q as two factors that are normal numbers even where 2^q is subnormal or overflows. The first
   // product is exact (mantissa ∈ [0.7, 1.5), 2^k1 normal and not near overflow), so the result is
   // rounded once, which also makes subnormal results correctly rounded from the mantissa.
-  UOpPtr k = cast(parts.integer, format.bits);
-  UOpPtr k1 = k >> const_int(format.bits, 1);
+  UOpPtr k1 = k >> int_num(format.bits, 1);
   UOpPtr k2 = k - k1;
   UOpPtr result = (mantissa * power_of_two(k1, format)) * power_of_two(k2, format);
   return where(nan, x, result);
@@ -145,9 +172,9 @@ UOpPtr log2_kernel(const UOpPtr& x) {
   int64_t one_bits = single ? 0x3f800000 : 0x3ff0000000000000;
   int64_t sqrt_half_bits = single ? 0x3f3504f3 : 0x3fe6a09e667f3bcd;
   int64_t fraction_mask = (int64_t{1} << format.mantissa_bits) - 1;
-  UOpPtr shifted = bitcast(scaled, bits_type) + const_int(bits_type, one_bits - sqrt_half_bits);
-  UOpPtr k = (shifted >> const_int(bits_type, format.mantissa_bits)) - const_int(bits_type, format.exponent_bias);
-  UOpPtr m = bitcast((shifted & const_int(bits_type, fraction_mask)) + const_int(bits_type, sqrt_half_bits),
+  UOpPtr shifted = bitcast(scaled, bits_type) + int_num(bits_type, one_bits - sqrt_half_bits);
+  UOpPtr k = (shifted >> int_num(bits_type, format.mantissa_bits)) - int_num(bits_type, format.exponent_bias);
+  UOpPtr m = bitcast((shifted & int_num(bits_type, fraction_mask)) + int_num(bits_type, sqrt_half_bits),
                      format.real);
   UOpPtr exponent = cast(k, format.real) - where(subnormal, num(x, 64.0), num(x, 0.0));
   // log(m) = 2 atanh(s) with s = (m-1)/(m+1) = f/(2+f), f = m - 1 exact (Sterbenz). Each plain
@@ -253,15 +280,15 @@ UOpPtr sin_kernel(const UOpPtr& x) {
 UOpPtr in_compute_type(const UOpPtr& x, UOpPtr (*kernel)(const UOpPtr&)) {
   DType dtype = x->dtype();
   if (dtype == dtypes::f16 || dtype == dtypes::bf16) return cast(kernel(cast(x, dtypes::f32)), dtype);
-  KILN_ASSERT(dtype == dtypes::f32 || dtype == dtypes::f64, "transcendental of type ", dtype.name());
+  KILN_ASSERT(dtype.base() == dtypes::f32 || dtype.base() == dtypes::f64, "transcendental of type ", dtype.name());
   return kernel(x);
 }
 
-// Vectors lane by lane: the kernels use scalar constants, and later devectorising would split
-// them anyway.
+// f32 and f64 vectors in vector ops (the kernels build their constants with x's lanes); f16 and
+// bf16 vectors, which the expander does not make, lane by lane.
 UOpPtr lanewise(const UOpPtr& x, UOpPtr (*kernel)(const UOpPtr&)) {
   DType dtype = x->dtype();
-  if (dtype.count() == 1) return in_compute_type(x, kernel);
+  if (dtype.count() == 1 || dtype.base() == dtypes::f32 || dtype.base() == dtypes::f64) return in_compute_type(x, kernel);
   std::vector<UOpPtr> lanes;
   for (int lane = 0; lane < dtype.count(); ++lane) {
     UOpPtr element = UOp::make(Ops::GEP, dtype.base(), {x}, std::vector<int64_t>{lane});

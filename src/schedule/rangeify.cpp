@@ -104,6 +104,27 @@ int recompute_cost(const UOp* root, int limit = kExpensiveOps, int pad_cost = 2)
   return cost;
 }
 
+// The arithmetic in a value, down to buffers and reductions and capped like recompute_cost, without
+// what selects and places values (WHERE, bool masks, PAD): a concatenation's chain of selects costs
+// nothing here, a sigmoid its polynomial.
+int arithmetic_cost(const UOp* root, int limit = kExpensiveOps) {
+  int cost = 0;
+  std::vector<const UOp*> stack{root};
+  std::unordered_set<const UOp*> seen;
+  while (!stack.empty() && cost < limit) {
+    const UOp* node = stack.back();
+    stack.pop_back();
+    if (!seen.insert(node).second) continue;
+    if (node->op() == Ops::REDUCE_AXIS || node->op() == Ops::CONTIGUOUS || node->op() == Ops::BUFFER) continue;
+    OpGroup group = op_group(node->op());
+    bool alu = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
+    if (alu && node->op() != Ops::WHERE && !node->dtype().is_bool())
+      cost += (node->op() == Ops::EXP2 || node->op() == Ops::LOG2 || node->op() == Ops::SIN) ? 20 : 1;
+    for (const UOpPtr& src : node->srcs()) stack.push_back(src.get());
+  }
+  return cost;
+}
+
 // Whether `root` computes from an arange (SPECIAL) with no buffer, CONTIGUOUS or reduction in
 // between. The walk is capped: a value too large to tell is treated as not reading one.
 bool reads_arange(const UOp* root) {
@@ -410,7 +431,7 @@ class Rangeifier {
     // feature map with one new conv output ran that conv for all 1024 channels).
     // Expensive elementwise work there (the sigmoids that YOLOX's head concatenates) is the same:
     // every arm of the concatenation would compute it (6 sigmoids per output element, 10 ms).
-    if (valid && recomputing_would_repeat_work(node)) {
+    if (valid && (node->op() == Ops::REDUCE_AXIS || arithmetic_cost(node) >= kExpensiveOps)) {
       forced_.insert(node);
       keep_alive_.push_back(node->self());
       return load(node, index, valid, kernel);

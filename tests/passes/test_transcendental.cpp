@@ -244,7 +244,7 @@ TEST_CASE("transcendental: no EXP2, LOG2 or SIN remains, for every float dtype a
     for (const UOp* node : toposort(result)) {
       INFO(op_name(node->op()));
       CHECK(OpSet({Ops::SINK, Ops::CONST, Ops::DEFINE_VAR, Ops::CAST, Ops::BITCAST, Ops::GEP, Ops::VECTORIZE,
-                   Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV, Ops::NEG, Ops::TRUNC, Ops::WHERE, Ops::CMPLT,
+                   Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV, Ops::NEG, Ops::MULACC, Ops::TRUNC, Ops::WHERE, Ops::CMPLT,
                    Ops::CMPNE, Ops::CMPEQ, Ops::AND, Ops::OR, Ops::SHL, Ops::SHR})
                 .contains(node->op()));
     }
