@@ -26,9 +26,7 @@
 //    each index would redo it. Found while the kernel is built; the kernel is then built again.
 //  - it is a reduction or expensive elementwise work under padding (a conv output, or its sigmoid,
 //    that is one input of a concatenation): WHERE evaluates every arm, so it would run for the
-//    padded elements too; or
-//  - it is a reduction nested in another reduction that reads each of its values many times (a
-//    1x1 conv after a 3x3 average pool): it would be recomputed once per read.
+//    padded elements too.
 // A PAD counts as 2 ops in that cost (bounds compares, a select, a masked load), so a
 // concatenation of many inputs read through a broadcast (a 1x1 conv over DenseNet's concatenated
 // features) is materialised once instead of re-selecting its inputs per output channel.
@@ -215,17 +213,6 @@ class Rangeifier {
     return out == 0 ? 0 : shape_numel(shapes_.of(reduction->src(0).get())) / out;
   }
 
-  // The work of recomputing `reduction` inside `outer`, per value of `reduction`: its reduced
-  // elements times how often `outer` reads each of its values (outer's reduction steps over all
-  // its outputs, divided by the values there are); 0 when read at most once each.
-  static constexpr int64_t kNestedRecompute = 32;
-  int64_t nested_recompute(const UOp* reduction, const UOp* outer) {
-    int64_t values = shape_numel(shapes_.of(reduction));
-    if (values == 0) return 0;
-    int64_t reuse = shape_numel(shapes_.of(outer->src(0).get())) / values;
-    return reuse < 2 ? 0 : reuse * reduced_elements(reduction);
-  }
-
   bool reduction_needs_own_kernel(const UOp* reduction) {
     std::unordered_set<const UOp*> boundaries, seen;
     std::vector<const UOp*> stack{reduction};
@@ -250,10 +237,6 @@ class Rangeifier {
           // vectorised; stored first, it is a plain conv kernel with a register tile (MobileNetV2's
           // last conv + pool: 5.7 GFLOP/s fused).
           if (consumer->op() == Ops::REDUCE_AXIS && reduced_elements(reduction) >= kNestedContraction) return true;
-          // Nested in a reduction that reads each of its values many times (a 1x1 conv after a
-          // 3x3 average pool reads every pooled value once per filter), it would be recomputed
-          // that many times: Inception v2's pool projections ran at 12 GFLOP/s fused.
-          if (consumer->op() == Ops::REDUCE_AXIS && nested_recompute(reduction, consumer) >= kNestedRecompute) return true;
         } else {
           stack.push_back(consumer);
         }

@@ -117,6 +117,9 @@ std::vector<Case> corpus() {
       {"sum all 16x24", [] { return std::vector{f32({16, 24}, 37).sum()}; }},
       {"max inner 13x64", [] { return std::vector{f32({13, 64}, 38).max({1})}; }},
       {"max outer 7x48", [] { return std::vector{f32({7, 48}, 39).max({0})}; }},
+      // Rows a multiple of the lanes: the heuristics gather the row maximum's lanes over the rows.
+      {"max inner 24x40", [] { return std::vector{f32({24, 40}, 91).max({1})}; }},
+      {"softmax 2x8x48", [] { return std::vector{f32({2, 8, 48}, 92, -4, 4).softmax(-1)}; }},
       {"prod inner 7x16", [] { return std::vector{f32({7, 16}, 40, 0.5, 1.5).prod({1})}; }},
       {"sum i32 13x1000", [] { return std::vector{input({13, 1000}, S::Int32, 41, -100, 100).sum({1})}; }},
       {"min i32 outer 64x7", [] { return std::vector{input({64, 7}, S::Int32, 42, -1000, 1000).min({0})}; }},

@@ -297,6 +297,31 @@ TEST_CASE("elementwise: bitcast keeps the bits") {
         std::string::npos);
 }
 
+TEST_CASE("elementwise: mul_add rounds once, in compiled kernels as in constant folding") {
+  // (1 + 2^-12)(1 - 2^-12) - 1 = -2^-24 exactly: fused, that is the answer; multiplied and rounded
+  // first, the product is 1 in f32 and the sum 0. The same for f64 at 2^-27.
+  for (auto [type, e] : {std::pair{S::Float32, 0x1p-12}, std::pair{S::Float64, 0x1p-27}}) {
+    std::vector<double> a(37, 1.0 + e), b(37, 1.0 - e), c(37, -1.0);
+    a[5] = 3.0, b[5] = -0.5, c[5] = 0.25;  // an ordinary lane: -1.25
+    Tensor ta = Tensor::from_vector(a, {37}).cast(type), tb = Tensor::from_vector(b, {37}).cast(type);
+    Tensor tc = Tensor::from_vector(c, {37}).cast(type);
+    std::vector<double> got = ta.mul_add(tb, tc).to_vector<double>();  // a compiled (vector) kernel
+    for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == (i == 5 ? -1.25 : -e * e));
+    // Constant operands fold in the IR evaluator, with the same single rounding.
+    double folded = Tensor::scalar(1.0 + e, type).mul_add(Tensor::scalar(1.0 - e, type), Tensor::scalar(-1.0, type))
+                        .to_vector<double>()[0];
+    CHECK(folded == -e * e);
+  }
+  // Integers: multiply, then add, wrapping.
+  Tensor i = Tensor::from_vector(std::vector<int32_t>{7, -3}, {2});
+  CHECK(i.mul_add(Tensor::scalar(5, S::Int32), Tensor::scalar(1, S::Int32)).to_vector<int64_t>() ==
+        std::vector<int64_t>{36, -14});
+  // Broadcast and promoted like the other binary ops.
+  Tensor row = Tensor::from_vector(std::vector<float>{1, 2, 3}, {1, 3});
+  CHECK(row.mul_add(Tensor::from_vector(std::vector<double>{2, 4}, {2, 1}), Tensor::scalar(1.0, S::Float32))
+            .to_vector<double>() == std::vector<double>{3, 5, 7, 5, 9, 13});
+}
+
 // ---- binary ops ----
 
 struct BinaryOp {

@@ -102,6 +102,51 @@ TEST_CASE("fusion: a matmul and its bias are one kernel; so is a reduction's epi
   CHECK(kernel_count((a.sum({1}) * 3.0).sqrt()) == 1);
 }
 
+TEST_CASE("fusion: a sigmoid under a concatenation is stored by its own kernel") {
+  // WHERE evaluates every arm of a concatenation, so a sigmoid computed inside the concat kernel
+  // would run for every output element; stored first, the concat is a copy. A concat of cheap arms
+  // (a chain of selects, however long) stays one kernel.
+  Tensor a = ramp({2, 3, 5}), b = ramp({2, 4, 5}, 0.02f), c = ramp({2, 1, 5}, 0.05f, -1.0f);
+  Tensor cheap = Tensor::concat({a + 1.0, b * 2.0, c - 3.0, a * a}, 1);
+  CHECK(kernel_count(cheap) == 1);
+  Tensor out = Tensor::concat({a.sigmoid(), b, c.sigmoid()}, 1);
+  CHECK(kernel_count(out) == 3);
+  auto got = out.to_vector<float>();
+  auto va = a.to_vector<float>(), vb = b.to_vector<float>(), vc = c.to_vector<float>();
+  auto sigmoid = [](float v) { return 1.0 / (1.0 + std::exp(-static_cast<double>(v))); };
+  for (size_t n = 0; n < 2; ++n)
+    for (size_t ch = 0; ch < 8; ++ch)
+      for (size_t i = 0; i < 5; ++i) {
+        double expected = ch < 3 ? sigmoid(va[(n * 3 + ch) * 5 + i])
+                          : ch < 7 ? static_cast<double>(vb[(n * 4 + ch - 3) * 5 + i])
+                                   : sigmoid(vc[n * 5 + i]);
+        REQUIRE(got[(n * 8 + ch) * 5 + i] == doctest::Approx(expected).epsilon(1e-6));
+      }
+}
+
+TEST_CASE("fusion: a pool under a 1x1 conv is not recomputed per filter") {
+  // The conv reads every pooled value once per filter (16 here), through a broadcast: fused, each
+  // read would redo the 3x3 window sum. A reduction reached through a broadcast is stored, so the
+  // pool is a kernel of its own.
+  Tensor x = ramp({1, 4, 9, 9}), w = ramp({16, 4, 1, 1}, 0.03f, -0.2f);
+  PoolOptions pool;
+  pool.kernel = {3, 3};
+  pool.stride = {1, 1};
+  pool.padding = {1, 1, 1, 1};
+  Tensor pooled = x.avg_pool(pool);
+  Tensor out = pooled.conv(w, Tensor(), ConvOptions{});
+  // The pool's kernels plus those of the same conv over a stored input (its weight panels, itself).
+  CHECK(kernel_count(out) == kernel_count(pooled) + kernel_count(ramp({1, 4, 9, 9}).conv(w, Tensor(), ConvOptions{})));
+  auto got = out.to_vector<float>();
+  auto vp = pooled.to_vector<float>(), vw = w.to_vector<float>();
+  for (size_t f = 0; f < 16; ++f)
+    for (size_t p = 0; p < 81; ++p) {
+      double expected = 0;
+      for (size_t ch = 0; ch < 4; ++ch) expected += static_cast<double>(vw[f * 4 + ch]) * vp[ch * 81 + p];
+      REQUIRE(got[f * 81 + p] == doctest::Approx(expected).epsilon(1e-5));
+    }
+}
+
 }  // TEST_SUITE
 
 }  // namespace
