@@ -126,23 +126,20 @@ std::optional<std::pair<const UOp*, const UOp*>> sliding_window(const UOpPtr& ke
   return std::nullopt;
 }
 
-// A MAX reduction along the contiguous axis (softmax's row maximum) has no contiguous vector, and
-// LLVM cannot vectorise its loop as it does a sum's (the NaN-propagating maximum is no reassociable
-// min/max): one scalar loop step per element, about 8 ops. Gathered lanes over an output axis run
-// 6x faster (BERT's softmax maximum, 12x128 rows of 128, in `kiln tune`: 373 -> 60 us); without a
-// register tile, since each row has loads of its own.
-std::vector<Opt> gathered_max_lanes(const UOpPtr& kernel, const std::vector<const UOp*>& outputs, int lanes) {
-  bool max_reduction = false;
+// Whether every reduction of the kernel is a MAX (and there is one). Such a reduction along the
+// contiguous axis (softmax's row maximum) has no contiguous vector, and LLVM cannot vectorise its
+// loop as it does a sum's (the NaN-propagating maximum is no reassociable min/max): one scalar
+// loop step per element, about 8 ops. Its gathered lanes over an output axis run 6x faster even
+// without a register tile (BERT's softmax maximum, 12x128 rows of 128, in `kiln tune`: 373 -> 60
+// us), where every row has loads of its own.
+bool only_max_reductions(const UOpPtr& kernel) {
+  bool any = false;
   for (const UOp* node : toposort(kernel))
     if (node->op() == Ops::REDUCE) {
-      if (node->arg_op() != Ops::MAX) return {};
-      max_reduction = true;
+      if (node->arg_op() != Ops::MAX) return false;
+      any = true;
     }
-  if (!max_reduction) return {};
-  for (int64_t w = lanes; w >= 4; w /= 2)
-    for (const UOp* range : outputs)
-      if (extent_of(range) % w == 0) return {{OptOp::Upcast, range->arg_int(), w}};
-  return {};
+  return any;
 }
 
 std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
@@ -301,7 +298,10 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
     if (tile_rows == 0 && pick_rows(1) != 0) columns = 1;
   }
   if (columns == 1) tile_rows = pick_rows(1);
-  if ((gathers || scatters) && tile_rows == 0) return gathered_max_lanes(kernel, outputs, lanes);
+  if ((gathers || scatters) && tile_rows == 0) {
+    if (gathers && !scatters && only_max_reductions(kernel)) return {{OptOp::Upcast, vector_axis->arg_int(), width}};
+    return {};
+  }
   if (columns > 1) opts.push_back({OptOp::Unroll, vector_axis->arg_int(), columns});
   if (row_axis != nullptr) {
     if (tile_rows != 0) opts.push_back({OptOp::Unroll, row_axis->arg_int(), tile_rows});

@@ -80,8 +80,9 @@ UOpPtr and_valid(const UOpPtr& valid, const UOpPtr& condition) {
 }
 
 // The cost of recomputing a value: ALU ops down to buffers and reductions (transcendentals count
-// as the ~20 ops their approximations take). Capped, so the walk stays small.
-int recompute_cost(const UOp* root, int limit = kExpensiveOps, int pad_cost = 2) {
+// as the ~20 ops their approximations take). Capped, so the walk stays small. Without
+// `count_selects`, WHERE and ops on bool (masks, comparisons) are free: only arithmetic counts.
+int recompute_cost(const UOp* root, int limit = kExpensiveOps, int pad_cost = 2, bool count_selects = true) {
   int cost = 0;
   std::vector<const UOp*> stack{root};
   std::unordered_set<const UOp*> seen;
@@ -91,7 +92,8 @@ int recompute_cost(const UOp* root, int limit = kExpensiveOps, int pad_cost = 2)
     if (!seen.insert(node).second) continue;
     OpGroup group = op_group(node->op());
     if (node->op() == Ops::REDUCE_AXIS || node->op() == Ops::CONTIGUOUS || node->op() == Ops::BUFFER) continue;
-    if (group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary)
+    bool select = node->op() == Ops::WHERE || node->dtype().is_bool();
+    if ((group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary) && (count_selects || !select))
       cost += (node->op() == Ops::EXP2 || node->op() == Ops::LOG2 || node->op() == Ops::SIN) ? 20 : 1;
     // A PAD lowers to bounds compares, a select and a masked load: a concatenation of k inputs is
     // k of them plus k - 1 selects, work that a broadcast (a 1x1 conv over the concatenation)
@@ -102,26 +104,9 @@ int recompute_cost(const UOp* root, int limit = kExpensiveOps, int pad_cost = 2)
   return cost;
 }
 
-// The arithmetic in a value, down to buffers and reductions and capped like recompute_cost, without
-// what selects and places values (WHERE, bool masks, PAD): a concatenation's chain of selects costs
-// nothing here, a sigmoid its polynomial.
-int arithmetic_cost(const UOp* root, int limit = kExpensiveOps) {
-  int cost = 0;
-  std::vector<const UOp*> stack{root};
-  std::unordered_set<const UOp*> seen;
-  while (!stack.empty() && cost < limit) {
-    const UOp* node = stack.back();
-    stack.pop_back();
-    if (!seen.insert(node).second) continue;
-    if (node->op() == Ops::REDUCE_AXIS || node->op() == Ops::CONTIGUOUS || node->op() == Ops::BUFFER) continue;
-    OpGroup group = op_group(node->op());
-    bool alu = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
-    if (alu && node->op() != Ops::WHERE && !node->dtype().is_bool())
-      cost += (node->op() == Ops::EXP2 || node->op() == Ops::LOG2 || node->op() == Ops::SIN) ? 20 : 1;
-    for (const UOpPtr& src : node->srcs()) stack.push_back(src.get());
-  }
-  return cost;
-}
+// The arithmetic in a value, without what selects and places values (WHERE, bool masks, PAD): a
+// concatenation's chain of selects costs nothing here, a sigmoid its polynomial.
+int arithmetic_cost(const UOp* root) { return recompute_cost(root, kExpensiveOps, 0, false); }
 
 // Whether `root` computes from an arange (SPECIAL) with no buffer, CONTIGUOUS or reduction in
 // between. The walk is capped: a value too large to tell is treated as not reading one.
