@@ -278,7 +278,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // 7 or 5 rows, which a 7×7 or 14×14 image divides into.
   std::vector<int64_t> row_choices = gathers    ? std::vector<int64_t>{8, 6, 4}
                                      : scatters ? std::vector<int64_t>{6, 4, 8, 7, 5}
-                                                : std::vector<int64_t>{6, 4, 8, 3, 2};
+                                                : std::vector<int64_t>{6, 4, 8, 7, 5, 3, 2};
   // Two vector columns where the register file holds a tile of them: each broadcast row value then
   // feeds two FMAs. Gathered columns cost a load per lane, so a gathering tile is one column. With
   // 16 registers (AVX2) two columns allow at most 4 rows (8 accumulators + 2 loads + 4 broadcasts);
@@ -292,10 +292,12 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
       if (tile_fits(rows, cols) && extent_of(row_axis) % rows == 0) return rows;
     return 0;
   };
+  // Two columns unless one column holds more accumulators: a channels-last conv at 14×14 has 14
+  // pixel rows, which 2 rows of 2 columns divide, and 7 rows of 1 column.
   if (!gathers && (extent_of(vector_axis) / width) % 2 == 0 && tile_fits(2, 2)) {
     columns = 2;
     tile_rows = pick_rows(2);
-    if (tile_rows == 0 && pick_rows(1) != 0) columns = 1;
+    if (pick_rows(1) > 2 * tile_rows) columns = 1;
   }
   if (columns == 1) tile_rows = pick_rows(1);
   if ((gathers || scatters) && tile_rows == 0) {

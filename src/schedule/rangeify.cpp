@@ -31,6 +31,8 @@
 // concatenation of many inputs read through a broadcast (a 1x1 conv over DenseNet's concatenated
 // features) is materialised once instead of re-selecting its inputs per output channel.
 // Cheap elementwise work (a cast, a relu, padding) is recomputed: memory traffic costs more.
+// A value that a CONTIGUOUS copies as it is is never recomputed by its other consumers: they read
+// the copy's buffer (contiguous_copy_of).
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -174,7 +176,23 @@ class Rangeifier {
     // The provenance tags of the values computed here, root first, and whether the value is a
     // reduction (see note_source).
     std::vector<std::pair<const std::string*, bool>> sources;
+    const UOp* output = nullptr;  // the value this kernel stores
   };
+
+  // The CONTIGUOUS that copies `node` as it is, if any (the one with the smallest hash, so the
+  // choice does not depend on set order). Its buffer holds node's value, so node's other consumers
+  // read it there: a conv that reads an activation through a copy in another layout realises the
+  // activation first, and the residual add that also reads it must not compute it again, from the
+  // start of the residual chain each time (ResNet-50's stage 3 took six recomputing kernels).
+  const UOp* contiguous_copy_of(const UOp* node) {
+    if (node->op() == Ops::BUFFER || node->op() == Ops::CONTIGUOUS) return nullptr;
+    auto found = consumers_.find(node);
+    if (found == consumers_.end() || found->second.size() < 2) return nullptr;
+    const UOp* copy = nullptr;
+    for (const UOp* consumer : found->second)
+      if (consumer->op() == Ops::CONTIGUOUS && (copy == nullptr || consumer->hash() < copy->hash())) copy = consumer;
+    return copy;
+  }
 
   // Thrown while a kernel is built when a value must be materialised after all (see lower_uncached);
   // build_kernel starts that kernel again.
@@ -286,6 +304,7 @@ class Rangeifier {
     const Shape& shape = shapes_.of(node);
     if (shape_numel(shape) == 0) return;  // nothing to compute
     KernelState kernel;
+    kernel.output = node;
     kernel.slots.push_back(output_buffer);
     Index index;
     int64_t axis = 0;
@@ -394,6 +413,8 @@ class Rangeifier {
   UOpPtr lower_uncached(const UOp* node, const Index& index, const UOpPtr& valid, bool through_expand,
                         KernelState& kernel) {
     if (must_materialize(node, through_expand, index)) return load(node, index, valid, kernel);
+    if (const UOp* copy = contiguous_copy_of(node); copy != nullptr && copy != kernel.output)
+      return load(copy, index, valid, kernel);
     // A reduction under padding would run its loop for the padding too (WHERE evaluates both arms):
     // in a concatenation, for every element of every other input (DenseNet's concat of a growing
     // feature map with one new conv output ran that conv for all 1024 channels).
