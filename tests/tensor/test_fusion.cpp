@@ -147,6 +147,42 @@ TEST_CASE("fusion: a pool under a 1x1 conv is not recomputed per filter") {
     }
 }
 
+TEST_CASE("fusion: a small-image 1x1 conv reads a channels-last copy; residual activations are computed once") {
+  // A 1x1 conv at 7×7 (49 pixels fill no whole vector) reads its input through a copy in (N, H, W,
+  // C) order. A residual chain a' = relu(conv(a) + a) reads each activation twice: the conv's copy
+  // and the next add. The activation is stored once and both read it; recomputed instead, each add
+  // would evaluate the chain back to its start, so the last kernel would read every earlier
+  // conv's output.
+  Tensor a = ramp({1, 16, 7, 7}, 0.01f, -0.3f);
+  std::vector<Tensor> weights;
+  for (int block = 0; block < 4; ++block) weights.push_back(ramp({16, 16, 1, 1}, 0.002f * (block + 1), -0.08f));
+  Tensor x = a;
+  for (const Tensor& w : weights) x = (x.conv(w, Tensor(), ConvOptions{}) + x).relu();
+  Schedule schedule = create_schedule({x.data().node});
+  bool channels_last_copy = false;
+  for (const ScheduledKernel& kernel : schedule.kernels) {
+    if (kernel.name().rfind("E_7_7_16_", 0) == 0) channels_last_copy = true;
+    CHECK_MESSAGE(kernel.buffers.size() <= 4, kernel.name(), " reads ", kernel.buffers.size() - 1, " buffers");
+  }
+  CHECK(channels_last_copy);
+  // Reference: the same chain in doubles.
+  std::vector<double> value;
+  for (float v : a.to_vector<float>()) value.push_back(v);
+  for (const Tensor& w : weights) {
+    auto vw = w.to_vector<float>();
+    std::vector<double> next(value.size());
+    for (size_t f = 0; f < 16; ++f)
+      for (size_t p = 0; p < 49; ++p) {
+        double sum = value[f * 49 + p];
+        for (size_t ch = 0; ch < 16; ++ch) sum += static_cast<double>(vw[f * 16 + ch]) * value[ch * 49 + p];
+        next[f * 49 + p] = std::max(sum, 0.0);
+      }
+    value = next;
+  }
+  auto got = x.to_vector<float>();
+  for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == doctest::Approx(value[i]).epsilon(1e-5));
+}
+
 }  // TEST_SUITE
 
 }  // namespace
