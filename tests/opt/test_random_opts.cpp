@@ -92,6 +92,8 @@ std::vector<Case> corpus() {
       // The heuristics' tile takes all 6 rows (axis 0 unrolled whole) and then reorders the loops.
       {"matmul 6x64x640", [] { return std::vector{f32({6, 64}, 7).matmul(f32({64, 640}, 8))}; }},
       {"matvec 1000x24", [] { return std::vector{f32({1000}, 9).matmul(f32({1000, 24}, 10))}; }},
+      {"matvec 1x1280x40 (reduction unrolled 8 and 2)",
+       [] { return std::vector{f32({1, 1280}, 9).matmul(f32({1280, 40}, 10))}; }},
       {"matmul i32 7x13x16",
        [] { return std::vector{input({7, 13}, S::Int32, 11, -50, 50).matmul(input({13, 16}, S::Int32, 12, -50, 50))}; }},
       {"matmul f64 13x7x24",
