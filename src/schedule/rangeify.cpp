@@ -32,7 +32,9 @@
 // features) is materialised once instead of re-selecting its inputs per output channel.
 // Cheap elementwise work (a cast, a relu, padding) is recomputed: memory traffic costs more.
 // A value that a CONTIGUOUS copies as it is is never recomputed by its other consumers: they read
-// the copy's buffer (contiguous_copy_of).
+// the copy's buffer (contiguous_copy_of). Elementwise work on a single reduction that nothing else
+// reads (a conv's BatchNorm), reached inside another reduction's loop, is stored in the
+// reduction's place (epilogue_of_stored_reduction): same bytes, computed once.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -380,6 +382,56 @@ class Rangeifier {
     return UOp::make(Ops::CONST, type, {}, static_cast<int64_t>(min_value(type)));
   }
 
+  // Whether `node` is elementwise work on exactly one reduction (a conv's BatchNorm, with its
+  // per-channel constants) that nothing else reads: the reduction is stored anyway when a
+  // broadcast reaches it, so storing `node` instead costs the same bytes and runs the epilogue once
+  // per element in the reduction's kernel, not once per read inside the consumer's loop (the
+  // BatchNorm after MobileNetV2's linear-bottleneck 1x1 convs was recomputed by the next conv for
+  // each of its filter rows).
+  bool epilogue_of_stored_reduction(const UOp* node) {
+    int reductions = 0;
+    std::vector<const UOp*> stack{node};
+    std::unordered_set<const UOp*> seen;
+    while (!stack.empty()) {
+      const UOp* current = stack.back();
+      stack.pop_back();
+      if (!seen.insert(current).second) continue;
+      for (const UOpPtr& src_pointer : current->srcs()) {
+        const UOp* src = src_pointer.get();
+        OpGroup group = op_group(src->op());
+        bool alu = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
+        if (src->op() == Ops::REDUCE_AXIS) {
+          if (consumers_[src].size() != 1 || buffer_of_.contains(src)) return false;
+          ++reductions;
+        } else if (alu || (src->op() == Ops::RESHAPE && !computes_nothing(src))) {
+          // (a conv's sum is reshaped to (N, F, H, W) before its bias and BatchNorm)
+          if (consumers_[src].size() != 1) return false;
+          stack.push_back(src);
+        } else if (computes_nothing(src)) {
+          continue;  // a constant or a view of a buffer (the BatchNorm's scale and shift)
+        } else {
+          return false;
+        }
+      }
+    }
+    return reductions == 1;
+  }
+
+  // Whether `node` only places stored values and constants (movement ops over buffers and consts).
+  static bool computes_nothing(const UOp* node) {
+    std::vector<const UOp*> stack{node};
+    while (!stack.empty()) {  // stops at the first computed node, so it stays short
+      const UOp* inner = stack.back();
+      stack.pop_back();
+      OpGroup group = op_group(inner->op());
+      if (group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary ||
+          inner->op() == Ops::REDUCE_AXIS || inner->op() == Ops::CONTIGUOUS)
+        return false;
+      for (const UOpPtr& src : inner->srcs()) stack.push_back(src.get());
+    }
+    return true;
+  }
+
   bool must_materialize(const UOp* node, bool through_expand, const Index& index) {
     if (buffer_of_.contains(node) || node->op() == Ops::BUFFER || node->op() == Ops::CONTIGUOUS) return true;
     if (forced_.contains(node)) return true;
@@ -393,7 +445,7 @@ class Rangeifier {
     // stay inline: they are a gather's one-hot mask, which the collapse turns into a load
     // (reduce_collapse.h).
     if (reduce_depth_ > 0 && varies_with_reduce_loop(index) && !reads_arange(node) &&
-        recompute_cost(node, kExpensiveOpsInLoop, 0) >= kExpensiveOpsInLoop)
+        (recompute_cost(node, kExpensiveOpsInLoop, 0) >= kExpensiveOpsInLoop || epilogue_of_stored_reduction(node)))
       return true;
     return recompute_cost(node) >= kExpensiveOps;
   }

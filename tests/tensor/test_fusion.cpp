@@ -183,6 +183,35 @@ TEST_CASE("fusion: a small-image 1x1 conv reads a channels-last copy; residual a
   for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == doctest::Approx(value[i]).epsilon(1e-5));
 }
 
+TEST_CASE("fusion: a conv's BatchNorm is stored with the conv, not recomputed by the next conv") {
+  // conv1 → x·a + b (a BatchNorm's scale and shift, no activation) → conv2. The second conv reads
+  // its input once per filter row; the affine epilogue is stored by conv1's kernel, so conv2 reads
+  // one stored input and its weights, not conv1's raw sums plus a and b.
+  Tensor x = ramp({1, 8, 8, 8}), w1 = ramp({16, 8, 1, 1}, 0.02f, -0.4f), w2 = ramp({16, 16, 1, 1}, 0.015f, -0.3f);
+  Tensor a = ramp({1, 16, 1, 1}, 0.1f, 0.5f), b = ramp({1, 16, 1, 1}, 0.05f, -0.2f);
+  Tensor y = x.conv(w1, Tensor(), ConvOptions{}) * a + b;
+  Tensor out = y.conv(w2, Tensor(), ConvOptions{});
+  Schedule schedule = create_schedule({out.data().node});
+  const ScheduledKernel& last = schedule.kernels.back();
+  CHECK_MESSAGE(last.buffers.size() == 3, last.name(), " binds ", last.buffers.size(), " buffers");
+  auto vx = x.to_vector<float>(), v1 = w1.to_vector<float>(), v2 = w2.to_vector<float>();
+  auto va = a.to_vector<float>(), vb = b.to_vector<float>();
+  std::vector<double> mid(16 * 64);
+  for (size_t f = 0; f < 16; ++f)
+    for (size_t p = 0; p < 64; ++p) {
+      double sum = 0;
+      for (size_t ch = 0; ch < 8; ++ch) sum += static_cast<double>(v1[f * 8 + ch]) * vx[ch * 64 + p];
+      mid[f * 64 + p] = sum * va[f] + vb[f];
+    }
+  auto got = out.to_vector<float>();
+  for (size_t f = 0; f < 16; ++f)
+    for (size_t p = 0; p < 64; ++p) {
+      double expected = 0;
+      for (size_t ch = 0; ch < 16; ++ch) expected += static_cast<double>(v2[f * 16 + ch]) * mid[ch * 64 + p];
+      REQUIRE(got[f * 64 + p] == doctest::Approx(expected).epsilon(1e-5));
+    }
+}
+
 }  // TEST_SUITE
 
 }  // namespace
