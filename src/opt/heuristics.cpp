@@ -326,8 +326,8 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // A vector without tile rows (a matrix-vector product: the classifier after a global pool) has one
   // accumulator, so each step waits for the previous FMA. Unrolling the reduction by 8 (copies
   // summed in a tree, added to the accumulator once) and then by 2 more takes that chain off the
-  // critical path (MobileNetV2's 1280->1000 classifier alone, one thread, Zen 3: 203 -> 121 µs, as
-  // `kiln tune` found; onnxruntime 161).
+  // critical path (MobileNetV2's 1280->1000 classifier alone, one thread, Zen 3: 203 -> 135-146 µs,
+  // the order `kiln tune` found; onnxruntime 161).
   bool tile_has_rows = std::any_of(opts.begin(), opts.end(), [&](const Opt& opt) {
     return opt.op == OptOp::Unroll && opt.axis != vector_axis->arg_int();
   });
@@ -425,7 +425,10 @@ std::vector<Opt> transpose_opts(const UOpPtr& kernel) {
   const UOp* inner = *std::max_element(outputs.begin(), outputs.end(),
                                        [](const UOp* a, const UOp* b) { return a->arg_int() < b->arg_int(); });
   if (store_stride(kernel, inner) != 1) return {};
-  for (const Access& access : global_accesses(kernel)) {
+  std::vector<Access> accesses = global_accesses(kernel);
+  // A copy: one load. With other loads contiguous along the inner loop, the swap would spread them.
+  if (std::count_if(accesses.begin(), accesses.end(), [](const Access& a) { return !a.is_store; }) != 1) return {};
+  for (const Access& access : accesses) {
     if (access.is_store) continue;
     std::optional<int64_t> along_inner = index_stride(access.index, inner);
     if (!along_inner || *along_inner == 0 || *along_inner == 1) continue;

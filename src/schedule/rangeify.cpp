@@ -401,7 +401,11 @@ class Rangeifier {
         OpGroup group = op_group(src->op());
         bool alu = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
         if (src->op() == Ops::REDUCE_AXIS) {
-          if (consumers_[src].size() != 1 || buffer_of_.contains(src)) return false;
+          // Same element count, or storing `node` would cost more than the reduction (x - mean
+          // reads a small mean and writes a full-size tensor).
+          if (consumers_[src].size() != 1 || buffer_of_.contains(src) ||
+              shape_numel(shapes_.of(src)) != shape_numel(shapes_.of(node)))
+            return false;
           ++reductions;
         } else if (alu || (src->op() == Ops::RESHAPE && !computes_nothing(src))) {
           // (a conv's sum is reshaped to (N, F, H, W) before its bias and BatchNorm)
