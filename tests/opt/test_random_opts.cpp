@@ -632,6 +632,28 @@ TEST_CASE("apply_opt rejects the Opts that do not fit a kernel") {
   CHECK_NOTHROW(apply_opts(ast, {{OptOp::Upcast, 1, 8}, {OptOp::Unroll, 1, 2}, {OptOp::Unroll, reduce_axis, 3}}));
 }
 
+TEST_CASE("the heuristics: a transposing copy swaps its loops; a matrix-vector product unrolls its reduction") {
+  TargetCaps caps = host_cpu_caps();
+  auto only_kernel = [](const Tensor& t) {
+    Schedule schedule = create_schedule({t.data().node});
+    REQUIRE(schedule.kernels.size() == 1);
+    return schedule.kernels[0].ast;
+  };
+  // (40, 24) stored row by row, read column by column: the inner loop becomes the one the load walks.
+  std::vector<Opt> transpose = hand_coded_opts(only_kernel(contiguous(f32({24, 40}, 1).transpose())), caps);
+  REQUIRE(transpose.size() == 1);
+  CHECK(transpose[0].op == OptOp::Swap);
+  // A second load that is contiguous along the stores (a + b.T) keeps the store order.
+  std::vector<Opt> sum = hand_coded_opts(only_kernel(f32({40, 24}, 2) + f32({24, 40}, 3).transpose()), caps);
+  CHECK(std::none_of(sum.begin(), sum.end(), [](const Opt& opt) { return opt.op == OptOp::Swap; }));
+  // (1, 1280) · (1280, 40): no row to tile, so the reduction is unrolled by 8 and 2.
+  std::vector<Opt> matvec = hand_coded_opts(only_kernel(f32({1, 1280}, 4).matmul(f32({1280, 40}, 5))), caps);
+  int64_t reduce_unroll = 1;
+  for (const Opt& opt : matvec)
+    if (opt.op == OptOp::Unroll && axis_kind(opt.axis) == AxisKind::Reduce) reduce_unroll *= opt.amount;
+  CHECK(reduce_unroll == 16);
+}
+
 // A regression: an UNROLL that takes a reduce axis whole once left its outer range (extent 1, folded
 // to CONST 0) in the REDUCE's range list, which the linearizer rejected.
 TEST_CASE("a reduce axis unrolled whole") {
