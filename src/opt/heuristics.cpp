@@ -391,6 +391,27 @@ int64_t upcast_width(const std::vector<Opt>& opts) {
   return 0;
 }
 
+// Whether the lanes of an UPCAST of `axis` by `width` gather: some load inside a reduction reads
+// them from addresses that are not consecutive.
+bool gathers_lanes(const UOpPtr& kernel, int64_t axis, int64_t width) {
+  UOpPtr upcasted = apply_opt(kernel, {OptOp::Upcast, axis, width});
+  const UOp* lanes = nullptr;
+  for (const UOp* range : kernel_ranges(upcasted))
+    if (axis_kind(range->arg_int()) == AxisKind::Upcast) lanes = range;
+  for (const Access& access : global_accesses(upcasted))
+    if (!access.is_store && access.in_reduction && depends_on(access.index, lanes) &&
+        !contiguous_in(access.index, lanes, width))
+      return true;
+  return false;
+}
+
+// The axis a list of tile opts vectorises (-1 without an UPCAST).
+int64_t upcast_axis(const std::vector<Opt>& opts) {
+  for (const Opt& opt : opts)
+    if (opt.op == OptOp::Upcast) return opt.axis;
+  return -1;
+}
+
 // The independent vector accumulators a list of tile opts gives: its unrolled output axes' copies.
 int64_t tile_accumulators(const std::vector<Opt>& opts) {
   int64_t accumulators = 1;
@@ -406,6 +427,21 @@ bool masked_by(const UOpPtr& kernel, const UOp* a, const UOp* b) {
     if (access.in_reduction && access.index->src_count() == 3 &&
         (depends_on(access.index->src(2).get(), a) || depends_on(access.index->src(2).get(), b)))
       return true;
+  return false;
+}
+
+// Whether a load inside a reduction takes a division or remainder of output axis `axis` to find its
+// address.
+bool divided_in_reduction(const UOpPtr& kernel, int64_t axis) {
+  const UOp* range = nullptr;
+  for (const UOp* r : kernel_ranges(kernel))
+    if (r->arg_int() == axis) range = r;
+  if (range == nullptr) return false;
+  for (const Access& access : global_accesses(kernel)) {
+    if (!access.in_reduction) continue;
+    for (const UOp* node : toposort(access.index->src(1)))
+      if ((node->op() == Ops::IDIV || node->op() == Ops::MOD) && depends_on(node, range)) return true;
+  }
   return false;
 }
 
@@ -476,30 +512,55 @@ std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // of pixels allow one column of 4 rows, where the merged image allows 2 columns of 4 (bench-tensor
   // on an AVX2 Zen 3, 2 threads, 1x1 convs at 56×56: 51 -> 111 and 53 -> 119 GFLOP/s).
   constexpr int64_t kLatencyAccumulators = 8;
+  // A padded candidate's accumulators count by the share of its iterations that are real (8 over
+  // 7×7 pixels padded to 8 are worth 7, which a 7-row tile has without padding); of equal tiles,
+  // the one with the fewest padded iterations wins. A merged axis that is a gathering vector and
+  // that the loads must divide again (a stride-2 pooling window over merged pixels: a division per
+  // lane) is not taken; as contiguous lanes or as the tile's rows the division is once per vector
+  // or row.
   std::vector<Opt> best;
-  int64_t best_width = 0, best_accumulators = 0;
-  auto consider = [&](const std::vector<Opt>& prefix, const UOpPtr& ast) {
+  int64_t best_width = 0, best_padding = 0;
+  double best_accumulators = 0;
+  auto consider = [&](const std::vector<Opt>& prefix, const UOpPtr& ast, int64_t extent, int64_t padded,
+                      int64_t iterations) {
     std::vector<Opt> tiles = tile_opts(ast, caps);
-    int64_t width = upcast_width(tiles), accumulators = std::min(tile_accumulators(tiles), kLatencyAccumulators);
-    if (width < best_width || (width == best_width && accumulators <= best_accumulators)) return;
+    for (const Opt& opt : prefix)
+      if (opt.op == OptOp::Merge && opt.axis == upcast_axis(tiles) && divided_in_reduction(ast, opt.axis) &&
+          gathers_lanes(ast, opt.axis, upcast_width(tiles)))
+        return;
+    int64_t width = upcast_width(tiles), padding = (padded - extent) * iterations;
+    double accumulators = static_cast<double>(std::min(tile_accumulators(tiles), kLatencyAccumulators)) *
+                          static_cast<double>(extent) / static_cast<double>(padded);
+    constexpr double kSame = 1e-9;
+    bool better = width > best_width || (width == best_width && accumulators > best_accumulators + kSame) ||
+                  (width == best_width && accumulators > best_accumulators - kSame && width > 0 && padding < best_padding);
+    if (!better) return;
     best = prefix;
     best.insert(best.end(), tiles.begin(), tiles.end());
     best_width = width;
     best_accumulators = accumulators;
+    best_padding = padding;
   };
-  for (const Candidate& candidate : candidates) consider(candidate.prefix, candidate.ast);
-  if (best_width >= lanes || lanes < 4) return best;
+  for (const Candidate& candidate : candidates) consider(candidate.prefix, candidate.ast, 1, 1, 0);
+  if ((best_width >= lanes && best_accumulators >= kLatencyAccumulators) || lanes < 4) return best;
+  // Padded candidates: the contiguous axis rounded up to a multiple of the vector lanes (so that it
+  // vectorises), or of 7 or 6 (so that a register tile's rows divide it: SqueezeNet's 13×13 = 169
+  // pixels of a 1x1 conv allow no tile rows, 175 allow 7), by at most a third.
+  std::vector<int64_t> multiples{lanes};
+  if (lanes >= 16) multiples.push_back(lanes / 2);
+  multiples.insert(multiples.end(), {7, 6});
   for (const Candidate& candidate : candidates) {
     for (const UOp* range : kernel_ranges(candidate.ast)) {
       if (axis_kind(range->arg_int()) != AxisKind::Loop || store_stride(candidate.ast, range) != 1) continue;
-      int64_t extent = extent_of(range);
-      for (int64_t multiple = lanes; multiple >= 8; multiple /= 2) {
+      int64_t extent = extent_of(range), iterations = 1;
+      for (const UOp* other : kernel_ranges(candidate.ast))
+        if (other != range) iterations *= extent_of(other);
+      for (int64_t multiple : multiples) {
         int64_t padded = (extent + multiple - 1) / multiple * multiple;
         if (padded == extent || 3 * padded > 4 * extent) continue;
         std::vector<Opt> prefix = candidate.prefix;
         prefix.push_back({OptOp::Padto, range->arg_int(), multiple});
-        consider(prefix, apply_opt(candidate.ast, prefix.back()));
-        break;
+        consider(prefix, apply_opt(candidate.ast, prefix.back()), extent, padded, iterations);
       }
     }
   }

@@ -110,6 +110,8 @@ std::vector<Case> corpus() {
       {"conv 3x3 asymmetric pad stride 2x1",
        [] { return std::vector{conv(f32({1, 3, 13, 24}, 26), f32({8, 3, 3, 3}, 27), Tensor(), {2, 1}, {0, 1, 1, 2})}; }},
       {"conv 1x1", [] { return std::vector{conv(f32({1, 16, 7, 7}, 28), f32({24, 16, 1, 1}, 29), f32({24}, 30), {}, {})}; }},
+      // 169 pixels allow no tile rows: the heuristics merge them and pad them to 176 or 175.
+      {"conv 1x1 at 13x13", [] { return std::vector{conv(f32({1, 16, 13, 13}, 28), f32({32, 16, 1, 1}, 29), Tensor(), {}, {}).relu()}; }},
       {"depthwise conv 3x3",
        [] { return std::vector{conv(f32({1, 8, 16, 16}, 31), f32({8, 1, 3, 3}, 32), f32({8}, 33), {}, {1, 1, 1, 1}, 8)}; }},
       // reductions and what surrounds them
@@ -136,6 +138,12 @@ std::vector<Case> corpus() {
          PoolOptions options;
          options.kernel = {2, 2};
          return std::vector{f32({1, 4, 16, 16}, 49).max_pool(options)};
+       }},
+      {"max pool 3x3 stride 2 at 27x27", [] {
+         PoolOptions options;
+         options.kernel = {3, 3};
+         options.stride = {2, 2};
+         return std::vector{f32({1, 8, 27, 27}, 50).max_pool(options)};
        }},
       {"avg pool 3x3 pad 1", [] {
          PoolOptions options;
@@ -652,6 +660,34 @@ TEST_CASE("the heuristics: a transposing copy swaps its loops; a matrix-vector p
   for (const Opt& opt : matvec)
     if (opt.op == OptOp::Unroll && axis_kind(opt.axis) == AxisKind::Reduce) reduce_unroll *= opt.amount;
   CHECK(reduce_unroll == 16);
+}
+
+TEST_CASE("the heuristics: a 13x13 1x1 conv pads its merged pixels for a register tile; a strided max pool does not merge its vector") {
+  TargetCaps caps = host_cpu_caps();
+  auto reduction_kernel = [](const Tensor& t) {
+    Schedule schedule = create_schedule({t.data().node});
+    for (const ScheduledKernel& kernel : schedule.kernels)
+      if (kernel.name().rfind("r_", 0) == 0) return kernel.ast;
+    FAIL("no reduction kernel");
+    return UOpPtr();
+  };
+  // 169 pixels: no row count of a register tile divides them, so they are merged and padded, and the
+  // tile holds at least 6 accumulators (without the padding: one column of 4 rows over 13 padded to 16).
+  std::vector<Opt> conv_opts = hand_coded_opts(
+      reduction_kernel(conv(f32({1, 64, 13, 13}, 1), f32({256, 64, 1, 1}, 2), Tensor(), {}, {})), caps);
+  CHECK(std::any_of(conv_opts.begin(), conv_opts.end(), [](const Opt& opt) { return opt.op == OptOp::Merge; }));
+  CHECK(std::any_of(conv_opts.begin(), conv_opts.end(), [](const Opt& opt) { return opt.op == OptOp::Padto; }));
+  int64_t accumulators = 1;
+  for (const Opt& opt : conv_opts)
+    if (opt.op == OptOp::Unroll && axis_kind(opt.axis) == AxisKind::Loop) accumulators *= opt.amount;
+  CHECK(accumulators >= 6);
+  // A stride-2 window gathers its lanes; merged pixels would need a division per lane.
+  PoolOptions options;
+  options.kernel = {3, 3};
+  options.stride = {2, 2};
+  std::vector<Opt> pool_opts = hand_coded_opts(reduction_kernel(f32({1, 64, 55, 55}, 3).max_pool(options)), caps);
+  CHECK_FALSE(pool_opts.empty());
+  CHECK(std::none_of(pool_opts.begin(), pool_opts.end(), [](const Opt& opt) { return opt.op == OptOp::Merge; }));
 }
 
 // A regression: an UNROLL that takes a reduce axis whole once left its outer range (extent 1, folded
