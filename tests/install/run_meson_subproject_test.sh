@@ -17,6 +17,8 @@ for tool in cc ninja; do
 done
 [ -f "$model" ] || { echo "skipped: $model is absent (Debian package libonnx-testdata)"; exit 77; }
 
+# meson test points LD_LIBRARY_PATH at this build's libkiln; the consumer must find its own.
+unset LD_LIBRARY_PATH
 work=$(mktemp -d "${TMPDIR:-/tmp}/kiln-subproject-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export KILN_CACHE_DIR="$work/kernel-cache"
