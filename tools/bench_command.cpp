@@ -1,7 +1,8 @@
 // `kiln bench`: times a plan the way an application would run it, through libkiln's C API only (a
 // model given as .onnx is compiled first, in process). Prints a human summary, then one
-// "KEY VALUE" line per figure, the format bench/compare_onnxruntime.py parses. With --profile, more
-// runs follow through the runtime's PlanRunner with each launch timed, and a per-kernel table.
+// "KEY VALUE" line per figure, the format bench/compare_onnxruntime.py parses. With --profile or
+// --trace, more runs follow through the runtime's PlanRunner with each launch timed: a per-kernel
+// table, a Chrome trace file (docs/profiling.md).
 #include "bench_command.h"
 
 #include <algorithm>
@@ -21,8 +22,10 @@
 
 #include "kiln/kiln.h"
 #include "plan/plan_reader.h"
+#include "chrome_trace.h"
 #include "plan_commands.h"
 #include "runtime/cpu/plan_runner.h"
+#include "support/atomic_file.h"
 #include "support/error.h"
 #include "support/kernel_profile.h"
 
@@ -34,7 +37,7 @@ constexpr int kExitError = 1, kExitUsage = 2, kExitInternal = 3;
 
 void print_bench_help(std::ostream& out) {
   out << "usage: kiln bench PLAN|MODEL.onnx [--threads N] [--iterations N] [--warmup N] [--seed N]\n"
-         "                  [--profile] [--shape SPEC...]\n"
+         "                  [--profile] [--trace FILE] [--shape SPEC...]\n"
          "\n"
          "Times PLAN through libkiln's C API: load, a first run, --warmup untimed runs, then\n"
          "--iterations timed runs on seeded random inputs of each input's dtype and shape. Given an\n"
@@ -46,6 +49,9 @@ void print_bench_help(std::ostream& out) {
          "table with one row per kernel, slowest first: launches per run, ms per run, share of the\n"
          "kernels' time, GFLOP/s and GB/s (from the compiler's estimates) and the model nodes it\n"
          "computes.\n"
+         "With --trace FILE, those runs are also written to FILE as a Chrome trace (JSON; open it in\n"
+         "https://ui.perfetto.dev or chrome://tracing): one event per run, per kernel launch (named\n"
+         "like the table's rows, with the model nodes) and per chunk of a launch, one track per thread.\n"
          "\n"
          "options:\n"
          "  --threads N     kernel threads (sets KILN_THREADS; default: libkiln's, one per core)\n"
@@ -53,6 +59,7 @@ void print_bench_help(std::ostream& out) {
          "  --warmup N      untimed runs after the first one (default 10)\n"
          "  --seed N        seed of the random inputs (default 0)\n"
          "  --profile       time each kernel launch and print the per-kernel table\n"
+         "  --trace FILE    write the timed runs as a Chrome trace (Perfetto) to FILE\n"
          "  --shape SPEC... shapes for a model's symbolic dimensions: INPUT=D1,D2 or SYMBOL=N\n"
          "  -h, --help      show this help\n";
 }
@@ -62,6 +69,7 @@ struct Options {
   long threads = 0, iterations = 100, warmup = 10;
   uint64_t seed = 0;
   bool profile = false;
+  std::string trace_path;  // empty: no trace
   std::vector<std::string> shapes;
 };
 
@@ -167,22 +175,32 @@ std::string shape_text(const kiln_tensor& view) {
   return text + ")";
 }
 
-// --profile: the plan loaded again, this time as the runtime's PlanRunner (the code libkiln runs,
-// compiled into this tool; the C API has no per-kernel timing), run `iterations` times on the same
-// tensors with every launch timed. The table is printed after the benchmark's figures.
-void print_profile(const std::string& plan_path, const std::vector<kiln_tensor>& inputs,
-                   const std::vector<kiln_tensor>& outputs, long iterations) {
+// --profile and --trace: the plan loaded again, this time as the runtime's PlanRunner (the code
+// libkiln runs, compiled into this tool; the C API has no per-kernel timing), run `iterations` times
+// on the same tensors with every launch timed (and, for --trace, every chunk recorded). The table
+// and the trace's file name are printed after the benchmark's figures.
+void profile_runs(const std::string& plan_path, const std::vector<kiln_tensor>& inputs,
+                  const std::vector<kiln_tensor>& outputs, const Options& options) {
   PlanRunner runner(PlanBytes::map_file(plan_path));
   const auto& kernels = *runner.metadata().kernels();
+  const long iterations = options.iterations;
   runner.run(inputs.data(), inputs.size(), outputs.data(), outputs.size());  // untimed: a first run
   std::vector<double> seconds(kernels.size(), 0.0);
+  std::unique_ptr<ChromeTraceRecorder> recorder;
+  if (!options.trace_path.empty()) recorder = std::make_unique<ChromeTraceRecorder>();
   RunSettings settings;
   settings.kernel_seconds = seconds.data();
+  settings.tracer = recorder.get();
   auto start = std::chrono::steady_clock::now();
-  for (long i = 0; i < iterations; ++i) runner.run(inputs.data(), inputs.size(), outputs.data(), outputs.size(), settings);
+  for (long i = 0; i < iterations; ++i) {
+    auto run_start = std::chrono::steady_clock::now();
+    runner.run(inputs.data(), inputs.size(), outputs.data(), outputs.size(), settings);
+    if (recorder) recorder->run(run_start, std::chrono::steady_clock::now());
+  }
   double run_ms = milliseconds_since(start) / static_cast<double>(iterations);
 
   std::vector<KernelLaunchTiming> launches;
+  std::vector<TracedKernel> traced;
   double kernel_ms = 0;
   for (flatbuffers::uoffset_t k = 0; k < kernels.size(); ++k) {
     const plan_fb::Kernel* kernel = kernels.Get(k);
@@ -194,13 +212,28 @@ void print_profile(const std::string& plan_path, const std::vector<kiln_tensor>&
     if (kernel->sources() != nullptr)
       for (const flatbuffers::String* source : *kernel->sources()) launch.sources.push_back(source->str());
     kernel_ms += launch.milliseconds;
+    TracedKernel described{launch.name, {}, launch.flops, launch.bytes};
+    for (const std::string& source : launch.sources) described.sources.push_back(short_source_label(source));
+    traced.push_back(std::move(described));
     launches.push_back(std::move(launch));
   }
-  char line[160];
-  std::snprintf(line, sizeof line, "profile: %ld runs with each launch timed: %.4f ms per run, %.4f ms in kernels\n",
-                iterations, run_ms, kernel_ms);
-  std::cout << "\n" << line;
-  for (const std::string& row : format_kernel_profile(launches)) std::cout << row << "\n";
+  if (options.profile) {
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "profile: %ld runs with each launch timed%s: %.4f ms per run, %.4f ms in kernels\n", iterations,
+                  recorder ? " and traced" : "", run_ms, kernel_ms);
+    std::cout << "\n" << line;
+    for (const std::string& row : format_kernel_profile(launches)) std::cout << row << "\n";
+  }
+  if (recorder) {
+    std::string json = recorder->json("kiln bench " + options.path, traced);
+    std::string temporary = str_cat(options.trace_path, ".tmp-", getpid());
+    if (auto failure = write_file_atomically(options.trace_path, temporary, json))
+      throw UserError(str_cat("cannot write the trace to '", options.trace_path, "'",
+                              failure->reason.empty() ? "" : ": " + failure->reason));
+    std::cout << "trace: " << iterations << " runs of " << kernels.size() << " kernels written to "
+              << options.trace_path << " (open it in https://ui.perfetto.dev or chrome://tracing)\n";
+  }
 }
 
 int bench(const Options& options) {
@@ -286,7 +319,7 @@ int bench(const Options& options) {
   figure("median_ms", percentile(50));
   figure("p90_ms", percentile(90));
   figure("peak_rss_mib", peak_rss_mib());
-  if (options.profile) print_profile(plan_path, input_views, output_views, options.iterations);
+  if (options.profile || !options.trace_path.empty()) profile_runs(plan_path, input_views, output_views, options);
   return 0;
 }
 
@@ -331,6 +364,10 @@ int bench_command(const std::vector<std::string>& arguments) {
     } else if (argument == "--profile") {
       in_shapes = false;
       options.profile = true;
+    } else if (argument == "--trace") {
+      in_shapes = false;
+      if (i + 1 >= arguments.size() || arguments[i + 1].empty()) return usage_error("--trace needs a file name");
+      options.trace_path = arguments[++i];
     } else if (argument == "--shape") {
       in_shapes = true;
     } else if (argument.rfind("--shape=", 0) == 0) {

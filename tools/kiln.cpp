@@ -5,8 +5,12 @@
 #include <string>
 #include <vector>
 
+#include <llvm/Config/llvm-config.h>
+
 #include "bench_command.h"
 #include "check_onnx.h"
+#include "kiln/kiln.h"
+#include "plan/plan_format.h"
 #include "plan_commands.h"
 #include "test_onnx.h"
 #include "tune_command.h"
@@ -32,7 +36,19 @@ void print_usage(std::ostream& out) {
          "'kiln COMMAND --help' describes each command.\n"
          "\n"
          "options:\n"
-         "  -h, --help              show this help\n";
+         "  -h, --help              show this help\n"
+         "  --version               print the versions of kiln, its LLVM, the plan format and the\n"
+         "                          libkiln this tool runs plans with\n";
+}
+
+// One line per component, "NAME VERSION", so that scripts can pick a line. The libkiln line is the
+// library loaded at run time (kiln_version()), which differs from the first line only when the
+// tool finds another installation's libkiln.
+void print_version() {
+  std::cout << "kiln " << KILN_VERSION_STRING << "\n"
+            << "LLVM " << LLVM_VERSION_STRING << "\n"
+            << "plan format " << kiln::plan::kPlanFormatVersion << "\n"
+            << "libkiln " << kiln_version() << "\n";
 }
 
 }  // namespace
@@ -45,6 +61,10 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   if (command == "-h" || command == "--help" || command == "help") {
     print_usage(std::cout);
+    return 0;
+  }
+  if (command == "--version") {
+    print_version();
     return 0;
   }
   std::vector<std::string> arguments(argv + 2, argv + argc);

@@ -87,6 +87,17 @@ std::string first_line(const std::string& text) {
   return line.empty() ? std::string("(no message)") : line;
 }
 
+// The name a test is reported under: its folder's name, however the folder was written
+// ("dir/", "dir/.", "." or "../x" all name the folder itself, never an empty or "." name).
+std::string test_name(const fs::path& folder) {
+  std::error_code error;
+  fs::path path = fs::absolute(folder, error).lexically_normal();
+  if (error) path = folder.lexically_normal();
+  while (!path.has_filename() && path.has_relative_path()) path = path.parent_path();
+  std::string name = path.filename().string();
+  return name.empty() ? path.string() : name;
+}
+
 void find_tests(const fs::path& folder, std::vector<fs::path>& tests) {
   if (fs::exists(folder / "model.onnx")) {
     tests.push_back(folder);
@@ -476,7 +487,7 @@ int test_onnx_command(const std::vector<std::string>& arguments) {
   signal(SIGPIPE, SIG_IGN);
   int passed = 0, failed = 0, skipped = 0;
   for (const auto& test : tests) {
-    const std::string name = test.filename().string();
+    const std::string name = test_name(test);
     Result result = run_isolated(test, timeout_seconds);
     switch (result.outcome) {
       case Outcome::Pass:

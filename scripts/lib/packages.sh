@@ -11,6 +11,7 @@ KILN_PACKAGES=(
   libonnx-testdata                     # ONNX backend node tests the conformance runner checks against
   liblld-19-dev                        # plans: LLD links the kernels into a shared object, in process
   libflatbuffers-dev flatbuffers-compiler  # plans: the metadata schema (flatc) and its header-only reader
+  cmake                                # tests/install: a CMake project uses the installed find_package(kiln)
 )
 
 # Installs missing packages when running as root; otherwise prints the command and fails.

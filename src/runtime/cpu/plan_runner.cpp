@@ -247,6 +247,15 @@ void run_hook_chunk(void* context, size_t index) {
   if (begin < end) launch.function(launch.arguments, begin, end);
 }
 
+// One chunk of a launch, timed for a tracer (the traced path only: untraced runs call the kernel
+// directly).
+void run_traced_chunk(RunTracer& tracer, size_t kernel, void (*function)(void* const*, int64_t, int64_t),
+                      void* const* arguments, int64_t begin, int64_t end) {
+  auto start = RunTracer::Clock::now();
+  function(arguments, begin, end);
+  tracer.chunk(kernel, begin, end, start, RunTracer::Clock::now());
+}
+
 bool cancelled(const std::atomic<int>* cancel) {
   return cancel != nullptr && cancel->load(std::memory_order_acquire) != 0;
 }
@@ -314,7 +323,8 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
   ThreadPool* pool = options_.parallel_for ? nullptr : own_threads_ ? own_threads_.get() : &default_thread_pool();
   const std::atomic<int>* cancel = settings.cancel;
   void* const* arguments = context->arguments.data();
-  auto run_launch = [&](const Launch& launch) {
+  RunTracer* tracer = settings.tracer;
+  auto run_launch = [&](const Launch& launch, size_t kernel) {
     void* const* args = arguments + launch.first_argument;
     KernelFunction function = launch.function;
     int64_t extent = launch.parallel_extent;
@@ -331,7 +341,8 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
       return;
     }
     if (settings.thread_count == 1) {
-      function(args, 0, extent);
+      if (tracer == nullptr) function(args, 0, extent);
+      else run_traced_chunk(*tracer, kernel, function, args, 0, extent);
       return;
     }
     // thread_count T > 1 caps the chunks at T, so at most T threads get work.
@@ -340,19 +351,23 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
     pool->parallel_for(
         extent,
         [&](int64_t begin, int64_t end) {
-          if (cancel == nullptr || cancel->load(std::memory_order_relaxed) == 0) function(args, begin, end);
+          if (cancel != nullptr && cancel->load(std::memory_order_relaxed) != 0) return;
+          if (tracer == nullptr) function(args, begin, end);
+          else run_traced_chunk(*tracer, kernel, function, args, begin, end);
         },
         minimum_chunk);
   };
   for (size_t k = 0; k < launches_.size(); ++k) {
     if (cancelled(cancel)) throw_cancelled(k, launches_.size());
-    if (settings.kernel_seconds == nullptr) {
-      run_launch(launches_[k]);
+    if (settings.kernel_seconds == nullptr && tracer == nullptr) {
+      run_launch(launches_[k], k);
       continue;
     }
     auto start = std::chrono::steady_clock::now();
-    run_launch(launches_[k]);
-    settings.kernel_seconds[k] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run_launch(launches_[k], k);
+    auto end = std::chrono::steady_clock::now();
+    if (settings.kernel_seconds != nullptr) settings.kernel_seconds[k] += std::chrono::duration<double>(end - start).count();
+    if (tracer != nullptr) tracer->launch(k, start, end);
   }
   if (cancelled(cancel)) throw_cancelled(launches_.size(), launches_.size());
   for (size_t i = 0; i < outputs_.size(); ++i)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,6 +36,18 @@ struct PlanRunnerOptions {
   void* parallel_for_user_data = nullptr;
 };
 
+// Told the start and end of every launch, and of every chunk of it, for `kiln bench --trace`
+// (internal, like RunSettings::kernel_seconds; docs/profiling.md). `kernel` indexes
+// metadata().kernels(). chunk() is called on the thread that ran the chunk, so several threads may
+// call it at once; chunks run through a caller's parallel_for hook are not reported.
+class RunTracer {
+ public:
+  using Clock = std::chrono::steady_clock;
+  virtual ~RunTracer() = default;
+  virtual void launch(size_t kernel, Clock::time_point start, Clock::time_point end) = 0;
+  virtual void chunk(size_t kernel, int64_t begin, int64_t end, Clock::time_point start, Clock::time_point stop) = 0;
+};
+
 // What one run is given (kiln_run_options).
 struct RunSettings {
   int thread_count = 0;                       // 0: every thread the plan has
@@ -43,6 +56,7 @@ struct RunSettings {
   // kernel_seconds[k], one per metadata().kernels(). Internal, for `kiln bench --profile`: libkiln's
   // C API has no such option (docs/profiling.md says why).
   double* kernel_seconds = nullptr;
+  RunTracer* tracer = nullptr;  // non-null: told every launch and chunk (internal, `kiln bench --trace`)
 };
 
 class PlanRunner {
