@@ -30,11 +30,6 @@ from ._plan import Inputs, Outputs, Plan, PlanSource, TensorInfo, aligned_empty
 __all__ = ["Error", "Plan", "TensorInfo", "compile", "version", "aligned_empty", "library_path",
            "compiler_library_path", "Inputs", "Outputs", "PlanSource"]
 
-# Shown as kiln.Error (not kiln._errors.Error) in tracebacks and reprs; the private modules are layout.
-for _public in (Error, Plan, TensorInfo, compile, aligned_empty):
-    _public.__module__ = __name__
-del _public
-
 
 def version() -> str:
     """The version of the libkiln actually loaded, "MAJOR.MINOR.PATCH"."""

@@ -58,7 +58,7 @@ def compile(model_path: PathLike, plan_path: PathLike, shapes: Iterable[str] = (
                     + "; build kiln (ninja -C build), set KILN_COMPILER_LIBRARY or KILN_CLI, or use `kiln compile`",
                     "KILN_ERROR_IO")
     if not os.path.isfile(model_path):  # as libkiln-compiler reports it, not as a CLI failure
-        raise Error(f"cannot open the model {os.fspath(model_path)}: no such file", "KILN_ERROR_IO")
+        raise Error(f"cannot open ONNX model '{os.fspath(model_path)}': No such file or directory", "KILN_ERROR_IO")
     arguments = [cli, "compile", os.fspath(model_path), "-o", os.fspath(plan_path)]
     if shapes:
         arguments += ["--shape"] + shapes

@@ -2,9 +2,10 @@
 venv, and run the binding's tests (test_python_binding.py --installed) against the installed package
 from a temporary folder, with no PYTHONPATH and no KILN_* variables.
 
-Two wheels: the full one (built with --no-build-isolation; it bundles libkiln-compiler, so
-kiln.compile runs in process) and a runtime-only one (built with build isolation and
---config-settings compiler=no; kiln.compile then runs the `kiln` CLI found on PATH). Both builds
+Two wheels: the full one (built with --no-build-isolation; it bundles libkiln-compiler, stripped of
+debug information, so kiln.compile runs in process) and a runtime-only one (built with build
+isolation and --config-settings compiler=no strip=no: libkiln exactly as built; kiln.compile then
+runs the `kiln` CLI found on PATH). Both builds
 pass --no-index: the backend needs nothing from PyPI. Also checked: the wheel's name, tag, version
 (meson's), RECORD hashes and contents, and the backend's error for a folder that is not a build.
 
@@ -12,7 +13,7 @@ The fresh venv is made by the project .venv's python (same interpreter) without 
 packages; numpy and onnx come from the project .venv through a .pth file in the fresh venv (offline:
 no download), while kiln itself must come from the wheel.
 
-usage: test_wheel.py --source-root DIR --build-root DIR --kiln KILN_CLI [--python VENV_PYTHON]
+usage: test_wheel.py --source-root DIR --build-root DIR --kiln KILN_CLI --libkiln LIBKILN [--python VENV_PYTHON]
 """
 import argparse
 import base64
@@ -35,6 +36,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--source-root", required=True)
 parser.add_argument("--build-root", required=True)
 parser.add_argument("--kiln", required=True)
+parser.add_argument("--libkiln", required=True, help="the built libkiln (compared with the strip=no wheel's)")
 parser.add_argument("--python")
 args = parser.parse_args()
 python_test_env.require_numpy_and_onnx(args.python)  # from here on, sys.executable has numpy and onnx
@@ -66,7 +68,7 @@ def build_wheel(folder, *options):
     return os.path.join(folder, wheels[0]) if len(wheels) == 1 else None
 
 
-def check_wheel(path, with_compiler):
+def check_wheel(path, with_compiler, unstripped_libkiln=None):
     """The archive's name, metadata, RECORD and contents."""
     expected_name = f"kiln-{meson_version}-py3-none-{platform_tag}.whl"
     checks.check(os.path.basename(path) == expected_name, f"wheel name {os.path.basename(path)} = {expected_name}")
@@ -96,6 +98,9 @@ def check_wheel(path, with_compiler):
         checks.check(len(runtime) == 1 and len(compiler) == (1 if with_compiler else 0)
                      and len(libraries) == len(runtime) + len(compiler),
                      f"bundled libraries: {libraries} ({'with' if with_compiler else 'without'} libkiln-compiler)")
+        if unstripped_libkiln and runtime:
+            with open(unstripped_libkiln, "rb") as built:
+                checks.check(archive.read(runtime[0]) == built.read(), "strip=no: libkiln is bundled byte for byte")
         executable = all((archive.getinfo(name).external_attr >> 16) & 0o111 for name in libraries)
         checks.check(executable, "bundled libraries are stored executable")
         for name in ("kiln/__init__.py", "kiln/py.typed", "kiln/_build_info.py"):
@@ -131,11 +136,13 @@ with tempfile.TemporaryDirectory(prefix="kiln_wheel_test_") as work:
                  "a folder that is not a kiln build is refused with 'no kiln build at ...'")
 
     full_wheel = build_wheel(os.path.join(work, "full"), "--no-build-isolation")
-    runtime_wheel = build_wheel(os.path.join(work, "runtime"), "--config-settings", "compiler=no")
+    runtime_wheel = build_wheel(os.path.join(work, "runtime"), "--config-settings", "compiler=no",
+                                "--config-settings", "strip=no")
     if full_wheel is None or runtime_wheel is None:
         checks.finish()
     check_wheel(full_wheel, with_compiler=True)
-    check_wheel(runtime_wheel, with_compiler=False)
+    check_wheel(runtime_wheel, with_compiler=False,
+                unstripped_libkiln=args.libkiln)
 
     venv = os.path.join(work, "venv")
     run([sys.executable, "-m", "venv", venv], "python3 -m venv makes a fresh venv")
