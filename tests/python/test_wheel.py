@@ -98,6 +98,10 @@ def check_wheel(path, with_compiler, unstripped_libkiln=None):
         checks.check(len(runtime) == 1 and len(compiler) == (1 if with_compiler else 0)
                      and len(libraries) == len(runtime) + len(compiler),
                      f"bundled libraries: {libraries} ({'with' if with_compiler else 'without'} libkiln-compiler)")
+        built_soname = re.search(r"\(SONAME\)[^\[]*\[([^\]]+)\]", subprocess.run(
+            ["readelf", "-d", args.libkiln], capture_output=True, text=True).stdout)
+        checks.check(built_soname is not None and runtime == [f"kiln/_lib/{built_soname.group(1)}"],
+                     f"libkiln is bundled under its SONAME ({built_soname.group(1) if built_soname else None})")
         if unstripped_libkiln and runtime:
             with open(unstripped_libkiln, "rb") as built:
                 checks.check(archive.read(runtime[0]) == built.read(), "strip=no: libkiln is bundled byte for byte")
@@ -134,6 +138,14 @@ with tempfile.TemporaryDirectory(prefix="kiln_wheel_test_") as work:
         capture_output=True, text=True, env=dict(clean_environment, KILN_BUILD_DIR=not_a_build))
     checks.check(completed.returncode != 0 and "no kiln build at" in completed.stdout + completed.stderr,
                  "a folder that is not a kiln build is refused with 'no kiln build at ...'")
+
+    # No source distribution: python/ alone cannot build libkiln, and the backend says so.
+    completed = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import kiln_build_backend; "
+         "kiln_build_backend.build_sdist(sys.argv[2])", os.path.join(args.source_root, "python", "backend"), work],
+        capture_output=True, text=True, env=clean_environment)
+    checks.check(completed.returncode == 1 and "unsupported: a source distribution" in completed.stderr,
+                 f"build_sdist is refused: {completed.stderr.strip()}")
 
     full_wheel = build_wheel(os.path.join(work, "full"), "--no-build-isolation")
     runtime_wheel = build_wheel(os.path.join(work, "runtime"), "--config-settings", "compiler=no",
