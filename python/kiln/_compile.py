@@ -53,7 +53,7 @@ def compile(model_path: PathLike, plan_path: PathLike, shapes: Iterable[str] = (
     cli = kiln_cli()
     if not cli:
         problem = _library.compiler_problem()
-        raise Error("unsupported: compiling needs libkiln-compiler or the kiln CLI, and neither was found"
+        raise Error("unsupported: compiling needs libkiln-compiler or the kiln CLI, and neither is available"
                     + (f" ({problem})" if problem else "")
                     + "; build kiln (ninja -C build), set KILN_COMPILER_LIBRARY or KILN_CLI, or use `kiln compile`",
                     "KILN_ERROR_IO")
