@@ -46,9 +46,11 @@ checks = python_test_env.Checks(args.kiln)
 with open(os.path.join(args.build_root, "meson-info", "intro-projectinfo.json")) as f:
     meson_version = json.load(f)["version"]
 platform_tag = sysconfig.get_platform().replace("-", "_").replace(".", "_")
-# Whatever the environment says about kiln must not reach the builds or the installed package's run.
+# Whatever the environment says about kiln must not reach the builds or the installed package's run;
+# nor LD_LIBRARY_PATH, which meson points at build/capi for tests (the system search would find
+# the build's libkiln-compiler there).
 clean_environment = {name: value for name, value in os.environ.items()
-                     if not name.startswith(("KILN_", "PYTHON", "PIP_"))}
+                     if not name.startswith(("KILN_", "PYTHON", "PIP_")) and name != "LD_LIBRARY_PATH"}
 
 
 def run(command, what, env=None, cwd=None):
