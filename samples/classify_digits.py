@@ -8,6 +8,7 @@ allocated once (64-byte aligned) and reused.
 
 usage (after `ninja -C build` and `python3 samples/models/make_digits_model.py build/demo`):
     PYTHONPATH=python .venv/bin/python3 samples/classify_digits.py build/demo
+or with the package installed (`pip install ./python`, python/README.md), without PYTHONPATH.
 """
 import os
 import sys

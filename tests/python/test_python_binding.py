@@ -2,7 +2,13 @@
 from bytes, check its inputs/outputs, run it on the model's four test data sets against their
 reference outputs, run zero-copy into caller arrays, and check that C errors arrive as kiln.Error.
 
-usage: test_python_binding.py --source-root DIR --kiln KILN_CLI --libkiln LIBKILN [--python VENV_PYTHON]
+Two modes:
+  test_python_binding.py --source-root DIR --kiln KILN_CLI --libkiln LIBKILN [--python VENV_PYTHON]
+      the package of the source tree (python/), with KILN_LIBRARY=LIBKILN and KILN_CLI=KILN_CLI;
+  test_python_binding.py --source-root DIR --installed SITE_PACKAGES --compiler bundled|cli --expect-version V
+      the package installed from a wheel (test_wheel.py runs it in a fresh venv, from a temporary
+      folder, with no PYTHONPATH and no KILN_* variables): kiln must come from SITE_PACKAGES, load
+      its bundled libkiln, and compile through its bundled libkiln-compiler or through the CLI.
 """
 import argparse
 import glob
@@ -15,18 +21,24 @@ import python_test_env  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--source-root", required=True)
-parser.add_argument("--kiln", required=True)
-parser.add_argument("--libkiln", required=True)
+parser.add_argument("--kiln")
+parser.add_argument("--libkiln")
 parser.add_argument("--python")
+parser.add_argument("--installed", metavar="SITE_PACKAGES")
+parser.add_argument("--compiler", choices=["bundled", "cli"])
+parser.add_argument("--expect-version")
 args = parser.parse_args()
+if args.installed is None and (args.kiln is None or args.libkiln is None):
+    parser.error("--kiln and --libkiln are needed unless --installed")
 python_test_env.require_numpy_and_onnx(args.python)
 model_folder = python_test_env.shared_model(args.source_root, "mnist_8")
 
 import numpy as np  # noqa: E402
 
-os.environ["KILN_LIBRARY"] = args.libkiln
-os.environ["KILN_CLI"] = args.kiln
-sys.path.insert(0, os.path.join(args.source_root, "python"))
+if args.installed is None:
+    os.environ["KILN_LIBRARY"] = args.libkiln
+    os.environ["KILN_CLI"] = args.kiln
+    sys.path.insert(0, os.path.join(args.source_root, "python"))
 import kiln  # noqa: E402
 
 failures = []
@@ -36,6 +48,61 @@ def check(condition, what):
     print(("ok    " if condition else "FAIL  ") + what)
     if not condition:
         failures.append(what)
+
+
+def inside(path, folder):
+    return os.path.commonpath([os.path.realpath(path), os.path.realpath(folder)]) == os.path.realpath(folder)
+
+
+def mapped_files():
+    """The files this process has mapped (what the dynamic loader really loaded)."""
+    with open("/proc/self/maps") as maps:
+        return {line.split(None, 5)[5].strip() for line in maps if len(line.split(None, 5)) == 6}
+
+
+# Every public name is documented, and every public function's type hints resolve.
+import inspect  # noqa: E402
+import typing  # noqa: E402
+
+undocumented, unresolved = [], []
+for public_name in kiln.__all__:
+    value = getattr(kiln, public_name)
+    if not (inspect.isclass(value) or inspect.isfunction(value)):
+        continue  # type aliases
+    members = [value] + [member for name, member in vars(value).items()
+                         if inspect.isclass(value) and inspect.isfunction(member) and not name.startswith("_")]
+    for member in members:
+        if not (member.__doc__ or "").strip():
+            undocumented.append(member.__qualname__)
+        try:
+            hints = typing.get_type_hints(member)
+        except Exception as failure:  # noqa: BLE001 (any failure to resolve is the finding)
+            unresolved.append(f"{member.__qualname__}: {failure}")
+            continue
+        if inspect.isfunction(member) and "return" not in hints:
+            unresolved.append(f"{member.__qualname__}: no return annotation")
+check(not undocumented, f"every public class and function has a docstring (missing: {undocumented})")
+check(not unresolved, f"every public function has type hints that resolve (bad: {unresolved})")
+
+if args.installed is None:
+    check(kiln.library_path() == args.libkiln, f"KILN_LIBRARY is loaded: {kiln.library_path()}")
+else:
+    site_packages = args.installed
+    package_folder = os.path.join(site_packages, "kiln")
+    check(inside(kiln.__file__, package_folder), f"kiln is imported from the venv: {kiln.__file__}")
+    check(inside(kiln.library_path(), os.path.join(package_folder, "_lib")),
+          f"the bundled libkiln is loaded: {kiln.library_path()}")
+    check(os.path.realpath(kiln.library_path()) in mapped_files(), "the bundled libkiln is mapped into the process")
+    check(kiln.__version__ == args.expect_version == kiln.version(),
+          f"kiln.__version__ {kiln.__version__} = meson's {args.expect_version} = libkiln's {kiln.version()}")
+    compiler = kiln.compiler_library_path()
+    if args.compiler == "bundled":
+        check(compiler is not None and inside(compiler, os.path.join(package_folder, "_lib")),
+              f"kiln.compile uses the bundled libkiln-compiler: {compiler}")
+    else:
+        check(compiler is None, f"a runtime-only wheel compiles through the CLI (compiler library: {compiler})")
+    for typed_file in ("py.typed", "__init__.py"):
+        check(os.path.isfile(os.path.join(package_folder, typed_file)), f"kiln/{typed_file} is installed")
 
 
 def expect_error(function, status, fragment, what):
