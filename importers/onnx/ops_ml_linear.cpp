@@ -64,8 +64,8 @@ Outputs linear_classifier(const OnnxNode& node) {
   }
 
   // One score: the positive class when it is > 0. With two labels they name the classes, and Z
-  // gets a second column: (1 - s, s) of the raw score (onnxruntime applies no other transform
-  // there; converters write two scores when they want probabilities).
+  // gets a second column: (1 - p, p) with p = σ(s) under LOGISTIC and the raw score otherwise
+  // (onnxruntime; converters write two scores when they want probabilities).
   bool two_labels = labels.size() == 2;
   int64_t positive = two_labels ? labels[1] : 1, negative = two_labels ? labels[0] : 0;
   Tensor score = scores.reshape({scores.dim(0)});
@@ -79,7 +79,8 @@ Outputs linear_classifier(const OnnxNode& node) {
                 "leaves the second column undefined)");
     z = probit(scores);
   } else if (two_labels) {
-    z = Tensor::stack({1.0 - score, score}, 1);
+    Tensor p = transform == PostTransform::Logistic ? logistic(score) : score;
+    z = Tensor::stack({1.0 - p, p}, 1);
   } else {
     z = scores;
   }

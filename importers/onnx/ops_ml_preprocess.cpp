@@ -134,17 +134,22 @@ struct LabelMap {
   Tensor keys, values, fallback;
 };
 
+// A FLOATS attribute as a 1-D f32 tensor.
+Tensor float_vector(const std::vector<double>& values) {
+  return Tensor::from_vector(values, {static_cast<int64_t>(values.size())}).cast(ScalarType::Float32);
+}
+
 LabelMap read_label_map(const OnnxNode& node) {
   if (node.opset() < 2) fail_strings(node, "labels (LabelEncoder opset 1 maps strings to integers)");
   for (const char* name : {"keys_strings", "values_strings"})
     if (node.has_attribute(name)) fail_strings(node, std::string("labels (") + name + ")");
   LabelMap map;
   if (node.has_attribute("keys_int64s")) map.keys = int64_vector(node.attr_ints("keys_int64s"));
-  else if (node.has_attribute("keys_floats")) map.keys = Tensor::from_vector(node.attr_floats("keys_floats"), {-1}).cast(ScalarType::Float32);
+  else if (node.has_attribute("keys_floats")) map.keys = float_vector(node.attr_floats("keys_floats"));
   else if (node.opset() >= 4 && node.has_attribute("keys_tensor")) map.keys = node.attr_tensor("keys_tensor");
   else node.fail("no keys: one of keys_int64s, keys_floats (or keys_tensor from opset 4) is required");
   if (node.has_attribute("values_int64s")) map.values = int64_vector(node.attr_ints("values_int64s"));
-  else if (node.has_attribute("values_floats")) map.values = Tensor::from_vector(node.attr_floats("values_floats"), {-1}).cast(ScalarType::Float32);
+  else if (node.has_attribute("values_floats")) map.values = float_vector(node.attr_floats("values_floats"));
   else if (node.opset() >= 4 && node.has_attribute("values_tensor")) map.values = node.attr_tensor("values_tensor");
   else node.fail("no values: one of values_int64s, values_floats (or values_tensor from opset 4) is required");
   map.keys = map.keys.reshape({map.keys.numel()});

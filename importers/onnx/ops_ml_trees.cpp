@@ -109,6 +109,12 @@ TreeVotes run_trees(const OnnxNode& node, const TreeEnsembleArrays& trees, const
   const auto tree_count = static_cast<int64_t>(trees.roots.size());
   const auto node_count = static_cast<int64_t>(trees.mode.size());
   const int64_t targets = trees.targets;
+  // Each level is a few graph operations; a hostile chain of a million nodes (no cycle) would build
+  // a graph nobody can compile. Real trees are far shallower (scikit-learn's deepest are ~100).
+  constexpr int64_t deepest_supported = 2048;
+  if (trees.depth > deepest_supported)
+    node.fail("unsupported: a tree " + std::to_string(trees.depth) + " levels deep (kiln evaluates up to " +
+              std::to_string(deepest_supported) + " levels)");
   for (size_t i = 0; i < trees.feature.size(); ++i)
     if (trees.mode[i] != TreeNodeMode::Leaf && trees.feature[i] >= features)
       node.fail("a branch compares feature " + std::to_string(trees.feature[i]) + " but X has " +
@@ -156,7 +162,8 @@ TreeVotes run_trees(const OnnxNode& node, const TreeEnsembleArrays& trees, const
 
 // Regressor scores from the votes: onnxruntime's rules. One target: + base_values[0] when there
 // is exactly one base value, and only PROBIT acts; several: + base_values when there is one per
-// target, then the post_transform on each row. AVERAGE divides the sums by the number of trees.
+// target, unscored targets 0, then the post_transform on each row. AVERAGE divides the sums by the
+// number of trees.
 Tensor regression_output(const TreeVotes& votes, const TreeEnsembleArrays& trees, Aggregate aggregate,
                          const std::vector<double>& base_values, PostTransform transform) {
   ScalarType type = votes.scores.dtype();
@@ -168,7 +175,8 @@ Tensor regression_output(const TreeVotes& votes, const TreeEnsembleArrays& trees
     return transform == PostTransform::Probit ? probit(scores) : scores;
   }
   if (base_values.size() == targets) scores = scores + value_table(base_values, {trees.targets}, type);
-  return transform_score_rows(scores, transform);
+  // A target no reached leaf scored is written as 0, base value or not (onnxruntime).
+  return transform_score_rows(votes.scored.where(scores, Tensor::scalar(0.0, type)), transform);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -223,20 +231,24 @@ ClassifierOutputs binary_classification(const TreeVotes& votes, const TreeEnsemb
   else if (binary_case) label = pick(positive_weight.gt(constant(0.0)), labels[1], labels[0]);
   else label = pick(positive_weight.gt(constant(0.0)), 1, 0);
 
-  // Scores with both columns: the post_transform on the row. With one: (1 - s, s) for a binary
-  // case with weights >= 0; (σ(-s), σ(s)) or (-s, s) with mixed weights (LOGISTIC or not); PROBIT
-  // gives (probit(s), 0); anything else leaves the second column 0.
+  // onnxruntime writes a class no reached leaf scored as 0 whatever its sum holds (base values
+  // included), before any transform. Scores with both columns: the post_transform on the row. With
+  // one: (1 - s, s) for a binary case with weights >= 0; (σ(-s), σ(s)) or (-s, s) with mixed
+  // weights (LOGISTIC or not); PROBIT gives (probit(s), 0); anything else leaves the second column 0.
+  Tensor zero = constant(0.0);
+  s0 = has0.where(s0, zero);
+  s1 = has1.where(s1, zero);
   Tensor two = transform_score_rows(Tensor::stack({s0, s1}, 1), transform);
   Tensor one;
   if (transform == PostTransform::Probit) {
-    one = Tensor::stack({probit(s0), constant(0.0).expand({samples})}, 1);
+    one = Tensor::stack({probit(s0), zero.expand({samples})}, 1);
   } else if (binary_case && trees.weights_all_non_negative) {
     one = Tensor::stack({1.0 - s0, s0}, 1);
   } else if (binary_case || mixed_signs_rule) {
     one = transform == PostTransform::Logistic ? Tensor::stack({logistic(-s0), logistic(s0)}, 1)
                                                : Tensor::stack({-s0, s0}, 1);
   } else {
-    one = Tensor::stack({s0, constant(0.0).expand({samples})}, 1);
+    one = Tensor::stack({s0, zero.expand({samples})}, 1);
   }
   return {label, keeps_two.reshape({samples, 1}).where(two, one)};
 }
@@ -273,7 +285,9 @@ Outputs tree_ensemble_classifier(const OnnxNode& node) {
   }
   Tensor ranked = scored.where(scores, Tensor::scalar(-std::numeric_limits<double>::infinity(), ScalarType::Float32));
   Tensor label = int64_table(labels).take(ranked.argmax(1), 0);
-  return declared_outputs(node, {label, transform_score_rows(scores, transform)});
+  // Unscored classes are written as 0 (onnxruntime).
+  Tensor written = scored.where(scores, Tensor::scalar(0.0, ScalarType::Float32));
+  return declared_outputs(node, {label, transform_score_rows(written, transform)});
 }
 
 Outputs tree_ensemble_regressor(const OnnxNode& node) {
