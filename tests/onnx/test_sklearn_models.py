@@ -351,5 +351,18 @@ hostile_case("hostile_tree_too_deep", "levels deep", nodes_treeids=[0] * (chain 
              nodes_falsenodeids=list(range(1, chain + 1)) + [0], nodes_missing_value_tracks_true=None,
              target_nodeids=[chain])
 
+
+# ZipMap with string keys has no tensor form: the error names the node and the skl2onnx option.
+if not args.only or "zipmap_strings" in args.only:
+    zipmap = helper.make_node("ZipMap", ["X"], ["Z"], domain="ai.onnx.ml", classlabels_strings=["a", "b"])
+    zipmap_output = helper.make_value_info("Z", helper.make_sequence_type_proto(
+        helper.make_map_type_proto(TensorProto.STRING, helper.make_tensor_type_proto(FLOAT, []))))
+    zipmap_model = helper.make_model(
+        helper.make_graph([zipmap], "zipmap", [helper.make_tensor_value_info("X", FLOAT, [2, 2])], [zipmap_output]),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 1)])
+    produced, error = run_kiln("unsupported_zipmap_strings", zipmap_model, {"X": unit[:2, :2].copy()})
+    check(produced is None and "unsupported: ZipMap with string keys" in (error or "") and "'zipmap': False" in error,
+          f"zipmap_strings: kiln refuses it naming the skl2onnx option (got: {error})")
+
 print(f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)
