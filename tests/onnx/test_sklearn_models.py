@@ -312,6 +312,15 @@ node_case("label_encoder_int_to_float",
           node_model("LabelEncoder", [("X", INT64, [2, 3])], [("Y", FLOAT, [2, 3])], ml_opset=2,
                      keys_int64s=[1, 2], values_floats=[0.25, 0.75], default_float=9.0),
           {"X": np.array([[1, 2, 3], [2, 2, 1]], np.int64)})
+node_case("label_encoder_tensors_opset_4",
+          node_model("LabelEncoder", [("X", INT64, [6])], [("Y", FLOAT, [6])], ml_opset=4,
+                     keys_tensor=helper.make_tensor("k", INT64, [3], [5, -1, 8]),
+                     values_tensor=helper.make_tensor("v", FLOAT, [3], [0.5, 1.5, 2.5]),
+                     default_tensor=helper.make_tensor("d", FLOAT, [1], [-7.0])),
+          {"X": np.array([8, 5, 0, -1, 8, 3], np.int64)})
+node_case("array_feature_extractor_1d",
+          node_model("ArrayFeatureExtractor", [("X", FLOAT, [5]), ("Y", INT64, [2])], [("Z", FLOAT, [1, 2])]),
+          {"X": rng.random(5, dtype=np.float32), "Y": np.array([3, 1], np.int64)})
 node_case("array_feature_extractor",
           node_model("ArrayFeatureExtractor", [("X", FLOAT, [4, 5]), ("Y", INT64, [3])], [("Z", FLOAT, [4, 3])]),
           {"X": rng.random((4, 5), dtype=np.float32), "Y": np.array([4, 0, 2], np.int64)})
