@@ -8,6 +8,7 @@ source scripts/lib/python_env.sh
 
 kiln_ensure_packages
 kiln_ensure_python_env
+kiln_ensure_sklearn_python_env || true
 kiln_build
 
 status=0

@@ -66,6 +66,9 @@ const OpRegistry& default_registry() {
     register_control_ops(table);
     register_recurrent_ops(table);
     register_misc_ops(table);
+    register_ml_linear_ops(table);
+    register_ml_tree_ops(table);
+    register_ml_preprocess_ops(table);
     return table;
   }();
   return registry;

@@ -150,6 +150,10 @@ void register_spatial_ops(OpRegistry& registry);    // GridSample, RoiAlign, Def
 void register_control_ops(OpRegistry& registry);    // If, Loop, Scan, Sequence*, Optional*
 void register_recurrent_ops(OpRegistry& registry);  // RNN, GRU, LSTM
 void register_misc_ops(OpRegistry& registry);       // ReverseSequence, Det, training optimizers
+// ai.onnx.ml (the ops scikit-learn models export through skl2onnx)
+void register_ml_linear_ops(OpRegistry& registry);      // LinearClassifier, LinearRegressor
+void register_ml_tree_ops(OpRegistry& registry);        // TreeEnsembleClassifier/Regressor, TreeEnsemble
+void register_ml_preprocess_ops(OpRegistry& registry);  // Scaler, Normalizer, OneHotEncoder, ZipMap…
 
 // The registry with every family registered.
 const OpRegistry& default_registry();
