@@ -26,33 +26,31 @@ kiln_ensure_python_env() {
   rm -rf .venv
 }
 
-# Adds scikit-learn and onnxruntime to .venv (after kiln_ensure_python_env). Returns non-zero, and
-# leaves .venv as it was, when they cannot be installed (no network): the demo then skips the digits
-# model.
-kiln_ensure_demo_python_env() {
+# Adds packages to .venv (after kiln_ensure_python_env): kiln_add_python_packages PURPOSE IMPORTS
+# PACKAGE... installs the PACKAGEs unless `import IMPORTS` already works. Returns non-zero, and leaves
+# .venv as it was, when they cannot be installed (no network); the caller then skips PURPOSE.
+kiln_add_python_packages() {
+  local purpose=$1 imports=$2
+  shift 2
   [ -x .venv/bin/python3 ] || return 1
-  if .venv/bin/python3 -c "import sklearn, onnxruntime" 2>/dev/null; then
+  if .venv/bin/python3 -c "import $imports" 2>/dev/null; then
     return 0
   fi
-  echo "== adding ${KILN_DEMO_PYTHON_PACKAGES[*]} to .venv (the demo's digits model)"
-  if .venv/bin/pip install --quiet --disable-pip-version-check "${KILN_DEMO_PYTHON_PACKAGES[@]}"; then
+  echo "== adding $* to .venv ($purpose)"
+  if .venv/bin/pip install --quiet --disable-pip-version-check "$@"; then
     return 0
   fi
-  echo "warning: could not install ${KILN_DEMO_PYTHON_PACKAGES[*]}; skipping the digits demo" >&2
+  echo "warning: could not install $*; skipping $purpose" >&2
   return 1
 }
 
-# Adds scikit-learn, skl2onnx and onnxruntime to .venv for the scikit-learn model tests. Without
-# network access the install fails and .venv stays as it was: those tests are then skipped (exit 77).
+# scikit-learn and onnxruntime for the demo's digits model.
+kiln_ensure_demo_python_env() {
+  kiln_add_python_packages "the demo's digits model" "sklearn, onnxruntime" "${KILN_DEMO_PYTHON_PACKAGES[@]}"
+}
+
+# scikit-learn, skl2onnx and onnxruntime for the scikit-learn model tests (skipped, exit 77, without).
 kiln_ensure_sklearn_python_env() {
-  [ -x .venv/bin/python3 ] || return 1
-  if .venv/bin/python3 -c "import sklearn, skl2onnx, onnxruntime" 2>/dev/null; then
-    return 0
-  fi
-  echo "== adding ${KILN_SKLEARN_TEST_PYTHON_PACKAGES[*]} to .venv (the scikit-learn model tests)"
-  if .venv/bin/pip install --quiet --disable-pip-version-check "${KILN_SKLEARN_TEST_PYTHON_PACKAGES[@]}"; then
-    return 0
-  fi
-  echo "warning: could not install ${KILN_SKLEARN_TEST_PYTHON_PACKAGES[*]}; the scikit-learn model tests will be skipped" >&2
-  return 1
+  kiln_add_python_packages "the scikit-learn model tests" "sklearn, skl2onnx, onnxruntime" \
+    "${KILN_SKLEARN_TEST_PYTHON_PACKAGES[@]}"
 }
