@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 #include <mutex>
+#include <set>
+#include <string>
 #include <vector>
 
 #include <llvm/ADT/SmallVector.h>
@@ -32,12 +34,32 @@ void initialize_llvm_native_target() {
 
 namespace {
 
-// KILN_CPU_TARGET: "" or "host" (everything the CPU has) or "avx2" (AVX-512 switched off).
-bool narrowed_to_avx2() {
+enum class Narrowing { kNone, kAvx2, kX86_64_V3 };
+
+// KILN_CPU_TARGET: "" or "host" (everything the CPU has), "avx2" (AVX-512 switched off) or
+// "x86-64-v3" (only the x86-64-v3 level's features: a plan that loads on any AVX2+FMA machine, and
+// under valgrind, whose emulated CPU lacks newer features such as ADX).
+Narrowing requested_narrowing() {
   const char* requested = std::getenv("KILN_CPU_TARGET");
-  if (requested == nullptr || *requested == '\0' || std::string(requested) == "host") return false;
-  if (std::string(requested) == "avx2") return true;
-  throw UserError(std::string("KILN_CPU_TARGET='") + requested + "' is not a CPU target (use 'host' or 'avx2')");
+  if (requested == nullptr || *requested == '\0' || std::string(requested) == "host") return Narrowing::kNone;
+  if (std::string(requested) == "avx2") return Narrowing::kAvx2;
+  if (std::string(requested) == "x86-64-v3") return Narrowing::kX86_64_V3;
+  throw UserError(std::string("KILN_CPU_TARGET='") + requested +
+                  "' is not a CPU target (use 'host', 'avx2' or 'x86-64-v3')");
+}
+
+bool is_avx512_feature(const std::string& name) {
+  return name.rfind("avx512", 0) == 0 || name == "evex512" || name.rfind("amx", 0) == 0 || name == "avx10.1-256" ||
+         name == "avx10.1-512";
+}
+
+// The features of the x86-64-v3 micro-architecture level (x86-64 psABI), in LLVM's names.
+bool is_x86_64_v3_feature(const std::string& name) {
+  static const std::set<std::string> level = {"avx",  "avx2", "bmi",    "bmi2",   "cmov",   "crc32", "cx16",
+                                              "cx8",  "f16c", "fma",    "fxsr",   "lzcnt",  "mmx",   "movbe",
+                                              "popcnt", "sahf", "sse", "sse2", "sse3", "sse4.1", "sse4.2",
+                                              "ssse3", "x87", "xsave", "64bit"};
+  return level.count(name) != 0;
 }
 
 }  // namespace
@@ -46,18 +68,24 @@ CpuTarget::CpuTarget() {
   initialize_llvm_native_target();
   triple_ = llvm::sys::getProcessTriple();
   cpu_ = llvm::sys::getHostCPUName().str();
-  bool avx2_only = narrowed_to_avx2();
+  Narrowing narrowing = requested_narrowing();
   std::vector<std::string> features;
   for (const auto& feature : llvm::sys::getHostCPUFeatures()) {
     bool enabled = feature.getValue();
     std::string name = feature.getKey().str();
-    if (avx2_only && (name.rfind("avx512", 0) == 0 || name == "evex512" || name.rfind("amx", 0) == 0 ||
-                      name == "avx10.1-256" || name == "avx10.1-512"))
-      enabled = false;
+    if (narrowing == Narrowing::kAvx2 && is_avx512_feature(name)) enabled = false;
+    if (narrowing == Narrowing::kX86_64_V3 && !is_x86_64_v3_feature(name)) enabled = false;
     features.push_back((enabled ? "+" : "-") + name);
     if (enabled) enabled_features_.insert(name);
   }
-  if (avx2_only) cpu_ = enabled_features_.count("avx2") ? "haswell" : cpu_;
+  if (narrowing == Narrowing::kAvx2) cpu_ = enabled_features_.count("avx2") ? "haswell" : cpu_;
+  if (narrowing == Narrowing::kX86_64_V3) {
+    for (const char* needed : {"avx2", "fma", "bmi2", "f16c", "movbe"})
+      if (!enabled_features_.count(needed))
+        throw UserError(std::string("KILN_CPU_TARGET=x86-64-v3: this CPU lacks '") + needed +
+                        "', so kiln cannot compile or check code for that level here");
+    cpu_ = "x86-64-v3";
+  }
   // Cache sizes steer tiling only (never results); sysconf reports them on Linux/glibc.
   if (long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE); l1 > 0) caps_.l1_bytes = l1;
   if (long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0) caps_.l2_bytes = l2;
