@@ -226,11 +226,16 @@ llvm::Value* integer_alu(llvm::IRBuilderBase& b, Ops op, DType dtype, llvm::Valu
 
 // max(x, y) with NaN winning and -0 < +0. Written out rather than as llvm.maximum: LLVM 19's x86
 // lowering of the vectorised intrinsic returned +0 for maximum(NaN, +0) (seen in an f16 minimum).
-// Equal values are merged by AND-ing their bits, which picks +0 from {-0, +0} and is exact otherwise.
+// The two selects are x86's MAXPS with its operands each way round (each returns its second operand
+// for equal or unordered inputs), so for ordered inputs they agree except on {-0, +0}, where AND-ing
+// their bits gives +0; unordered inputs take x + y, a quiet NaN. Six instructions on AVX2, where
+// nested compare-selects took eight, three of them blends.
 llvm::Value* float_maximum(llvm::IRBuilderBase& b, llvm::Value* x, llvm::Value* y) {
   llvm::Type* bits_type = shaped_like(x, b.getIntNTy(x->getType()->getScalarSizeInBits()));
-  llvm::Value* equal = b.CreateBitCast(b.CreateAnd(b.CreateBitCast(x, bits_type), b.CreateBitCast(y, bits_type)), x->getType());
-  llvm::Value* ordered = b.CreateSelect(b.CreateFCmpOGT(x, y), x, b.CreateSelect(b.CreateFCmpOLT(x, y), y, equal));
+  llvm::Value* x_unless_less = b.CreateSelect(b.CreateFCmpOGT(x, y), x, y);
+  llvm::Value* y_unless_less = b.CreateSelect(b.CreateFCmpOGT(y, x), y, x);
+  llvm::Value* ordered = b.CreateBitCast(
+      b.CreateAnd(b.CreateBitCast(x_unless_less, bits_type), b.CreateBitCast(y_unless_less, bits_type)), x->getType());
   llvm::Value* any_nan = b.CreateFCmpUNO(x, y);
   return b.CreateSelect(any_nan, b.CreateFAdd(x, y), ordered);  // x + y is a quiet NaN when either is NaN
 }

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/MDBuilder.h>
@@ -16,6 +18,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/llvm/llvm_alu.h"
+#include "codegen/llvm/strided_gather.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -55,6 +58,7 @@ class Renderer {
 
   std::unique_ptr<llvm::Module> run() {
     scan_buffers();
+    find_strided_gathers();
     create_function();
     for (const UOpPtr& node : program_.ops) render(*node);
     if (!loops_.empty())
@@ -89,6 +93,57 @@ class Renderer {
     llvm::MDNode* domain = metadata.createAnonymousAliasScopeDomain("kiln.buffers");
     for (auto& [slot, is_output] : slot_is_output_)
       scopes_[slot] = metadata.createAnonymousAliasScope(domain, "buffer" + std::to_string(slot));
+  }
+
+  // The VECTORIZEs that are strided gathers (strided_gather.h), and the scalar LOADs that only they
+  // use: those are not rendered on their own.
+  void find_strided_gathers() {
+    std::unordered_map<const UOp*, int> uses, gathered_uses;
+    for (const UOpPtr& node : program_.ops)
+      for (const UOpPtr& source : node->srcs()) ++uses[source.get()];
+    for (const UOpPtr& node : program_.ops) {
+      if (node->op() != Ops::VECTORIZE) continue;
+      std::optional<StridedGather> gather = match_strided_gather(*node);
+      if (!gather) continue;
+      for (const UOp* load : gather->loads) ++gathered_uses[load];
+      strided_gathers_.emplace(node.get(), std::move(*gather));
+    }
+    for (auto& [load, count] : gathered_uses)
+      if (uses[load] == count) gathered_loads_.insert(load);
+  }
+
+  // One masked load of lanes*stride contiguous elements, then every stride-th of them. Only the
+  // elements the lanes read are unmasked (each with its lane's valid), so nothing outside what the
+  // scalar loads would have read is touched; masked-off lanes take the LOADs' alternative values.
+  llvm::Value* strided_gather(const UOp& node, const StridedGather& gather) {
+    DType scalar = gather.loads.front()->dtype();
+    auto lanes = static_cast<unsigned>(gather.loads.size());
+    auto stride = static_cast<unsigned>(gather.stride);
+    unsigned wide = lanes * stride;
+    llvm::Type* element = llvm_memory_type(context_, scalar.ptr());
+    auto* wide_type = llvm::FixedVectorType::get(element, wide);
+    const UOp& first_index = *gather.loads.front()->src(0);
+    llvm::Value* offset = builder_.CreateAdd(
+        builder_.CreateIntCast(value_of(gather.base), builder_.getInt64Ty(), !gather.base->dtype().is_unsigned()),
+        builder_.getInt64(static_cast<uint64_t>(gather.first)));
+    llvm::Value* pointer = builder_.CreateGEP(element, value_of(first_index.src(0)), offset);
+    llvm::Value* mask = llvm::Constant::getNullValue(llvm::FixedVectorType::get(builder_.getInt1Ty(), wide));
+    llvm::Value* passthrough = llvm::Constant::getNullValue(wide_type);
+    std::vector<int> keep;
+    for (unsigned lane = 0; lane < lanes; ++lane) {
+      const UOp& load = *gather.loads[lane];
+      const UOp& index = *load.src(0);
+      llvm::Value* valid = index.src_count() == 3 ? value_of(index.src(2)) : builder_.getTrue();
+      mask = builder_.CreateInsertElement(mask, valid, builder_.getInt64(lane * stride));
+      if (load.src_count() == 2)
+        passthrough = builder_.CreateInsertElement(passthrough, llvm_to_memory(builder_, value_of(load.src(1)), scalar),
+                                                   builder_.getInt64(lane * stride));
+      keep.push_back(static_cast<int>(lane * stride));
+    }
+    llvm::CallInst* loaded = builder_.CreateMaskedLoad(wide_type, pointer, llvm::Align(scalar.scalar_bytes()), mask,
+                                                       passthrough);
+    annotate(loaded, first_index);
+    return llvm_from_memory(builder_, builder_.CreateShuffleVector(loaded, keep), node.dtype());
   }
 
   void create_function() {
@@ -136,7 +191,9 @@ class Renderer {
       case Ops::DEFINE_REG: result = accumulator(node); break;
       case Ops::AFTER: result = value_of(node.src(0)); break;
       case Ops::INDEX: result = element_pointer(node); break;
-      case Ops::LOAD: result = load(node); break;
+      case Ops::LOAD:
+        if (!gathered_loads_.count(&node)) result = load(node);
+        break;
       case Ops::STORE: store(node); break;
       case Ops::RANGE: result = open_loop(node); break;
       case Ops::END:
@@ -185,6 +242,8 @@ class Renderer {
 
   // A vector from scalars: a splat when every lane is the same value.
   llvm::Value* vectorize(const UOp& node) {
+    if (auto gather = strided_gathers_.find(&node); gather != strided_gathers_.end())
+      return strided_gather(node, gather->second);
     if (node.src_count() != static_cast<size_t>(node.dtype().count()) || node.src_count() < 2)
       fail(str_cat("VECTORIZE of type ", node.dtype().name(), " with ", node.src_count(), " sources"));
     bool splat = std::all_of(node.srcs().begin(), node.srcs().end(), [&](const UOpPtr& s) { return s == node.src(0); });
@@ -387,6 +446,8 @@ class Renderer {
   llvm::Function* function_ = nullptr;
   llvm::BasicBlock* first_block_ = nullptr;
   std::unordered_map<const UOp*, llvm::Value*> values_;
+  std::unordered_map<const UOp*, StridedGather> strided_gathers_;
+  std::unordered_set<const UOp*> gathered_loads_;  // LOADs rendered only as lanes of a strided gather
   std::vector<OpenLoop> loops_;
   std::map<int64_t, bool> slot_is_output_;
   std::map<int64_t, llvm::MDNode*> scopes_;
