@@ -17,8 +17,16 @@ using Outputs = std::vector<Tensor>;
 OpBuilder unary(Tensor (Tensor::*method)() const) {
   return [method](const OnnxNode& node) -> Outputs { return {(node.input(0).*method)()}; };
 }
+// ONNX gives both inputs of these ops one type (T): a model that mixes them is invalid, and
+// promoting silently (as Tensor's operators do) would compute something the model does not say.
 OpBuilder binary(Tensor (Tensor::*method)(const Tensor&) const) {
-  return [method](const OnnxNode& node) -> Outputs { return {(node.input(0).*method)(node.input(1))}; };
+  return [method](const OnnxNode& node) -> Outputs {
+    const Tensor &a = node.input(0), &b = node.input(1);
+    if (a.dtype() != b.dtype())
+      node.fail(str_cat("input 0 is ", scalar_type_name(a.dtype()), " but input 1 is ", scalar_type_name(b.dtype()),
+                        "; both inputs must have the same type (cast one of them)"));
+    return {(a.*method)(b)};
+  };
 }
 
 // A constant of x's dtype (the activations' alpha/beta follow the input's float type).
