@@ -7,6 +7,7 @@
 
 #include "op_helpers.h"
 #include "op_registry.h"
+#include "support/error.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -22,7 +23,8 @@ OpBuilder unary(Tensor (Tensor::*method)() const) {
 OpBuilder binary(Tensor (Tensor::*method)(const Tensor&) const) {
   return [method](const OnnxNode& node) -> Outputs {
     const Tensor &a = node.input(0), &b = node.input(1);
-    if (a.dtype() != b.dtype())
+    // A narrow input (float8, int4: carried as u8/i8) gets its own, clearer error after the builder.
+    if (a.dtype() != b.dtype() && !node.unexpected_narrow_input())
       node.fail(str_cat("input 0 is ", scalar_type_name(a.dtype()), " but input 1 is ", scalar_type_name(b.dtype()),
                         "; both inputs must have the same type (cast one of them)"));
     return {(a.*method)(b)};
