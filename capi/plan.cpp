@@ -106,6 +106,7 @@ kiln_status load(const char* function, const kiln_plan_options* given, kiln_plan
   runner_options.thread_count = options.thread_count;
   runner_options.parallel_for = options.parallel_for;
   runner_options.parallel_for_user_data = options.parallel_for_user_data;
+  runner_options.max_memory_bytes = options.max_memory_bytes;
   return guarded(function, [&] { *out_plan = new kiln_plan(bytes(data, size), runner_options); });
 }
 

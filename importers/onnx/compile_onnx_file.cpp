@@ -8,6 +8,7 @@
 
 #include "plan/plan_writer.h"
 #include "support/atomic_file.h"
+#include "support/large_stack.h"
 #include "tensor/tensor_internal.h"
 
 namespace kiln::onnx_import {
@@ -49,11 +50,17 @@ std::string compile_onnx_plan(const std::string& model_path, const OnnxCompileOp
     tuning = TuningDb::load_file(options.tuning_path);
     if (options.progress) options.progress(str_cat("tuning database ", options.tuning_path, ": ", tuning->size(), " entries"));
   }
-  OnnxGraph graph = build_onnx_graph(model_path, options);
-  PlanWriteOptions write_options;
-  write_options.progress = options.progress;
-  write_options.tuning = tuning ? &*tuning : nullptr;
-  return write_plan(graph.inputs, graph.outputs, write_options);
+  // Import and scheduling recurse as deep as the graph (up to limits::kMaxGraphDepth nodes, each
+  // several UOps): run them on a stack sized for that, not on the caller's.
+  std::string plan;
+  run_on_large_stack([&] {
+    OnnxGraph graph = build_onnx_graph(model_path, options);
+    PlanWriteOptions write_options;
+    write_options.progress = options.progress;
+    write_options.tuning = tuning ? &*tuning : nullptr;
+    plan = write_plan(graph.inputs, graph.outputs, write_options);
+  });
+  return plan;
 }
 
 PlanFileError::PlanFileError(Step step, std::string temporary, std::string target, std::string reason)

@@ -20,6 +20,7 @@
 #include "onnx/onnx_pb.h"
 #include "op_helpers.h"
 #include "support/error.h"
+#include "support/limits.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -144,9 +145,14 @@ struct NameScope {
 
 // A subgraph (If branch, Loop/Scan body) reads its own inputs, initializers and node outputs, and
 // values of the enclosing graphs; any other name is a dangling input, reported at load time whether
-// or not the subgraph is ever built. Depth is bounded by protobuf's parse limit.
+// or not the subgraph is ever built. `depth` is this subgraph's nesting level (1: a subgraph of the
+// main graph); a level past limits::kMaxSubgraphNesting is refused here, before anything recurses
+// through it again.
 void check_subgraph_reads(const onnx::GraphProto& graph, const NameScope& outer, const std::string& where,
-                          const std::function<std::string(const onnx::NodeProto&)>& describe) {
+                          const std::function<std::string(const onnx::NodeProto&)>& describe, int depth) {
+  if (depth > limits::kMaxSubgraphNesting)
+    throw UserError(str_cat(where, ": subgraphs are nested ", depth, " levels deep, more than kiln's limit of ",
+                            limits::kMaxSubgraphNesting, " (docs/limits.md)"));
   NameScope scope{{}, &outer};
   for (const auto& input : graph.input()) scope.names.insert(input.name());
   for (const auto& initializer : graph.initializer()) scope.names.insert(initializer.name());
@@ -160,8 +166,8 @@ void check_subgraph_reads(const onnx::GraphProto& graph, const NameScope& outer,
     for (const auto& attribute : node.attribute()) {
       if (!attribute.has_g() && attribute.graphs_size() == 0) continue;
       const std::string inner = str_cat(where, ": ", describe(node), ", subgraph '", attribute.name(), "'");
-      if (attribute.has_g()) check_subgraph_reads(attribute.g(), scope, inner, describe);
-      for (const auto& g : attribute.graphs()) check_subgraph_reads(g, scope, inner, describe);
+      if (attribute.has_g()) check_subgraph_reads(attribute.g(), scope, inner, describe, depth + 1);
+      for (const auto& g : attribute.graphs()) check_subgraph_reads(g, scope, inner, describe, depth + 1);
     }
   }
 }
@@ -242,6 +248,25 @@ std::vector<int> topological_order(const onnx::GraphProto& graph, const std::fun
   return order;
 }
 
+// The longest chain of nodes (each reading the previous one's output) must stay within
+// limits::kMaxGraphDepth: later stages walk the graph recursively. `order` is topological, so one
+// pass finds every node's depth.
+void check_graph_depth(const onnx::GraphProto& graph, const std::vector<int>& order,
+                       const std::unordered_map<std::string, int>& producer, const std::function<std::string(int)>& describe) {
+  std::vector<int64_t> depth(static_cast<size_t>(graph.node_size()), 1);
+  for (int index : order) {
+    int64_t deepest = 0;
+    for (const auto& name : graph.node(index).input()) {
+      auto found = producer.find(name);
+      if (found != producer.end()) deepest = std::max(deepest, depth[static_cast<size_t>(found->second)]);
+    }
+    depth[static_cast<size_t>(index)] = deepest + 1;
+    if (deepest + 1 > limits::kMaxGraphDepth)
+      throw UserError(str_cat(describe(index), " ends a chain of ", deepest + 1, " nodes, deeper than kiln's limit of ",
+                              limits::kMaxGraphDepth, " (docs/limits.md)"));
+  }
+}
+
 // ONNX's Constant: exactly one attribute holds the value.
 Tensor constant_value(const OnnxNode& node, const onnx::NodeProto& proto) {
   if (proto.attribute_size() != 1)
@@ -292,9 +317,10 @@ OnnxModel OnnxModel::load_file(const std::string& path) {
   const uint64_t size = std::filesystem::file_size(path, error);
   if (error) throw UserError(str_cat("cannot read ONNX model '", path, "': ", error.message()));
   // protobuf refuses messages of 2 GiB or more; bigger models keep their weights as external data.
-  if (size > static_cast<uint64_t>(INT_MAX))
-    throw UserError(str_cat("ONNX model '", path, "' is ", size,
-                            " bytes; models of 2 GB or more must store their weights as external data"));
+  if (size > limits::kMaxModelBytes)
+    throw UserError(str_cat("ONNX model '", path, "' is ", size, " bytes, more than kiln's limit of ",
+                            limits::kMaxModelBytes, " (protobuf's; docs/limits.md): models of 2 GB or more must store "
+                            "their weights as external data"));
   std::string bytes(static_cast<size_t>(size), '\0');
   std::ifstream stream(path, std::ios::binary);
   if (!stream.read(bytes.data(), static_cast<std::streamsize>(size)))
@@ -309,15 +335,20 @@ OnnxModel OnnxModel::load_file(const std::string& path) {
 
 OnnxModel OnnxModel::load_buffer(const void* data, size_t size, std::string model_directory) {
   if (size == 0) throw UserError("not an ONNX model: the data is empty");
-  if (size > static_cast<size_t>(INT_MAX))
-    throw UserError("models of 2 GB or more must store their weights as external data");
+  if (size > limits::kMaxModelBytes)
+    throw UserError(str_cat("the model is ", size, " bytes, more than kiln's limit of ", limits::kMaxModelBytes,
+                            " (protobuf's; docs/limits.md): models of 2 GB or more must store their weights as external data"));
   OnnxModel model;
   model.model_directory_ = std::move(model_directory);
-  if (!model.proto_->ParseFromArray(data, static_cast<int>(size))) {
+  google::protobuf::io::CodedInputStream stream(static_cast<const uint8_t*>(data), static_cast<int>(size));
+  stream.SetRecursionLimit(limits::kMaxProtobufNesting);
+  if (!model.proto_->ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage()) {
     std::string why = wire_diagnosis(static_cast<const uint8_t*>(data), static_cast<int>(size));
     // The top level is well-formed, so a nested message is at fault.
-    throw UserError(why.empty() ? std::string("not a valid ONNX model: a nested message does not parse (corrupt data, "
-                                              "or subgraphs nested deeper than the parser's limit of 100 levels)")
+    throw UserError(why.empty() ? str_cat("not a valid ONNX model: a nested message does not parse (corrupt data, or "
+                                          "messages nested deeper than the parser's limit of ",
+                                          limits::kMaxProtobufNesting, " levels, about ", limits::kMaxProtobufNesting / 3,
+                                          " levels of subgraphs; docs/limits.md)")
                                 : why);
   }
   if (!model.proto_->has_graph())
@@ -409,10 +440,11 @@ void OnnxModel::validate_and_index() {
     for (const auto& attribute : graph.node(index).attribute()) {
       if (!attribute.has_g() && attribute.graphs_size() == 0) continue;
       const std::string where = str_cat(describe(index), ", subgraph '", attribute.name(), "'");
-      if (attribute.has_g()) check_subgraph_reads(attribute.g(), top_level, where, describe_proto);
-      for (const auto& g : attribute.graphs()) check_subgraph_reads(g, top_level, where, describe_proto);
+      if (attribute.has_g()) check_subgraph_reads(attribute.g(), top_level, where, describe_proto, 1);
+      for (const auto& g : attribute.graphs()) check_subgraph_reads(g, top_level, where, describe_proto, 1);
     }
   node_order_ = topological_order(graph, describe);
+  check_graph_depth(graph, node_order_, producer, describe);
 
   for (const auto& output : outputs_)
     if (!available.count(output.name) && !producer.count(output.name))
@@ -578,6 +610,11 @@ void build_node(const BuildContext& context, const onnx::NodeProto& proto, Scope
     if (results[i].is_tensor() && !element_count_fits(results[i].tensor().shape()))
       node.fail(str_cat("output '", name, "' would have shape ", shape_text(results[i].tensor().shape()),
                         ", more elements than fit in 64 bits"));
+    if (results[i].is_tensor()) {
+      std::string problem = tensor_limit_problem(results[i].tensor().shape(), results[i].tensor().dtype());
+      if (!problem.empty())
+        node.fail(str_cat("output '", name, "' ", shape_text(results[i].tensor().shape()), " ", problem));
+    }
     scope.set(name, std::move(results[i]), node.narrow_output_type(i));
   }
 }
@@ -666,6 +703,9 @@ std::unordered_map<std::string, OnnxValue> OnnxModel::bind_inputs(
       continue;
     }
     const Tensor& tensor = found->second.tensor();
+    std::string problem = tensor_limit_problem(tensor.shape(), tensor.dtype());
+    if (!problem.empty())
+      throw UserError(str_cat("input '", info.name, "' ", shape_text(tensor.shape()), " ", problem));
     if (info.dtype && *info.dtype != tensor.dtype())
       throw UserError(str_cat("input '", info.name, "' has dtype ", scalar_type_name(tensor.dtype()),
                               " but the model expects ", scalar_type_name(*info.dtype)));

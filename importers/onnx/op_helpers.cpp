@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "support/error.h"
+#include "support/limits.h"
+
 namespace kiln::onnx_import {
 
 bool is_floating(ScalarType type) {
@@ -93,6 +96,22 @@ bool element_count_fits(const Shape& shape) {
     count *= dim;
   }
   return true;
+}
+
+std::string tensor_limit_problem(const Shape& shape, ScalarType dtype) {
+  if (static_cast<int64_t>(shape.size()) > limits::kMaxTensorRank)
+    return str_cat("has rank ", shape.size(), ", more than kiln's limit of ", limits::kMaxTensorRank, " (docs/limits.md)");
+  uint64_t count = 1;  // fits: the caller checked element_count_fits
+  for (int64_t dim : shape) count *= static_cast<uint64_t>(dim);
+  // A count above the byte limit is over it whatever the dtype; below it, bytes cannot overflow.
+  if (count > limits::kMaxTensorBytes)
+    return str_cat("has ", count, " elements, more than kiln's limit of ", limits::kMaxTensorBytes,
+                   " bytes per tensor (1 TiB; docs/limits.md)");
+  uint64_t bytes = count * static_cast<uint64_t>(scalar_type_size(dtype));
+  if (bytes > limits::kMaxTensorBytes)
+    return str_cat("needs ", bytes, " bytes, more than kiln's limit of ", limits::kMaxTensorBytes,
+                   " bytes per tensor (1 TiB; docs/limits.md)");
+  return {};
 }
 
 }  // namespace kiln::onnx_import

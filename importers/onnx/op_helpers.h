@@ -48,4 +48,9 @@ ConvOptions conv_options(const OnnxNode& node, const Shape& x_shape, const Shape
 // Whether the shape's element count fits in int64 (hostile models give shapes that do not).
 bool element_count_fits(const Shape& shape);
 
+// What breaks kiln's tensor limits (support/limits.h: rank, bytes) in a tensor of this shape and
+// dtype, as the end of a sentence ("has rank 40, more than kiln's limit of 32 (docs/limits.md)");
+// empty when the tensor is within them. The element count must fit in 64 bits (element_count_fits).
+std::string tensor_limit_problem(const Shape& shape, ScalarType dtype);
+
 }  // namespace kiln::onnx_import

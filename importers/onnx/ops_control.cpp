@@ -16,15 +16,15 @@
 #include "op_helpers.h"
 #include "op_registry.h"
 #include "support/error.h"
+#include "support/limits.h"
 
 namespace kiln::onnx_import {
 namespace {
 
 using Values = std::vector<OnnxValue>;
 
-// Loops are unrolled into the graph; beyond this many iterations the graph would be too large to
-// build (and a loop with neither trip count nor condition would never end).
-constexpr int64_t kMaxIterations = 100000;
+// Loops are unrolled into the graph, at most limits::kMaxLoopIterations times.
+constexpr int64_t kMaxIterations = limits::kMaxLoopIterations;
 
 // Realizes a one-element tensor whose value steers the build (a condition, a count).
 double build_time_scalar(const OnnxNode& node, const Tensor& value, const std::string& what) {
@@ -165,7 +165,7 @@ Values loop_op(const OnnxNode& node) {
   for (int64_t iteration = 0; keep_going && (!trip_count || iteration < *trip_count); ++iteration) {
     if (iteration >= kMaxIterations)
       node.fail(str_cat("the loop runs more than ", kMaxIterations,
-                        " iterations; kiln unrolls loops when it builds the model and stops there"));
+                        " iterations; kiln unrolls loops when it builds the model and stops there (docs/limits.md)"));
     Values body_inputs{int64_scalar(iteration), bool_scalar(keep_going)};
     body_inputs.insert(body_inputs.end(), carried.begin(), carried.end());
     Values outputs = node.run_graph(body, body_inputs);

@@ -7,6 +7,7 @@
 
 #include "op_helpers.h"
 #include "op_registry.h"
+#include "support/error.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -17,8 +18,17 @@ using Outputs = std::vector<Tensor>;
 OpBuilder unary(Tensor (Tensor::*method)() const) {
   return [method](const OnnxNode& node) -> Outputs { return {(node.input(0).*method)()}; };
 }
+// ONNX gives both inputs of these ops one type (T): a model that mixes them is invalid, and
+// promoting silently (as Tensor's operators do) would compute something the model does not say.
 OpBuilder binary(Tensor (Tensor::*method)(const Tensor&) const) {
-  return [method](const OnnxNode& node) -> Outputs { return {(node.input(0).*method)(node.input(1))}; };
+  return [method](const OnnxNode& node) -> Outputs {
+    const Tensor &a = node.input(0), &b = node.input(1);
+    // A narrow input (float8, int4: carried as u8/i8) gets its own, clearer error after the builder.
+    if (a.dtype() != b.dtype() && !node.unexpected_narrow_input())
+      node.fail(str_cat("input 0 is ", scalar_type_name(a.dtype()), " but input 1 is ", scalar_type_name(b.dtype()),
+                        "; both inputs must have the same type (cast one of them)"));
+    return {(a.*method)(b)};
+  };
 }
 
 // A constant of x's dtype (the activations' alpha/beta follow the input's float type).

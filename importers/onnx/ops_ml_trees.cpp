@@ -18,6 +18,7 @@
 #include "ml_support.h"
 #include "op_helpers.h"
 #include "op_registry.h"
+#include "support/limits.h"
 #include "tree_ensemble_arrays.h"
 
 namespace kiln::onnx_import {
@@ -109,12 +110,10 @@ TreeVotes run_trees(const OnnxNode& node, const TreeEnsembleArrays& trees, const
   const auto tree_count = static_cast<int64_t>(trees.roots.size());
   const auto node_count = static_cast<int64_t>(trees.mode.size());
   const int64_t targets = trees.targets;
-  // Each level is a few graph operations; a hostile chain of a million nodes (no cycle) would build
-  // a graph nobody can compile. Real trees are far shallower (scikit-learn's deepest are ~100).
-  constexpr int64_t deepest_supported = 2048;
+  constexpr int64_t deepest_supported = limits::kMaxTreeDepth;
   if (trees.depth > deepest_supported)
     node.fail("unsupported: a tree " + std::to_string(trees.depth) + " levels deep (kiln evaluates up to " +
-              std::to_string(deepest_supported) + " levels)");
+              std::to_string(deepest_supported) + " levels; docs/limits.md)");
   for (size_t i = 0; i < trees.feature.size(); ++i)
     if (trees.mode[i] != TreeNodeMode::Leaf && trees.feature[i] >= features)
       node.fail("a branch compares feature " + std::to_string(trees.feature[i]) + " but X has " +

@@ -13,6 +13,7 @@
 #include "onnx/onnx_pb.h"
 #include "op_registry.h"
 #include "support/error.h"
+#include "support/limits.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -23,6 +24,9 @@ std::string describe_tensor(const onnx::TensorProto& proto) {
 
 // Element count with overflow and negative-dimension checks.
 int64_t checked_element_count(const onnx::TensorProto& proto, Shape& shape) {
+  if (proto.dims_size() > limits::kMaxTensorRank)
+    throw UserError(str_cat(describe_tensor(proto), " has rank ", proto.dims_size(), ", more than kiln's limit of ",
+                            limits::kMaxTensorRank, " (docs/limits.md)"));
   int64_t count = 1;
   for (int64_t dim : proto.dims()) {
     if (dim < 0) throw UserError(str_cat(describe_tensor(proto), " has a negative dimension (", dim, ")"));
@@ -64,6 +68,10 @@ std::vector<char> read_external_data(const onnx::TensorProto& proto, const std::
   }
   const std::string what = describe_tensor(proto);
   if (location.empty()) throw UserError(str_cat(what, ": external data has no 'location'"));
+  // Only external data can be large enough to pass the limit: the rest of a model is under 2 GB.
+  if (expected_bytes > limits::kMaxTensorBytes)
+    throw UserError(str_cat(what, ": its shape and type need ", expected_bytes, " bytes, more than kiln's limit of ",
+                            limits::kMaxTensorBytes, " bytes per tensor (1 TiB; docs/limits.md)"));
   if (model_directory.empty())
     throw UserError(str_cat(what, ": external data file '", location,
                             "' cannot be resolved: the model was loaded from memory without a directory"));

@@ -150,7 +150,8 @@ typedef struct kiln_tensor {
  * its size), or the plan's own pool or the caller's parallel_for (kiln_plan_options). Outputs must
  * not overlap inputs or each other. For a thread cap or cancellation see kiln_plan_run_with_options.
  * Errors: KILN_ERROR_INVALID_ARGUMENT naming the tensor and what is wrong (count, unknown or
- * repeated name, dtype, rank, shape, too small a buffer, NULL or misaligned data), and
+ * repeated name, dtype, rank, shape, too small a buffer, NULL data, an output that overlaps an
+ * input or another output), and
  * KILN_ERROR_OUT_OF_MEMORY. Outputs are unspecified after an error. */
 KILN_API kiln_status kiln_plan_run(const kiln_plan* plan, const kiln_tensor* inputs, size_t input_count,
                                    const kiln_tensor* outputs, size_t output_count);
@@ -245,6 +246,11 @@ typedef struct kiln_plan_options {
                                   four per thread (thread_count, else KILN_THREADS or the cores: no
                                   pool is made); NULL = kiln's pool */
   void* parallel_for_user_data;
+  size_t max_memory_bytes;     /* > 0: the most scratch memory one run of the plan may use (its
+                                  arena of intermediate values plus staging space for unaligned
+                                  inputs and outputs, allocated once per concurrent run); a plan
+                                  that needs more is refused at load with KILN_ERROR_OUT_OF_MEMORY,
+                                  before any of its code is loaded. 0 = no limit. Since 0.2.0. */
 } kiln_plan_options;
 
 /* Fills *options with the defaults. NULL is a no-op. */
@@ -255,7 +261,8 @@ KILN_API void kiln_plan_options_init(kiln_plan_options* options);
  * itself need not. Thread-safe.
  * Errors: those of kiln_plan_load_file / _buffer; KILN_ERROR_INVALID_ARGUMENT for size 0, only one
  * of alloc/free set, or a negative thread_count; KILN_ERROR_OUT_OF_MEMORY when the allocator
- * returns NULL. */
+ * returns NULL or the plan needs more scratch memory than options->max_memory_bytes (the message
+ * gives both numbers). */
 KILN_API kiln_status kiln_plan_load_file_v2(const char* path, const kiln_plan_options* options, kiln_plan** out_plan);
 KILN_API kiln_status kiln_plan_load_buffer_v2(const void* data, size_t size, const kiln_plan_options* options,
                                               kiln_plan** out_plan);

@@ -11,10 +11,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <set>
+#include <string_view>
 
 #include "kiln/version.h"
 #include "plan/plan_format.h"
 #include "runtime/cpu/cpu_features.h"
+#include "support/limits.h"
 
 namespace kiln {
 namespace {
@@ -31,15 +34,32 @@ void check_value(const plan_fb::Value* value, const char* what) {
   if (value == nullptr || value->name() == nullptr) invalid(std::string("an ") + what + " without a name");
   std::string name = value->name()->str();
   if (!known_dtype(value->dtype())) invalid(std::string(what) + " '" + name + "' has unknown dtype " + std::to_string(value->dtype()));
+  if (value->shape() != nullptr && value->shape()->size() > static_cast<uint64_t>(limits::kMaxTensorRank))
+    invalid(std::string(what) + " '" + name + "' has rank " + number(value->shape()->size()) + ", more than kiln's limit of " +
+            number(limits::kMaxTensorRank));
+  // The element count is checked against the byte limit at each step, so it cannot wrap around
+  // (a wrapped count could match a small byte_size and let a huge shape through).
   uint64_t count = 1;
   if (value->shape() != nullptr)
     for (int64_t size : *value->shape()) {
       if (size < 0) invalid(std::string(what) + " '" + name + "' has a negative dimension");
-      count *= static_cast<uint64_t>(size);
+      if (size != 0 && count > limits::kMaxTensorBytes / static_cast<uint64_t>(size)) count = limits::kMaxTensorBytes + 1;
+      else count *= static_cast<uint64_t>(size);
     }
+  if (count > limits::kMaxTensorBytes)
+    invalid(std::string(what) + " '" + name + "' has more elements than kiln's limit of " + number(limits::kMaxTensorBytes) +
+            " bytes per tensor allows");
   if (value->byte_size() < 0 ||
       static_cast<uint64_t>(value->byte_size()) != count * kiln_dtype_size(static_cast<kiln_dtype>(value->dtype())))
     invalid(std::string(what) + " '" + name + "' has a byte size that does not match its shape and dtype");
+}
+
+// Bound by name, so each name must be unique among the inputs (outputs).
+void check_unique_names(const flatbuffers::Vector<flatbuffers::Offset<plan_fb::Value>>& values, const char* what) {
+  std::set<std::string_view> names;
+  for (const plan_fb::Value* value : values)
+    if (!names.insert(value->name()->string_view()).second)
+      invalid(std::string("two ") + what + "s are named '" + value->name()->str() + "'");
 }
 
 // What the verifier cannot know: that every index and offset the runtime will follow is in range.
@@ -51,8 +71,19 @@ void check_consistency(const plan_fb::Plan& plan, uint64_t weights_size) {
   for (size_t i = 0; i < plan.outputs()->size(); ++i) {
     const plan_fb::Value* value = plan.outputs()->Get(static_cast<flatbuffers::uoffset_t>(i));
     check_value(value, "output");
-    if (value->same_as_output() >= static_cast<int>(i)) invalid("an output copies a later output");
+    int source = value->same_as_output();
+    if (source >= static_cast<int>(i)) invalid("an output copies a later output");
+    if (source < -1) invalid("output '" + value->name()->str() + "' copies output " + std::to_string(source));
+    // The runtime copies byte_size bytes from the source: it must be as large, and the same value.
+    if (source >= 0) {
+      const plan_fb::Value* copied = plan.outputs()->Get(static_cast<flatbuffers::uoffset_t>(source));
+      if (copied->dtype() != value->dtype() || copied->byte_size() != value->byte_size())
+        invalid("output '" + value->name()->str() + "' copies output '" + copied->name()->str() +
+                "', which has another dtype or size");
+    }
   }
+  check_unique_names(*plan.inputs(), "input");
+  check_unique_names(*plan.outputs(), "output");
   if (plan.arena_bytes() < 0) invalid("a negative arena size");
   for (const plan_fb::Kernel* kernel : *plan.kernels()) {
     if (kernel->symbol() == nullptr || kernel->slots() == nullptr) invalid("a kernel without a symbol or slots");
@@ -80,7 +111,9 @@ void check_consistency(const plan_fb::Plan& plan, uint64_t weights_size) {
                static_cast<uint64_t>(slot->offset()) + static_cast<uint64_t>(slot->size()) <= weights_size;
           break;
         case plan_fb::SlotKind_Arena:
-          ok = ok && slot->offset() % 64 == 0 && slot->offset() + slot->size() <= plan.arena_bytes();
+          // offset <= arena - size: offset + size could overflow int64 and wrap below the arena.
+          ok = ok && slot->offset() % 64 == 0 && slot->size() <= plan.arena_bytes() &&
+               slot->offset() <= plan.arena_bytes() - slot->size();
           break;
         default: ok = false;
       }

@@ -430,8 +430,9 @@ Tensor Tensor::reshape(Shape new_shape) const {
       inferred = static_cast<int64_t>(i);
     } else if (new_shape[i] < 0) {
       throw UserError(str_cat("reshape: negative dimension in ", shape_string(new_shape)));
-    } else {
-      known *= new_shape[i];
+    } else if (__builtin_mul_overflow(known, new_shape[i], &known)) {
+      // Checked: a wrapped product could match numel() and let a shape of 2^66 elements through.
+      throw UserError(str_cat("reshape: ", shape_string(new_shape), " has more elements than fit in 64 bits"));
     }
   }
   if (inferred >= 0) {

@@ -60,6 +60,7 @@ PlanRunner::PlanRunner(PlanBytes bytes, const PlanRunnerOptions& options) : byte
   const plan_fb::Plan& meta = *plan_.metadata;
   inputs_ = values_of(*meta.inputs());
   outputs_ = values_of(*meta.outputs());
+  lay_out_context();  // before any code is loaded: a plan over the memory limit loads nothing
 
   code_fd_ = ::memfd_create("kiln-plan", MFD_CLOEXEC);
   if (code_fd_ < 0) throw PlanError(KILN_ERROR_IO, std::string("memfd_create failed: ") + std::strerror(errno));
@@ -124,12 +125,32 @@ void PlanRunner::load_launches() {
     }
     launches_.push_back(launch);
   }
-  context_bytes_ = align_up(static_cast<uint64_t>(meta.arena_bytes()));
+}
+
+void PlanRunner::lay_out_context() {
+  // Checked sums: a corrupt plan's sizes must not wrap into a small allocation that the kernels
+  // then overrun. The reader bounds each value's bytes; the arena is only known to be >= 0.
+  auto add = [](uint64_t total, uint64_t bytes) {
+    if (total > UINT64_MAX - kAlignment || bytes > UINT64_MAX - kAlignment - total)
+      throw PlanError(KILN_ERROR_OUT_OF_MEMORY, "the plan's scratch memory per run is more than 2^64 bytes");
+    return total + align_up(bytes);
+  };
+  context_bytes_ = add(0, static_cast<uint64_t>(plan_.metadata->arena_bytes()));
   for (const auto* values : {&inputs_, &outputs_})
     for (const PlanValue& value : *values) {
       staging_offsets_.push_back(context_bytes_);
-      context_bytes_ += align_up(value.byte_size);
+      context_bytes_ = add(context_bytes_, value.byte_size);
     }
+  uint64_t limit = options_.max_memory_bytes;
+  if (limit > 0 && context_bytes_ > limit) {
+    uint64_t arena = align_up(static_cast<uint64_t>(plan_.metadata->arena_bytes()));
+    throw PlanError(KILN_ERROR_OUT_OF_MEMORY,
+                    "the plan needs " + std::to_string(context_bytes_) + " bytes of scratch memory per run (arena " +
+                        std::to_string(arena) + " bytes for intermediate values, staging " +
+                        std::to_string(context_bytes_ - arena) +
+                        " bytes for inputs and outputs), more than the limit options->max_memory_bytes = " +
+                        std::to_string(limit));
+  }
 }
 
 PlanRunner::~PlanRunner() { unload(); }
@@ -229,6 +250,24 @@ void PlanRunner::bind(const kiln_tensor* given, size_t count, const std::vector<
   }
 }
 
+// Outputs must not overlap inputs or each other (kiln.h): a kernel would read what another has
+// already overwritten, a wrong answer with no error. Empty tensors overlap nothing.
+void PlanRunner::check_overlaps(const RunContext& context) const {
+  auto overlap = [](const kiln_tensor& a, uint64_t a_bytes, const kiln_tensor& b, uint64_t b_bytes) {
+    auto a_begin = reinterpret_cast<uintptr_t>(a.data), b_begin = reinterpret_cast<uintptr_t>(b.data);
+    return a_bytes > 0 && b_bytes > 0 && a_begin < b_begin + b_bytes && b_begin < a_begin + a_bytes;
+  };
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const kiln_tensor& output = *context.bound_outputs[i];
+    for (size_t j = 0; j < inputs_.size(); ++j)
+      if (overlap(output, outputs_[i].byte_size, *context.bound_inputs[j], inputs_[j].byte_size))
+        bad_argument("output '" + outputs_[i].name + "' overlaps input '" + inputs_[j].name + "'");
+    for (size_t j = 0; j < i; ++j)
+      if (overlap(output, outputs_[i].byte_size, *context.bound_outputs[j], outputs_[j].byte_size))
+        bad_argument("output '" + outputs_[i].name + "' overlaps output '" + outputs_[j].name + "'");
+  }
+}
+
 namespace {
 
 // One kernel handed to the caller's parallel_for: chunk i is [i * chunk, min((i + 1) * chunk, extent)).
@@ -297,6 +336,7 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
 
   bind(inputs, input_count, inputs_, false, *context);
   bind(outputs, output_count, outputs_, true, *context);
+  check_overlaps(*context);
   auto* memory = static_cast<unsigned char*>(context->memory);
   for (size_t i = 0; i < inputs_.size(); ++i) {
     void* data = context->bound_inputs[i]->data;

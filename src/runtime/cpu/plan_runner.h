@@ -34,6 +34,7 @@ struct PlanRunnerOptions {
   int thread_count = 0;  // > 0: a pool of its own
   kiln_parallel_for_function parallel_for = nullptr;
   void* parallel_for_user_data = nullptr;
+  uint64_t max_memory_bytes = 0;  // > 0: refuse plans whose run context is larger (OUT_OF_MEMORY)
 };
 
 // Told the start and end of every launch, and of every chunk of it, for `kiln bench --trace`
@@ -87,12 +88,14 @@ class PlanRunner {
   };
   std::unique_ptr<RunContext> new_context() const;
   void load_launches();
+  void lay_out_context();  // context_bytes_ and staging_offsets_, checked against max_memory_bytes
   void unload();
   void log(kiln_log_level level, const std::string& message) const;
   void* allocate_context_memory() const;
   void free_context_memory(void* memory) const;
   void bind(const kiln_tensor* given, size_t count, const std::vector<PlanValue>& expected, bool outputs,
             RunContext& context) const;
+  void check_overlaps(const RunContext& context) const;  // PlanError naming the two tensors
 
   PlanBytes bytes_;
   VerifiedPlan plan_;
