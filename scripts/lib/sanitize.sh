@@ -48,7 +48,7 @@ kiln_sanitize_setup() {
 kiln_sanitize_run() {
   local dir=$1 suites_name=$2[@]
   shift 2
-  local suites=() suite_args=() suite targets
+  local suites=() suite_args=() suite targets started=$SECONDS status=0
   ninja -C "$dir" build.ninja >/dev/null || return   # introspection must see the current meson.build
   mapfile -t suites < <(python3 scripts/lib/suite_targets.py --present "$dir" "${!suites_name}")
   echo "== $dir: suites ${suites[*]} (asked: ${!suites_name})"
@@ -57,5 +57,7 @@ kiln_sanitize_run() {
   # shellcheck disable=SC2086  # one target per word
   ninja -C "$dir" $targets || return
   kiln_sanitizer_environment
-  meson test -C "$dir" --no-rebuild --print-errorlogs --timeout-multiplier 4 "${suite_args[@]}" "$@"
+  meson test -C "$dir" --no-rebuild --print-errorlogs --timeout-multiplier 4 "${suite_args[@]}" "$@" || status=$?
+  echo "== $dir: built and tested in $((SECONDS - started)) s"
+  return $status
 }
