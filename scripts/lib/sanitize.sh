@@ -52,6 +52,10 @@ kiln_sanitize_run() {
   ninja -C "$dir" build.ninja >/dev/null || return   # introspection must see the current meson.build
   mapfile -t suites < <(python3 scripts/lib/suite_targets.py --present "$dir" "${!suites_name}")
   echo "== $dir: suites ${suites[*]} (asked: ${!suites_name})"
+  if [ ${#suites[@]} -eq 0 ]; then
+    echo "== $dir: none of these suites is defined here" >&2
+    return 1
+  fi
   for suite in "${suites[@]}"; do suite_args+=(--suite "$suite"); done
   targets=$(python3 scripts/lib/suite_targets.py "$dir" "${suites[@]}")
   # shellcheck disable=SC2086  # one target per word
