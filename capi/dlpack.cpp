@@ -17,7 +17,7 @@ kiln_status invalid(const char* function, const std::string& what) {
 // The kiln_dtype of a DLPack element type, or 0 when kiln has none.
 int dtype_of(DLDataType type) {
   switch (type.code) {
-    case kDLBool: return type.bits == 8 ? KILN_DTYPE_BOOL : 0;
+    case kDLBool: return type.bits == 8 ? int{KILN_DTYPE_BOOL} : 0;
     case kDLInt:
       switch (type.bits) {
         case 8: return KILN_DTYPE_INT8;
@@ -41,7 +41,7 @@ int dtype_of(DLDataType type) {
         case 64: return KILN_DTYPE_FLOAT64;
       }
       return 0;
-    case kDLBfloat: return type.bits == 16 ? KILN_DTYPE_BFLOAT16 : 0;
+    case kDLBfloat: return type.bits == 16 ? int{KILN_DTYPE_BFLOAT16} : 0;
   }
   return 0;
 }

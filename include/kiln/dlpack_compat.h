@@ -27,8 +27,13 @@ typedef struct {
   uint32_t minor;
 } DLPackVersion;
 
-/* Where a tensor's memory lives. kiln reads and writes kDLCPU memory only. */
+/* Where a tensor's memory lives. kiln reads and writes kDLCPU memory only. C++ sees DLPack's own
+ * fixed type, so that a device code kiln does not know is a value it can reject, not undefined. */
+#ifdef __cplusplus
+typedef enum : int32_t {
+#else
 typedef enum {
+#endif
   kDLCPU = 1,
   kDLCUDA = 2,
   kDLCUDAHost = 3,

@@ -28,6 +28,16 @@ extern "C" {
 #define KILN_API __attribute__((visibility("default")))
 #endif
 
+/* The enums below take any value of their C type from a C caller (a bad dtype is an error kiln
+ * reports, not undefined behaviour), so C++ sees them with a fixed underlying type: without one, a
+ * value outside the enumerators would be undefined in libkiln, which is C++. int has the size and
+ * calling convention of the type C compilers give these enums, so the ABI is the same. */
+#ifdef __cplusplus
+#define KILN_ENUM_TYPE : int
+#else
+#define KILN_ENUM_TYPE
+#endif
+
 /* The version of the library actually loaded, as "MAJOR.MINOR.PATCH". Compare with
  * KILN_VERSION_STRING to detect a header/library mismatch. Thread-safe; never fails. */
 KILN_API const char* kiln_version(void);
@@ -39,7 +49,7 @@ KILN_API int kiln_version_number(void);
 
 /* What every fallible call returns. On an error the call's out-parameters are left untouched and a
  * message saying what went wrong can be read with kiln_error_message(). Values never change. */
-typedef enum kiln_status {
+typedef enum kiln_status KILN_ENUM_TYPE {
   KILN_OK = 0,
   KILN_ERROR_INVALID_ARGUMENT = 1, /* a NULL pointer, wrong input count/name/dtype/shape/size */
   KILN_ERROR_IO = 2,               /* the plan file cannot be opened or read */
@@ -67,7 +77,7 @@ KILN_API const char* kiln_error_message(void);
 /* ---- Element types ---------------------------------------------------------------------------- */
 
 /* Element types of plan inputs and outputs. Values never change. */
-typedef enum kiln_dtype {
+typedef enum kiln_dtype KILN_ENUM_TYPE {
   KILN_DTYPE_BOOL = 1, /* one byte, 0 or 1 */
   KILN_DTYPE_INT8 = 2,
   KILN_DTYPE_INT16 = 3,
@@ -216,7 +226,7 @@ typedef struct kiln_allocator {
 } kiln_allocator;
 
 /* Severity of a log line. */
-typedef enum kiln_log_level {
+typedef enum kiln_log_level KILN_ENUM_TYPE {
   KILN_LOG_DEBUG = 0,
   KILN_LOG_INFO = 1,
   KILN_LOG_WARNING = 2,

@@ -300,6 +300,14 @@ static int misuse(const char* plan_path) {
     wrong.dtype = KILN_DTYPE_INT32;
     expect_error(kiln_plan_run(plan, &wrong, 1, &output, 1), KILN_ERROR_INVALID_ARGUMENT,
                  "has dtype int32, the plan expects float32", "wrong input dtype");
+    /* A value that is no kiln_dtype is valid C; libkiln (C++) must reject it without undefined
+     * behaviour (UBSan in the sanitizer builds, docs/sanitizers.md). */
+    wrong.dtype = (kiln_dtype)99;
+    expect_error(kiln_plan_run(plan, &wrong, 1, &output, 1), KILN_ERROR_INVALID_ARGUMENT,
+                 "has dtype unknown, the plan expects float32", "input dtype out of the enum");
+    CHECK(strcmp(kiln_dtype_name((kiln_dtype)99), "unknown") == 0 && kiln_dtype_size((kiln_dtype)-1) == 0 &&
+              strcmp(kiln_status_string((kiln_status)99), "unknown status") == 0,
+          "enum values out of range: a name, a size and a status string");
     wrong = input;
     for (k = 0; k < input.rank; ++k) wrong_shape[k] = input.shape[k];
     wrong_shape[input.rank - 1] -= 1;
