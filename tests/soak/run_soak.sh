@@ -8,8 +8,10 @@
 #                (KILN_SOAK_SCALE=0.002 and 0.01): no invalid access and no leaked block (definite,
 #                indirect or possible; valgrind.supp lists the one block kept on purpose). The plans
 #                are compiled for x86-64-v3, as valgrind's emulated CPU lacks newer features.
-# KILN_SOAK_SCALE multiplies the counts (the sanitizer builds set it lower). Exits 77 (skipped) when
-# the model or valgrind is absent.
+# KILN_SOAK_SCALE multiplies the counts (the sanitizer builds set it lower); KILN_SOAK_RSS_LIMIT_KIB
+# sets the allowed RSS growth after warm-up (default 1024; the sanitizer builds lift it, as their
+# shadow memory, quarantine and race history grow RSS on their own). Exits 77 (skipped) when the
+# model or valgrind is absent.
 set -eu
 mode=$1 kiln=$2 soak=$3 data=$4
 tiny_model=/usr/share/libonnx-testdata/data/node/test_add/model.onnx
@@ -38,8 +40,8 @@ case "$mode" in
 esac
 
 case "$mode" in
-  tiny) "$soak" "$work/soak.kiln" 1000000 8 1000 ;;
-  mnist) "$soak" "$work/soak.kiln" 10000 8 200 ;;
+  tiny) "$soak" "$work/soak.kiln" 1000000 8 1000 "${KILN_SOAK_RSS_LIMIT_KIB:-1024}" ;;
+  mnist) "$soak" "$work/soak.kiln" 10000 8 200 "${KILN_SOAK_RSS_LIMIT_KIB:-1024}" ;;
   valgrind-*)
     # RSS under valgrind says nothing about kiln, so its growth limit is lifted; the leak check is
     # what these modes are for. The threads still overlap, on valgrind's serialised scheduler.
