@@ -90,7 +90,10 @@ NpyArray read_npy_file(const std::string& path) {
   if (!stream) throw UserError(str_cat("cannot open '", path, "'"));
   std::ostringstream buffer;
   buffer << stream.rdbuf();
-  const std::string data = buffer.str();
+  return parse_npy(buffer.str(), path);
+}
+
+NpyArray parse_npy(const std::string& data, const std::string& path) {
   if (data.size() < 10 || data.compare(0, 6, kMagic) != 0)
     throw UserError(str_cat("'", path, "' is not an .npy file (no \\x93NUMPY magic)"));
   unsigned major = static_cast<unsigned char>(data[6]);
