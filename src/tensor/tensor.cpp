@@ -430,8 +430,8 @@ Tensor Tensor::reshape(Shape new_shape) const {
       inferred = static_cast<int64_t>(i);
     } else if (new_shape[i] < 0) {
       throw UserError(str_cat("reshape: negative dimension in ", shape_string(new_shape)));
-    } else {
-      known *= new_shape[i];
+    } else if (__builtin_mul_overflow(known, new_shape[i], &known)) {
+      throw UserError(str_cat("reshape: ", shape_string(new_shape), " has more than 2^63 elements"));
     }
   }
   if (inferred >= 0) {
