@@ -9,6 +9,7 @@
 #include <limits>
 #include <queue>
 #include <set>
+#include <stdexcept>
 #include <unordered_set>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -563,6 +564,10 @@ void build_node(const BuildContext& context, const onnx::NodeProto& proto, Scope
     const std::string prefix = node.describe();
     if (std::string_view(error.what()).substr(0, prefix.size()) == prefix) throw;
     throw UserError(str_cat(prefix, ": ", error.what()));
+  } catch (const std::out_of_range&) {
+    // Builders read model-given lists with .at(): a list shorter than the op needs (CumSum with an
+    // empty axis tensor) is the model's error, not a crash (found by tests/fuzz onnx).
+    node.fail("an input or attribute holds fewer values than the op needs");
   }
   if (auto input = node.unexpected_narrow_input())
     node.fail(str_cat("unsupported: input ", *input, " has ONNX type ", onnx_type_name(node.input_elem_type(*input)),
