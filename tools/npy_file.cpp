@@ -90,7 +90,10 @@ NpyArray read_npy_file(const std::string& path) {
   if (!stream) throw UserError(str_cat("cannot open '", path, "'"));
   std::ostringstream buffer;
   buffer << stream.rdbuf();
-  const std::string data = buffer.str();
+  return parse_npy(buffer.str(), path);
+}
+
+NpyArray parse_npy(const std::string& data, const std::string& path) {
   if (data.size() < 10 || data.compare(0, 6, kMagic) != 0)
     throw UserError(str_cat("'", path, "' is not an .npy file (no \\x93NUMPY magic)"));
   unsigned major = static_cast<unsigned char>(data[6]);
@@ -112,11 +115,13 @@ NpyArray read_npy_file(const std::string& path) {
   array.dtype = dtype_of_descr(header_value(header, "descr", path), path);
   std::string fortran = header_value(header, "fortran_order", path);
   array.shape = parse_shape(header_value(header, "shape", path), path);
-  size_t count = 1;
-  for (int64_t size : array.shape) count *= static_cast<size_t>(size);
+  // The byte count must not wrap: a shape whose product overflows would otherwise pass as a short body.
+  size_t body = kiln_dtype_size(array.dtype);
+  for (int64_t size : array.shape)
+    if (__builtin_mul_overflow(body, static_cast<size_t>(size), &body))
+      throw UserError(str_cat("'", path, "': .npy shape ", header_value(header, "shape", path), " is too large"));
   if (fortran.rfind("True", 0) == 0 && array.shape.size() > 1)
     throw UserError(str_cat("'", path, "': Fortran-order .npy arrays are not supported (save a C-order copy)"));
-  size_t body = count * kiln_dtype_size(array.dtype);
   size_t data_start = header_start + header_length;
   if (data.size() - data_start < body)
     throw UserError(str_cat("'", path, "': truncated .npy data (", data.size() - data_start, " bytes, ", body,

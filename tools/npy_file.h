@@ -20,6 +20,8 @@ struct NpyArray {
 // Reads `path`; throws kiln::UserError naming the file and what is wrong: not an .npy file, a
 // Fortran-order or big-endian array, a dtype kiln has no equivalent for, or a truncated body.
 NpyArray read_npy_file(const std::string& path);
+// The same for the bytes of an .npy file in memory; `name` stands for the path in the errors.
+NpyArray parse_npy(const std::string& data, const std::string& name);
 
 // Writes `array` as a version 1.0 .npy file (throws kiln::UserError when the file cannot be written).
 void write_npy_file(const std::string& path, const NpyArray& array);

@@ -14,24 +14,6 @@
 
 namespace kiln::tools {
 
-NamedTensor read_tensor_file(const std::string& path) {
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream) throw UserError(str_cat("cannot open '", path, "'"));
-  std::ostringstream bytes;
-  bytes << stream.rdbuf();
-  const std::string data = bytes.str();
-  if (data.size() > static_cast<size_t>(INT_MAX)) throw UserError(str_cat("'", path, "' is too large (2 GB or more)"));
-  onnx::TensorProto proto;
-  if (!proto.ParseFromArray(data.data(), static_cast<int>(data.size())))
-    throw UserError(str_cat("'", path, "' is not a serialized ONNX TensorProto (a sequence, map or optional value?)"));
-  std::string directory = std::filesystem::path(path).parent_path().string();
-  try {
-    return {proto.name(), onnx_import::tensor_from_proto(proto, directory.empty() ? "." : directory), proto.data_type()};
-  } catch (const Error& error) {
-    throw UserError(str_cat("'", path, "': ", error.what()));
-  }
-}
-
 namespace {
 
 using onnx_import::OnnxValue;
@@ -49,6 +31,17 @@ std::string read_file_bytes(const std::string& path) {
 std::string directory_of(const std::string& path) {
   std::string directory = std::filesystem::path(path).parent_path().string();
   return directory.empty() ? std::string(".") : directory;
+}
+
+NamedTensor tensor_from_bytes(const std::string& data, const std::string& name, const std::string& directory) {
+  onnx::TensorProto proto;
+  if (!proto.ParseFromArray(data.data(), static_cast<int>(data.size())))
+    throw UserError(str_cat("'", name, "' is not a serialized ONNX TensorProto (a sequence, map or optional value?)"));
+  try {
+    return {proto.name(), onnx_import::tensor_from_proto(proto, directory), proto.data_type()};
+  } catch (const Error& error) {
+    throw UserError(str_cat("'", name, "': ", error.what()));
+  }
 }
 
 OnnxValue sequence_from_proto(const onnx::SequenceProto& proto, const std::string& directory,
@@ -74,26 +67,35 @@ OnnxValue optional_from_proto(const onnx::OptionalProto& proto, const std::strin
 
 }  // namespace
 
-NamedValue read_value_file(const std::string& path, OnnxValue::Kind kind, std::optional<ScalarType> element_type) {
+NamedTensor read_tensor_file(const std::string& path) {
+  return tensor_from_bytes(read_file_bytes(path), path, directory_of(path));
+}
+
+NamedValue parse_value_bytes(const std::string& data, const std::string& name, const std::string& directory,
+                             OnnxValue::Kind kind, std::optional<ScalarType> element_type) {
+  if (data.size() > static_cast<size_t>(INT_MAX)) throw UserError(str_cat("'", name, "' is too large (2 GB or more)"));
   if (kind == OnnxValue::Kind::Tensor) {
-    NamedTensor tensor = read_tensor_file(path);
+    NamedTensor tensor = tensor_from_bytes(data, name, directory);
     return {tensor.name, OnnxValue(tensor.tensor), tensor.elem_type};
   }
-  const std::string data = read_file_bytes(path);
   try {
     if (kind == OnnxValue::Kind::Sequence) {
       onnx::SequenceProto proto;
       if (!proto.ParseFromArray(data.data(), static_cast<int>(data.size())))
         throw UserError("not a serialized ONNX SequenceProto");
-      return {proto.name(), sequence_from_proto(proto, directory_of(path), element_type)};
+      return {proto.name(), sequence_from_proto(proto, directory, element_type)};
     }
     onnx::OptionalProto proto;
     if (!proto.ParseFromArray(data.data(), static_cast<int>(data.size())))
       throw UserError("not a serialized ONNX OptionalProto");
-    return {proto.name(), optional_from_proto(proto, directory_of(path), element_type)};
+    return {proto.name(), optional_from_proto(proto, directory, element_type)};
   } catch (const Error& error) {
-    throw UserError(str_cat("'", path, "': ", error.what()));
+    throw UserError(str_cat("'", name, "': ", error.what()));
   }
+}
+
+NamedValue read_value_file(const std::string& path, OnnxValue::Kind kind, std::optional<ScalarType> element_type) {
+  return parse_value_bytes(read_file_bytes(path), path, directory_of(path), kind, element_type);
 }
 
 }  // namespace kiln::tools

@@ -34,4 +34,9 @@ struct NamedValue {
 NamedValue read_value_file(const std::string& path, onnx_import::OnnxValue::Kind kind,
                            std::optional<ScalarType> element_type = std::nullopt);
 
+// read_value_file on bytes already in memory (the fuzz targets use it): `name` labels the errors
+// and external data is resolved inside `directory` (empty: a tensor with external data is an error).
+NamedValue parse_value_bytes(const std::string& data, const std::string& name, const std::string& directory,
+                             onnx_import::OnnxValue::Kind kind, std::optional<ScalarType> element_type = std::nullopt);
+
 }  // namespace kiln::tools

@@ -9,6 +9,7 @@
 #include <limits>
 #include <queue>
 #include <set>
+#include <stdexcept>
 #include <unordered_set>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -595,13 +596,19 @@ void build_node(const BuildContext& context, const onnx::NodeProto& proto, Scope
     const std::string prefix = node.describe();
     if (std::string_view(error.what()).substr(0, prefix.size()) == prefix) throw;
     throw UserError(str_cat(prefix, ": ", error.what()));
+  } catch (const std::out_of_range&) {
+    // Builders read model-given lists with .at(): a list shorter than the op needs (CumSum with an
+    // empty axis tensor) is the model's error, not a crash (found by tests/fuzz onnx).
+    node.fail("an input or attribute holds fewer values than the op needs");
   }
   if (auto input = node.unexpected_narrow_input())
     node.fail(str_cat("unsupported: input ", *input, " has ONNX type ", onnx_type_name(node.input_elem_type(*input)),
                       ", which kiln has no dtype for and this op does not take"));
+  // Builders return at most the outputs a node lists, so more results mean the model lists fewer
+  // outputs than the op must produce (a Relu with none): the model's error (found by tests/fuzz onnx).
   if (results.size() > static_cast<size_t>(proto.output_size()))
-    throw_internal_error(str_cat(node.describe(), ": the builder returned ", results.size(), " outputs but the node has ",
-                                 proto.output_size()));
+    node.fail(str_cat("the node lists ", proto.output_size(), " outputs, fewer than the ", results.size(), " that ",
+                      proto.op_type(), " produces"));
   for (size_t i = 0; i < results.size(); ++i) {
     const std::string& name = proto.output(static_cast<int>(i));
     if (name.empty() || !results[i].defined()) continue;  // an optional output the builder does not produce

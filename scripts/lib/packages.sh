@@ -14,6 +14,10 @@ KILN_PACKAGES=(
   cmake                                # tests/install: a CMake project uses the installed find_package(kiln)
 )
 
+# Only scripts/fuzz.sh needs these (clang with libFuzzer and the sanitizer runtimes); the default
+# build and test run do not install them.
+KILN_FUZZ_PACKAGES=(clang-19 libclang-rt-19-dev)
+
 # Installs missing packages when running as root; otherwise prints the command and fails.
 kiln_ensure_packages() {
   local missing=() package
@@ -40,4 +44,10 @@ kiln_build() {
     meson setup build --native-file scripts/llvm19-native.ini
   fi
   ninja -C build
+}
+
+# kiln_ensure_packages for the fuzzing toolchain (KILN_FUZZ_PACKAGES).
+kiln_ensure_fuzz_packages() {
+  local KILN_PACKAGES=("${KILN_FUZZ_PACKAGES[@]}")
+  kiln_ensure_packages
 }

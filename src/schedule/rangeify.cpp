@@ -141,7 +141,11 @@ class Rangeifier {
   explicit Rangeifier(const std::vector<UOpPtr>& outputs) {
     for (const UOpPtr& output : outputs) count_consumers(output);
     for (const UOpPtr& output : outputs) output_nodes_.insert(output.get());
-    for (const UOp* node : toposort(sink(outputs)))
+    // The SINK is named so that it outlives the loop: toposort returns raw pointers, the SINK's
+    // among them, and a temporary SINK would be freed before the loop reads it (a range-for keeps
+    // only the vector alive; found by tests/fuzz onnx).
+    UOpPtr root = sink(outputs);
+    for (const UOp* node : toposort(root))
       if (node->op() == Ops::REDUCE_AXIS && reduction_needs_own_kernel(node)) forced_.insert(node);
     for (const UOpPtr& output : outputs) {
       auto found = buffer_of_.find(output.get());

@@ -3,12 +3,17 @@
 
 #include "support/error.h"
 #include "tensor/tensor_data.h"
+#include "tensor/tensor_internal.h"
 
 namespace kiln {
 
 int64_t shape_numel(const Shape& shape) {
+  // A model can declare any sizes; a product past int64 is refused rather than wrapped (signed
+  // overflow is undefined; found by tests/fuzz onnx).
   int64_t count = 1;
-  for (int64_t size : shape) count *= size;
+  for (int64_t size : shape)
+    if (__builtin_mul_overflow(count, size, &count))
+      throw UserError(str_cat("the shape ", shape_string(shape), " has more than 2^63 elements"));
   return count;
 }
 

@@ -107,6 +107,9 @@ Geometry geometry(const Tensor& x, const Tensor& weight, const ConvOptions& opti
   g.pad_top = pads[0], g.pad_left = pads[1], g.pad_bottom = pads[2], g.pad_right = pads[3];
   g.out_height = g.height + g.pad_top + g.pad_bottom - 2;
   g.out_width = g.width + g.pad_left + g.pad_right - 2;
+  // An empty output has no tiles (winograd_eligible refuses it); the tile count must not divide
+  // below (an input narrower than the kernel made it divide by zero; found by tests/fuzz onnx).
+  if (g.out_height <= 0 || g.out_width <= 0) return g;
   g.tile_rows = (g.out_height + kTile - 1) / kTile;
   g.tile_columns = (g.out_width + kTile - 1) / kTile;
   int64_t tiles = g.tile_rows * g.tile_columns;
