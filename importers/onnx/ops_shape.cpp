@@ -5,6 +5,9 @@
 #include <limits>
 
 #include "op_helpers.h"
+#include "support/error.h"
+#include "support/int128.h"
+#include "support/limits.h"
 #include "op_registry.h"
 
 namespace kiln::onnx_import {
@@ -264,11 +267,21 @@ Outputs range(const OnnxNode& node) {
   if (delta == 0) node.fail("delta must not be zero");
   // ONNX: max(ceil((limit − start) / delta), 0) elements, start + i·delta.
   if (is_integral(type)) {
+    // Exact in int64 (a double loses integers past 2^53); the count in 128 bits, as last - first
+    // may not fit in 64, and checked against the tensor limit before anything is built: the
+    // values stay a lazy arange, never a host vector of the whole count.
     int64_t first = node.input_ints(0).at(0), last = node.input_ints(1).at(0), step = node.input_ints(2).at(0);
-    int64_t count = std::max<int64_t>(0, (last - first + step + (step > 0 ? -1 : 1)) / step);
-    std::vector<int64_t> values;
-    for (int64_t i = 0; i < count; ++i) values.push_back(first + i * step);
-    return {int64_vector(values).cast(type)};
+    int128 span = static_cast<int128>(last) - first;
+    int128 count = std::max<int128>(0, (span + step + (step > 0 ? -1 : 1)) / step);
+    if (count > static_cast<int128>(limits::kMaxTensorBytes))
+      node.fail(str_cat("start ", first, ", limit ", last, " and delta ", step, " make more than ",
+                        limits::kMaxTensorBytes, " elements, past kiln's limit of bytes per tensor (docs/limits.md)"));
+    auto elements = static_cast<int64_t>(count);
+    if (std::string problem = tensor_limit_problem({elements}, type); !problem.empty()) node.fail("output " + problem);
+    // Exact int64 scalars (Tensor::scalar takes a double).
+    Tensor values = Tensor::arange(elements, ScalarType::Int64) * int64_vector({step}).reshape({}) +
+                    int64_vector({first}).reshape({});
+    return {values.cast(type)};
   }
   return {Tensor::arange(start, limit, delta, type)};
 }

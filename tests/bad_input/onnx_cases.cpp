@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,23 @@ onnx::TensorProto int64_tensor(const std::string& name, const std::vector<int64_
   tensor.add_dims(static_cast<int64_t>(values.size()));
   for (int64_t value : values) tensor.add_int64_data(value);
   return tensor;
+}
+
+// Range(start, limit, delta) → y, the three int64 scalars initializers.
+onnx::ModelProto range_model(int64_t start, int64_t limit, int64_t delta) {
+  onnx::ModelProto model = empty_model();
+  onnx::GraphProto* graph = model.mutable_graph();
+  const char* names[] = {"start", "limit", "delta"};
+  int64_t values[] = {start, limit, delta};
+  for (int i = 0; i < 3; ++i) {
+    onnx::TensorProto* scalar = graph->add_initializer();
+    scalar->set_name(names[i]);
+    scalar->set_data_type(onnx::TensorProto_DataType_INT64);
+    scalar->add_int64_data(values[i]);
+  }
+  add_node(graph, "Range", {"start", "limit", "delta"}, {"y"}, "range");
+  add_value(graph->mutable_output(), "y", {4});
+  return model;
 }
 
 // x (1) → `op`(x, shape) → y, with `shape` an initializer: Reshape or Expand to a hostile shape.
@@ -232,6 +250,14 @@ Area onnx_area(const std::string& work) {
   add("reshape_count_overflow", INVALID,
       {"node 'reshape' (Reshape, opset 17)", "(4294967296, 4294967296, 4) has more elements than fit in 64 bits"},
       [] { return shape_op_model("Reshape", {int64_t{1} << 32, int64_t{1} << 32, 4}); });
+  // Range (integers) built a host vector of every value before any limit applied: a count of 2^62
+  // hung the build, and limit - start overflowed int64 (a silent empty output for the full range).
+  add("range_huge_count", INVALID,
+      {"node 'range' (Range, opset 17)", "make more than 1099511627776 elements"},
+      [] { return range_model(0, int64_t{1} << 62, 1); });
+  add("range_span_overflow", INVALID,
+      {"node 'range' (Range, opset 17)", "start -9223372036854775808, limit 9223372036854775807 and delta 1"},
+      [] { return range_model(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), 1); });
   return area;
 }
 
