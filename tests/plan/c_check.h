@@ -21,7 +21,7 @@ static int failures = 0;
     }                                                           \
   } while (0)
 
-static void expect_error(kiln_status status, kiln_status expected, const char* text, const char* what) {
+static inline void expect_error(kiln_status status, kiln_status expected, const char* text, const char* what) {
   const char* message = kiln_error_message();
   CHECK(status == expected, "%s: status %s, expected %s (message: %s)", what, kiln_status_string(status),
         kiln_status_string(expected), message);

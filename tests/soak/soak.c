@@ -24,20 +24,9 @@
 #include <unistd.h>
 
 #include "kiln/kiln.h"
+#include "plan/c_check.h" /* CHECK and the failure count */
 
 enum { kDistinctInputSets = 4, kSamples = 10, kMaxThreads = 64 };
-
-static int failures = 0;
-
-#define CHECK(condition, ...)                                 \
-  do {                                                        \
-    if (!(condition)) {                                       \
-      fprintf(stderr, "%s:%d: FAILED: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                           \
-      fprintf(stderr, "\n");                                  \
-      ++failures;                                             \
-    }                                                         \
-  } while (0)
 
 static long resident_kib(void) {
   long pages_total = 0, pages_resident = 0;
