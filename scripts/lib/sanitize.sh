@@ -14,7 +14,10 @@ KILN_ASAN_RUNTIME_SUITES=(plan capi concurrency soak)
 # otherwise only change the exit status at the end). Suppressions are for third-party code only,
 # each with its reason, in tests/sanitizers/.
 kiln_sanitizer_environment() {
-  export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1"
+  # use_sigaltstack=0: LLVM gives each thread that compiles a malloc'd alternate signal stack,
+  # and ASan, which unmaps the thread's alternate stack at thread exit as if it were its own,
+  # then stops with "unable to unmap" when the compile thread (src/support/large_stack.cpp) ends.
+  export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1:use_sigaltstack=0"
   export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
   local suppressions
