@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "codegen/cpu_codegen.h"
 #include "codegen/target.h"
@@ -21,6 +22,7 @@
 #include "passes/pipeline.h"
 #include "plan/plan_writer.h"
 #include "support/error.h"
+#include "support/large_stack.h"
 
 namespace kiln::tools {
 namespace {
@@ -99,10 +101,17 @@ int tune(const Options& options) {
   onnx_import::OnnxCompileOptions compile_options;
   compile_options.shapes = options.shapes;
   compile_options.progress = say;
-  onnx_import::OnnxGraph graph = onnx_import::build_onnx_graph(options.model_path, compile_options);
   PlanWriteOptions write_options;
   write_options.progress = say;
-  PlanSchedule planned = schedule_plan(graph.outputs, write_options);
+  // Import and scheduling recurse as deep as the graph: on a large stack, as `kiln compile` runs them.
+  // The graph outlives the lambda: the schedule's weight buffers belong to its tensors.
+  onnx_import::OnnxGraph graph;
+  std::optional<PlanSchedule> scheduled;
+  run_on_large_stack([&] {
+    graph = onnx_import::build_onnx_graph(options.model_path, compile_options);
+    scheduled = schedule_plan(graph.outputs, write_options);
+  });
+  PlanSchedule& planned = *scheduled;
   const Schedule& schedule = planned.schedule;
   const std::string target = cpu_target_id();
   const TargetCaps& caps = host_cpu_caps();

@@ -21,6 +21,7 @@
 #include "onnx/onnx_pb.h"
 #include "op_helpers.h"
 #include "support/error.h"
+#include "support/large_stack.h"
 #include "support/limits.h"
 
 namespace kiln::onnx_import {
@@ -764,6 +765,15 @@ std::vector<std::pair<std::string, OnnxValue>> OnnxModel::build_values(
 }
 
 std::vector<std::pair<std::string, OnnxValue>> OnnxModel::run_values(
+    const std::vector<std::pair<std::string, OnnxValue>>& inputs, const OpRegistry& registry) const {
+  // Building, folding and realizing recurse as deep as the graph; run them all on a stack sized for
+  // that, as `kiln compile` does (support/large_stack.h).
+  std::vector<std::pair<std::string, OnnxValue>> outputs;
+  run_on_large_stack([&] { outputs = run_values_here(inputs, registry); });
+  return outputs;
+}
+
+std::vector<std::pair<std::string, OnnxValue>> OnnxModel::run_values_here(
     const std::vector<std::pair<std::string, OnnxValue>>& inputs, const OpRegistry& registry) const {
   std::vector<std::pair<std::string, OnnxValue>> outputs = build_values(inputs, registry);
   std::vector<Tensor*> to_realize;

@@ -112,6 +112,9 @@ class OnnxModel {
  private:
   OnnxModel();
   void validate_and_index();
+  // run_values on the calling thread's stack (run_values calls it on a large one).
+  std::vector<std::pair<std::string, OnnxValue>> run_values_here(
+      const std::vector<std::pair<std::string, OnnxValue>>& inputs, const OpRegistry& registry) const;
   std::unordered_map<std::string, OnnxValue> bind_inputs(
       const std::vector<std::pair<std::string, OnnxValue>>& given) const;
 

@@ -9,6 +9,10 @@
 namespace kiln {
 namespace {
 
+// Set on the threads run_on_large_stack starts, so a nested call (an in-process run that realizes
+// tensors, each realize asking for a large stack again) runs in place instead of starting another.
+thread_local bool on_large_stack = false;
+
 struct LargeStackCall {
   FunctionRef<void()> body;
   std::exception_ptr failure;
@@ -16,6 +20,7 @@ struct LargeStackCall {
 
 void* run_call(void* argument) {
   auto* call = static_cast<LargeStackCall*>(argument);
+  on_large_stack = true;
   try {
     call->body();
   } catch (...) {
@@ -27,6 +32,10 @@ void* run_call(void* argument) {
 }  // namespace
 
 void run_on_large_stack(FunctionRef<void()> body, size_t stack_bytes) {
+  if (on_large_stack) {
+    body();
+    return;
+  }
   LargeStackCall call{body, nullptr};
   pthread_attr_t attributes;
   pthread_attr_init(&attributes);

@@ -13,6 +13,7 @@
 #include "support/debug.h"
 #include "support/error.h"
 #include "support/kernel_profile.h"
+#include "support/large_stack.h"
 #include "tensor/tensor_internal.h"
 
 namespace kiln {
@@ -91,18 +92,11 @@ void run_schedule(const Schedule& schedule, const std::vector<KernelFunction>& f
     for (const std::string& line : format_kernel_profile(timings)) debug_print(str_cat("  ", line));
 }
 
-void realize_tensors(const std::vector<Tensor*>& tensors) {
-  std::vector<Tensor*> pending;
-  std::vector<UOpPtr> outputs;
-  std::vector<const TensorData*> roots;
-  for (Tensor* tensor : tensors) {
-    if (tensor == nullptr || !tensor->defined()) throw UserError("realize: an empty Tensor");
-    if (is_realized(tensor->data())) continue;
-    pending.push_back(tensor);
-    outputs.push_back(tensor->data().node);
-    roots.push_back(&tensor->data());
-  }
-  if (pending.empty()) return;
+namespace {
+
+// The work of realize_tensors once it knows what is pending.
+void realize_pending(const std::vector<Tensor*>& pending, const std::vector<UOpPtr>& outputs,
+                     const std::vector<const TensorData*>& roots) {
   GraphBuffers buffers = collect_buffers(roots);
   const auto& inputs = buffers.data;
 
@@ -161,6 +155,25 @@ void realize_tensors(const std::vector<Tensor*>& tensors) {
     Shape shape = pending[i]->shape();
     *pending[i] = wrap_buffer(output_buffers[static_cast<size_t>(buffer)], shape);
   }
+}
+
+}  // namespace
+
+void realize_tensors(const std::vector<Tensor*>& tensors) {
+  std::vector<Tensor*> pending;
+  std::vector<UOpPtr> outputs;
+  std::vector<const TensorData*> roots;
+  for (Tensor* tensor : tensors) {
+    if (tensor == nullptr || !tensor->defined()) throw UserError("realize: an empty Tensor");
+    if (is_realized(tensor->data())) continue;
+    pending.push_back(tensor);
+    outputs.push_back(tensor->data().node);
+    roots.push_back(&tensor->data());
+  }
+  if (pending.empty()) return;
+  // Collecting buffers, scheduling and the rewrites recurse as deep as the graph: a deep model (or
+  // any large one under AddressSanitizer's bigger frames) needs more than a default thread's stack.
+  run_on_large_stack([&] { realize_pending(pending, outputs, roots); });
 }
 
 Tensor& Tensor::realize() {
