@@ -28,6 +28,7 @@
 #include "onnx_model.h"
 #include "support/error.h"
 #include "tensor_file.h"
+#include "via_plan.h"
 
 namespace kiln::tools {
 namespace {
@@ -63,6 +64,9 @@ void print_help(std::ostream& out) {
          "  --atol X         absolute tolerance (default 1e-7, the ONNX node tests' rule)\n"
          "  --report-only    exit with status 0 even when tests fail\n"
          "  -v, --verbose    also print 'PASS name' and 'SKIP name: reason' lines\n"
+         "  --via-plan       run each model as an application would: compiled to a plan (the `kiln compile`\n"
+         "                   path) and run through libkiln's C API, one plan per distinct set of input\n"
+         "                   shapes (plans have fixed shapes for now); tensor inputs and outputs only\n"
          "  --timings        print per passing test how long loading, the first run (graph build, kernel\n"
          "                   compile or cache load, run) and a second run of the first data set took\n"
          "  -h, --help       show this help\n";
@@ -72,6 +76,8 @@ enum class Outcome { Pass, Fail, Skip };
 
 // --timings: the child measures its test and reports the figures in its PASS message.
 bool g_measure_timings = false;
+// --via-plan: the child compiles plans and runs them through the C API instead of running in process.
+bool g_via_plan = false;
 
 double milliseconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -286,6 +292,27 @@ Result run_test(const fs::path& folder) {
   std::vector<std::string> required_inputs;
   for (const auto& info : model.inputs())
     if (!info.has_initializer) required_inputs.push_back(info.name);
+  std::optional<ViaPlanRunner> via_plan;
+  if (g_via_plan) {
+    for (const auto* values : {&model.inputs(), &model.outputs()})
+      for (const auto& info : *values)
+        if (info.typed && !info.is_tensor)
+          return {Outcome::Fail, str_cat("unsupported: --via-plan runs tensor inputs and outputs only; ",
+                                         values == &model.inputs() ? "input '" : "output '", info.name, "' is not a tensor")};
+    via_plan.emplace((folder / "model.onnx").string());
+  }
+  // One run of the model on a data set's inputs: in process, or through a plan.
+  auto run_model = [&](const std::vector<std::pair<std::string, onnx_import::OnnxValue>>& inputs) {
+    if (!via_plan) return model.run_values(inputs);
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (const auto& [name, value] : inputs) {
+      if (!value.is_tensor()) throw UserError(str_cat("unsupported: --via-plan input '", name, "' is a ", value.kind_name()));
+      tensors.emplace_back(name, value.tensor());
+    }
+    std::vector<std::pair<std::string, onnx_import::OnnxValue>> outputs;
+    for (auto& [name, tensor] : via_plan->run(tensors)) outputs.emplace_back(name, onnx_import::OnnxValue(tensor));
+    return outputs;
+  };
   for (const auto& data_set : data_sets) {
     const std::string set_name = data_set.filename().string();
     std::vector<std::pair<std::string, onnx_import::OnnxValue>> inputs;
@@ -306,12 +333,13 @@ Result run_test(const fs::path& folder) {
       inputs.emplace_back(input->name, input->value);
     }
     const auto run_start = std::chrono::steady_clock::now();
-    const auto outputs = model.run_values(inputs);
+    const auto outputs = run_model(inputs);
     if (g_measure_timings && timings.empty()) {
-      // The second run of the same inputs builds the graph again but finds every kernel loaded.
+      // The second run of the same inputs builds the graph again but finds every kernel loaded
+      // (--via-plan: runs the plan the first run compiled and loaded).
       const double first_ms = milliseconds_since(run_start);
       const auto again_start = std::chrono::steady_clock::now();
-      model.run_values(inputs);
+      run_model(inputs);
       timings = str_cat("load ", static_cast<int64_t>(load_ms), " ms, first run ", static_cast<int64_t>(first_ms),
                         " ms, second run ", static_cast<int64_t>(milliseconds_since(again_start)), " ms");
     }
@@ -321,6 +349,9 @@ Result run_test(const fs::path& folder) {
                                      output_files.size())};
     for (size_t k = 0; k < output_files.size(); ++k) {
       const onnx_import::OnnxValueInfo& info = model.outputs()[k];
+      if (outputs[k].first != info.name)
+        return {Outcome::Fail, str_cat(set_name, ": output ", k, " is named '", outputs[k].first, "', the model's is '",
+                                       info.name, "'")};
       NamedValue expected = read_value_file(output_files[k].string(), info.kind, info.dtype);
       std::string mismatch;
       if (expected.value.is_tensor() && outputs[k].second.is_tensor()) {
@@ -448,6 +479,8 @@ int test_onnx_command(const std::vector<std::string>& arguments) {
       (argument == "--rtol" ? tolerances.relative : tolerances.absolute) = value;
     } else if (argument == "--report-only") {
       report_only = true;
+    } else if (argument == "--via-plan") {
+      g_via_plan = true;
     } else if (argument == "--timings") {
       g_measure_timings = true;
     } else if (argument == "-v" || argument == "--verbose") {

@@ -28,4 +28,13 @@ inline std::optional<kiln_dtype> plan_dtype_of(ScalarType type) {
   }
 }
 
+// The inverse: the ScalarType a kiln_dtype holds (none for values outside the enum).
+inline std::optional<ScalarType> scalar_type_of_plan_dtype(kiln_dtype dtype) {
+  for (ScalarType type : {ScalarType::Bool, ScalarType::Int8, ScalarType::Int16, ScalarType::Int32, ScalarType::Int64,
+                          ScalarType::UInt8, ScalarType::UInt16, ScalarType::UInt32, ScalarType::UInt64,
+                          ScalarType::Float16, ScalarType::BFloat16, ScalarType::Float32, ScalarType::Float64})
+    if (plan_dtype_of(type) == dtype) return type;
+  return std::nullopt;
+}
+
 }  // namespace kiln::plan

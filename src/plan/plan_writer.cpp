@@ -169,8 +169,13 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
     objects.push_back(std::move(kernel.object));
     if (kernel.from_cache) ++from_cache_count;
   }
-  progress(str_cat("linking ", objects.size(), " kernel objects"));
-  std::string code = link_shared_object(objects);
+  // A graph that folds away completely (every output a weight or an input's known shape) has no
+  // kernels: its code section is empty, and the runtime loads no library for it.
+  std::string code;
+  if (!objects.empty()) {
+    progress(str_cat("linking ", objects.size(), " kernel objects"));
+    code = link_shared_object(objects);
+  }
 
   // Metadata.
   flatbuffers::FlatBufferBuilder builder;

@@ -265,7 +265,9 @@ class Rangeifier {
 
   // The buffer holding `node`'s value, building its kernel first if needed.
   int materialize(const UOp* node) {
-    if (node->op() == Ops::BUFFER) {
+    // A buffer is read in place, unless it is itself an output (a plan output that folded to a
+    // weight, such as an ONNX Shape): then a kernel copies it into the output's buffer below.
+    if (node->op() == Ops::BUFFER && !pending_.contains(node)) {
       int64_t id = node->arg_list().at(0);
       auto found = input_buffers_.find(id);
       if (found != input_buffers_.end()) return found->second;
@@ -324,7 +326,9 @@ class Rangeifier {
       }
     }
     // CONTIGUOUS marks a buffer; its value is its source's (computed, or loaded when it is a buffer).
+    // An output that is a buffer itself is copied from it (materialize).
     UOpPtr value = node->op() == Ops::CONTIGUOUS ? lower(node->src(0).get(), index, nullptr, false, kernel)
+                   : node->op() == Ops::BUFFER   ? lower(node, index, nullptr, false, kernel)
                                                  : compute(node, index, nullptr, false, kernel);
     UOpPtr buffer = define_global(output_buffer, 0);
     UOpPtr store = UOp::make(Ops::STORE, dtypes::void_,

@@ -61,7 +61,31 @@ PlanRunner::PlanRunner(PlanBytes bytes, const PlanRunnerOptions& options) : byte
   inputs_ = values_of(*meta.inputs());
   outputs_ = values_of(*meta.outputs());
   lay_out_context();  // before any code is loaded: a plan over the memory limit loads nothing
+  if (plan_.code_size > 0) load_code();
 
+  try {
+    load_launches();
+    if (options_.thread_count > 0 && options_.parallel_for == nullptr)
+      own_threads_ = std::make_unique<ThreadPool>(options_.thread_count);
+    hook_threads_ = options_.thread_count > 0 ? options_.thread_count : ThreadPool::default_thread_count();
+    // One context up front: the first run allocates nothing.
+    pool_.push_back(new_context());
+    if (options_.log != nullptr && options_.log_level <= KILN_LOG_INFO)
+      log(KILN_LOG_INFO, "loaded a plan: " + std::to_string(launches_.size()) + " kernels, arena " +
+                             std::to_string(context_bytes_) + " bytes, weights " + std::to_string(plan_.weights_size) +
+                             " bytes, " +
+                             (options_.parallel_for ? std::string("the caller's parallel_for")
+                                                    : std::to_string(own_threads_ ? own_threads_->thread_count()
+                                                                                  : default_thread_pool().thread_count()) +
+                                                          " threads"));
+  } catch (...) {
+    unload();  // the destructor does not run for a constructor that throws
+    throw;
+  }
+}
+
+// The code section → a library mapped from an anonymous memfd (see the top of this file).
+void PlanRunner::load_code() {
   code_fd_ = ::memfd_create("kiln-plan", MFD_CLOEXEC);
   if (code_fd_ < 0) throw PlanError(KILN_ERROR_IO, std::string("memfd_create failed: ") + std::strerror(errno));
   const unsigned char* code = plan_.code;
@@ -84,26 +108,6 @@ PlanRunner::PlanRunner(PlanBytes bytes, const PlanRunnerOptions& options) : byte
     ::close(code_fd_);
     throw PlanError(KILN_ERROR_INVALID_PLAN,
                     std::string("the plan's code cannot be loaded: ") + (error ? error : "dlopen failed"));
-  }
-
-  try {
-    load_launches();
-    if (options_.thread_count > 0 && options_.parallel_for == nullptr)
-      own_threads_ = std::make_unique<ThreadPool>(options_.thread_count);
-    hook_threads_ = options_.thread_count > 0 ? options_.thread_count : ThreadPool::default_thread_count();
-    // One context up front: the first run allocates nothing.
-    pool_.push_back(new_context());
-    if (options_.log != nullptr && options_.log_level <= KILN_LOG_INFO)
-      log(KILN_LOG_INFO, "loaded a plan: " + std::to_string(launches_.size()) + " kernels, arena " +
-                             std::to_string(context_bytes_) + " bytes, weights " + std::to_string(plan_.weights_size) +
-                             " bytes, " +
-                             (options_.parallel_for ? std::string("the caller's parallel_for")
-                                                    : std::to_string(own_threads_ ? own_threads_->thread_count()
-                                                                                  : default_thread_pool().thread_count()) +
-                                                          " threads"));
-  } catch (...) {
-    unload();  // the destructor does not run for a constructor that throws
-    throw;
   }
 }
 

@@ -87,6 +87,7 @@ class PlanRunner {
     int index;
   };
   std::unique_ptr<RunContext> new_context() const;
+  void load_code();
   void load_launches();
   void lay_out_context();  // context_bytes_ and staging_offsets_, checked against max_memory_bytes
   void unload();

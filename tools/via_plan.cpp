@@ -1,0 +1,100 @@
+// ViaPlanRunner: model + inputs → plan bytes (compile_onnx_plan) → kiln_plan_load_buffer → kiln_plan_run.
+#include "via_plan.h"
+
+#include "compile_onnx_file.h"
+#include "plan/plan_dtype.h"
+#include "support/error.h"
+
+namespace kiln::tools {
+namespace {
+
+// "name=2,3;other=;" — the plan cache's key and the --shape specs it stands for.
+std::string shape_key(const std::vector<std::pair<std::string, Tensor>>& inputs) {
+  std::string key;
+  for (const auto& [name, tensor] : inputs) {
+    key += name + "=";
+    for (size_t axis = 0; axis < tensor.shape().size(); ++axis)
+      key += (axis ? "," : "") + std::to_string(tensor.shape()[axis]);
+    key += ";";
+  }
+  return key;
+}
+
+[[noreturn]] void throw_c_api_error(const std::string& what, kiln_status status) {
+  throw UserError(str_cat(what, ": ", kiln_error_message(), " (", kiln_status_string(status), ")"));
+}
+
+}  // namespace
+
+ViaPlanRunner::ViaPlanRunner(std::string model_path) : model_path_(std::move(model_path)) {}
+
+ViaPlanRunner::~ViaPlanRunner() = default;
+
+kiln_plan* ViaPlanRunner::plan_for(const std::vector<std::pair<std::string, Tensor>>& inputs) {
+  std::string key = shape_key(inputs);
+  if (auto found = plans_.find(key); found != plans_.end()) return found->second.get();
+  onnx_import::OnnxCompileOptions options;
+  for (const auto& [name, tensor] : inputs) options.shapes.push_back({name, tensor.shape()});
+  std::string bytes = onnx_import::compile_onnx_plan(model_path_, options);
+  kiln_plan* plan = nullptr;
+  kiln_status status = kiln_plan_load_buffer(bytes.data(), bytes.size(), &plan);
+  if (status != KILN_OK) throw_c_api_error("loading the compiled plan", status);
+  plans_.emplace(key, plan);
+  return plan;
+}
+
+std::vector<std::pair<std::string, Tensor>> ViaPlanRunner::run(const std::vector<std::pair<std::string, Tensor>>& inputs) {
+  kiln_plan* plan = plan_for(inputs);
+
+  // Inputs: each tensor's bytes, named, in the caller's order (the C API matches them by name).
+  std::vector<std::string> input_bytes(inputs.size());
+  std::vector<kiln_tensor> input_views;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& tensor = inputs[i].second;
+    std::optional<kiln_dtype> dtype = plan::plan_dtype_of(tensor.dtype());
+    if (!dtype)
+      throw UserError(str_cat("unsupported: input '", inputs[i].first, "' is ", scalar_type_name(tensor.dtype()),
+                              ", which a plan cannot hold"));
+    input_bytes[i].resize(static_cast<size_t>(tensor.numel()) * scalar_type_size(tensor.dtype()));
+    tensor.copy_to(input_bytes[i].data(), input_bytes[i].size());
+    input_views.push_back({inputs[i].first.c_str(), *dtype, tensor.shape().size(), tensor.shape().data(),
+                           input_bytes[i].data(), input_bytes[i].size()});
+  }
+
+  // Outputs: buffers sized from the plan's own description of each output.
+  size_t output_count = kiln_plan_output_count(plan);
+  std::vector<std::string> output_bytes(output_count);
+  std::vector<kiln_tensor> output_views;
+  std::vector<std::pair<std::string, std::pair<ScalarType, Shape>>> described;
+  for (size_t i = 0; i < output_count; ++i) {
+    const char* name = nullptr;
+    kiln_dtype dtype{};
+    size_t rank = 0;
+    const int64_t* shape = nullptr;
+    kiln_status status = kiln_plan_output_info(plan, i, &name, &dtype, &rank, &shape);
+    if (status != KILN_OK) throw_c_api_error(str_cat("describing output ", i), status);
+    std::optional<ScalarType> type = plan::scalar_type_of_plan_dtype(dtype);
+    if (!type) throw UserError(str_cat("output '", name, "' has a dtype (", static_cast<int>(dtype), ") kiln does not know"));
+    Shape dims(shape, shape + rank);
+    size_t count = 1;
+    for (int64_t size : dims) count *= static_cast<size_t>(size);
+    output_bytes[i].resize(count * kiln_dtype_size(dtype));
+    described.push_back({name, {*type, dims}});
+  }
+  for (size_t i = 0; i < output_count; ++i) {
+    const Shape& dims = described[i].second.second;
+    output_views.push_back({described[i].first.c_str(), *plan::plan_dtype_of(described[i].second.first), dims.size(),
+                            dims.data(), output_bytes[i].data(), output_bytes[i].size()});
+  }
+
+  kiln_status status = kiln_plan_run(plan, input_views.data(), input_views.size(), output_views.data(), output_views.size());
+  if (status != KILN_OK) throw_c_api_error("running the plan", status);
+
+  std::vector<std::pair<std::string, Tensor>> outputs;
+  for (size_t i = 0; i < output_count; ++i)
+    outputs.emplace_back(described[i].first,
+                         Tensor::from_data(output_bytes[i].data(), described[i].second.second, described[i].second.first));
+  return outputs;
+}
+
+}  // namespace kiln::tools
