@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <unordered_set>
 
 #include "ir/build.h"
 #include "support/error.h"
@@ -183,6 +184,20 @@ Tensor graph_input(std::string name, Shape shape, ScalarType type) {
   data->buffer_id = id;
   data->graph_input_name = std::move(name);
   return Tensor(std::move(data));
+}
+
+bool reads_graph_input(const Tensor& t) {
+  if (!t.defined()) return false;
+  std::unordered_set<const TensorData*> seen;
+  std::vector<const TensorData*> stack{&t.data()};
+  while (!stack.empty()) {
+    const TensorData* data = stack.back();
+    stack.pop_back();
+    if (!seen.insert(data).second) continue;
+    if (!data->graph_input_name.empty()) return true;
+    for (const auto& input : data->inputs) stack.push_back(input.get());
+  }
+  return false;
 }
 
 Tensor Tensor::scalar(double value, ScalarType type) {

@@ -28,6 +28,9 @@ Tensor wrap_buffer(std::shared_ptr<HostBuffer> buffer, Shape shape);
 // A placeholder for graph input `name` of a plan: a BUFFER node with no data. Building on it is
 // lazy as usual; realizing anything that reads it throws a UserError naming the input.
 Tensor graph_input(std::string name, Shape shape, ScalarType type);
+// Whether computing `t` reads a graph_input placeholder (its value is then known only when the plan
+// runs). Importers use it to choose run-time forms of ops whose structure depends on a value.
+bool reads_graph_input(const Tensor& t);
 // numpy broadcast_to: prepends size-1 axes, then expands.
 Tensor broadcast_to(const Tensor& t, const Shape& shape);
 // One REDUCE_AXIS node (op ADD, MUL or MAX) in t's own dtype, without accumulation-type changes.
