@@ -261,8 +261,6 @@ VerifiedPlan verify_plan(const unsigned char* data, size_t size) {
   const plan_fb::Plan* metadata = plan_fb::GetPlan(data + sections[0].offset);
   if (metadata->format_version() != version) invalid("the metadata and the header disagree on the format version");
   check_consistency(*metadata, sections[1].size);
-  if (sections[2].size == 0 && metadata->kernels()->size() != 0)
-    invalid("the plan lists " + number(metadata->kernels()->size()) + " kernels but has no code");
   check_target(*metadata);
 
   VerifiedPlan plan;

@@ -168,6 +168,11 @@ TEST_CASE("the reader: plans without the estimates verify, bad estimates do not"
   const plan_fb::Kernel& new_kernel = *metadata_of(new_plan).kernels()->Get(0);
   CHECK(new_kernel.estimated_flops() == 4);
   CHECK(sources_of(new_kernel) == std::vector<std::string>{"node 'n' (Relu, opset 13)"});
+  // These plans have metadata only: libkiln refuses to load kernels from an empty code section.
+  kiln_plan* loaded = nullptr;
+  CHECK(kiln_plan_load_buffer(new_plan.data(), new_plan.size(), &loaded) == KILN_ERROR_INVALID_PLAN);
+  CHECK(std::string(kiln_error_message()).find("the plan lists 1 kernels but has no code") != std::string::npos);
+  CHECK(loaded == nullptr);
 
   const std::vector<std::pair<double, double>> bad{{-1.0, 32.0}, {4.0, -1.0}, {NAN, 32.0}, {4.0, INFINITY}};
   for (auto [flops, bytes] : bad) {

@@ -113,6 +113,10 @@ void PlanRunner::load_code() {
 
 void PlanRunner::load_launches() {
   const plan_fb::Plan& meta = *plan_.metadata;
+  // Without a library dlsym(nullptr, …) would search the whole process: refuse instead.
+  if (library_ == nullptr && meta.kernels()->size() != 0)
+    throw PlanError(KILN_ERROR_INVALID_PLAN,
+                    "the plan lists " + std::to_string(meta.kernels()->size()) + " kernels but has no code");
   for (const plan_fb::Kernel* kernel : *meta.kernels()) {
     void* symbol = ::dlsym(library_, kernel->symbol()->c_str());
     if (symbol == nullptr)
