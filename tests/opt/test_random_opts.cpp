@@ -640,6 +640,21 @@ TEST_CASE("apply_opt rejects the Opts that do not fit a kernel") {
   CHECK_NOTHROW(apply_opts(ast, {{OptOp::Upcast, 1, 8}, {OptOp::Unroll, 1, 2}, {OptOp::Unroll, reduce_axis, 3}}));
 }
 
+TEST_CASE("a loop that ends at a symbolic variable is neither split nor padded (docs/symbolic-shapes.md, decision 7)") {
+  UOpPtr n = variable("n", 1, 64);
+  UOpPtr x = UOp::make(Ops::DEFINE_GLOBAL, dtypes::f32.ptr(AddrSpace::Global, 64), {}, int64_t{1});
+  UOpPtr out = UOp::make(Ops::DEFINE_GLOBAL, dtypes::f32.ptr(AddrSpace::Global, 64), {}, int64_t{0});
+  UOpPtr i = range(n, 0);
+  UOpPtr load = UOp::make(Ops::LOAD, dtypes::f32, {UOp::make(Ops::INDEX, x->dtype(), {x, i})});
+  UOpPtr ast = UOp::make(Ops::SINK, dtypes::void_,
+                         {UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, out->dtype(), {out, i}), load})},
+                         std::string("scale_n"));
+  CHECK(hand_coded_opts(ast, host_cpu_caps()).empty());
+  CHECK_THROWS_AS(apply_opt(ast, {OptOp::Upcast, 0, 8}), InvalidOpt);
+  CHECK_THROWS_AS(apply_opt(ast, {OptOp::Unroll, 0, 2}), InvalidOpt);
+  CHECK_THROWS_AS(apply_opt(ast, {OptOp::Padto, 0, 8}), InvalidOpt);
+}
+
 TEST_CASE("the heuristics: a transposing copy swaps its loops; a matrix-vector product unrolls its reduction") {
   TargetCaps caps = host_cpu_caps();
   auto only_kernel = [](const Tensor& t) {

@@ -58,6 +58,7 @@ class Renderer {
 
   std::unique_ptr<llvm::Module> run() {
     scan_buffers();
+    number_variables();
     find_strided_gathers();
     create_function();
     for (const UOpPtr& node : program_.ops) render(*node);
@@ -93,6 +94,39 @@ class Renderer {
     llvm::MDNode* domain = metadata.createAnonymousAliasScopeDomain("kiln.buffers");
     for (auto& [slot, is_output] : slot_is_output_)
       scopes_[slot] = metadata.createAnonymousAliasScope(domain, "buffer" + std::to_string(slot));
+  }
+
+  // The kernel's variables (DEFINE_VAR), numbered in the order of their names: their values are the
+  // int64 array in the argument after the last buffer (docs/kernel-ast.md, "Variables").
+  void number_variables() {
+    std::map<std::string, const UOp*> by_name;
+    for (const UOpPtr& node : program_.ops) {
+      if (node->op() != Ops::DEFINE_VAR) continue;
+      auto [at, added] = by_name.emplace(node->arg_variable().name, node.get());
+      if (!added && at->second->arg_variable() != node->arg_variable())
+        fail(str_cat("variable '", at->first, "' is defined twice with different bounds"));
+    }
+    int64_t position = 0;
+    for (auto& [name, node] : by_name) variable_position_[name] = position++;
+    variables_slot_ = slot_is_output_.empty() ? 0 : slot_is_output_.rbegin()->first + 1;
+  }
+
+  // A variable's value, read once in the entry block and narrowed to the node's type; its bounds
+  // become LLVM range knowledge through an assume (the caller promises them: the runtime checks).
+  llvm::Value* variable_value(const UOp& node) {
+    const VariableSpec& spec = node.arg_variable();
+    llvm::Type* i64 = entry_builder_.getInt64Ty();
+    llvm::Value* slot = entry_builder_.CreateConstInBoundsGEP1_64(entry_builder_.getPtrTy(), function_->getArg(0),
+                                                                  static_cast<uint64_t>(variables_slot_));
+    llvm::Value* table = entry_builder_.CreateAlignedLoad(entry_builder_.getPtrTy(), slot, llvm::Align(8), "variables");
+    llvm::Value* address = entry_builder_.CreateConstInBoundsGEP1_64(
+        i64, table, static_cast<uint64_t>(variable_position_.at(spec.name)));
+    llvm::Value* value = entry_builder_.CreateAlignedLoad(i64, address, llvm::Align(8), spec.name);
+    llvm::Value* at_least = entry_builder_.CreateICmpSGE(value, entry_builder_.getInt64(static_cast<uint64_t>(spec.min)));
+    llvm::Value* at_most = entry_builder_.CreateICmpSLE(value, entry_builder_.getInt64(static_cast<uint64_t>(spec.max)));
+    entry_builder_.CreateAssumption(entry_builder_.CreateAnd(at_least, at_most));
+    llvm::Type* type = llvm_register_type(context_, node.dtype());
+    return type == i64 ? value : entry_builder_.CreateIntCast(value, type, true);
   }
 
   // The VECTORIZEs that are strided gathers (strided_gather.h), and the scalar LOADs that only they
@@ -188,6 +222,7 @@ class Renderer {
     switch (node.op()) {
       case Ops::CONST: result = llvm_constant(context_, node); break;
       case Ops::DEFINE_GLOBAL: result = buffer_pointer(node); break;
+      case Ops::DEFINE_VAR: result = variable_value(node); break;
       case Ops::DEFINE_REG: result = accumulator(node); break;
       case Ops::AFTER: result = value_of(node.src(0)); break;
       case Ops::INDEX: result = element_pointer(node); break;
@@ -451,6 +486,8 @@ class Renderer {
   std::vector<OpenLoop> loops_;
   std::map<int64_t, bool> slot_is_output_;
   std::map<int64_t, llvm::MDNode*> scopes_;
+  std::map<std::string, int64_t> variable_position_;  // DEFINE_VAR name → index in the values array
+  int64_t variables_slot_ = 0;                         // the argument holding that array
 };
 
 }  // namespace
