@@ -42,6 +42,17 @@ def read_tensor(path):
     return numpy_helper.to_array(tensor)
 
 
+def save_model(path, nodes, inputs, outputs, initializers, opset=17):
+    """Writes a checked single-graph ONNX model; `initializers` is a list of (name, numpy array)."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    graph = helper.make_graph(nodes, "g", inputs, outputs, [numpy_helper.from_array(a, n) for n, a in initializers])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
 def cli_arguments():
     """The arguments meson passes to the CLI tests: --source-root, --kiln and --python."""
     parser = argparse.ArgumentParser()

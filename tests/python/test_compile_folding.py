@@ -27,16 +27,10 @@ import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 checks = python_test_env.Checks(args.kiln)
+save_model = python_test_env.save_model
 check, kiln = checks.check, checks.kiln
 rng = np.random.default_rng(7)
 
-
-
-def save_model(path, nodes, inputs, outputs, initializers):
-    graph = helper.make_graph(nodes, "g", inputs, outputs, [numpy_helper.from_array(a, n) for n, a in initializers])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
 
 
 def compile_and_run(work, name, feeds):

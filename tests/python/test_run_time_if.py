@@ -20,19 +20,13 @@ args = python_test_env.cli_arguments()
 python_test_env.require_numpy_and_onnx(args.python)
 
 import numpy as np  # noqa: E402
-import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 checks = python_test_env.Checks(args.kiln)
+save_model = python_test_env.save_model
 check, kiln = checks.check, checks.kiln
 rng = np.random.default_rng(11)
 
-
-def save_model(path, nodes, inputs, outputs, initializers):
-    graph = helper.make_graph(nodes, "g", inputs, outputs, [numpy_helper.from_array(a, n) for n, a in initializers])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
 
 
 def branch(name, nodes, outputs):
