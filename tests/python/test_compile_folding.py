@@ -23,7 +23,6 @@ args = python_test_env.cli_arguments()
 python_test_env.require_numpy_and_onnx(args.python)
 
 import numpy as np  # noqa: E402
-import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 checks = python_test_env.Checks(args.kiln)
