@@ -19,6 +19,7 @@ namespace kiln {
 namespace {
 
 thread_local int scoped_device = -1;  // -1: no override
+thread_local const TargetCaps* scoped_caps = nullptr;
 
 using Clock = std::chrono::steady_clock;
 
@@ -84,12 +85,18 @@ const char* execution_device_name(ExecutionDevice device) {
   return device == ExecutionDevice::OpenCL ? "opencl" : "cpu";
 }
 
-ScopedRealizeDevice::ScopedRealizeDevice(ExecutionDevice device) : previous_(scoped_device) {
+ScopedRealizeDevice::ScopedRealizeDevice(ExecutionDevice device, const TargetCaps* caps)
+    : previous_(scoped_device), previous_caps_(scoped_caps) {
   scoped_device = static_cast<int>(device);
+  scoped_caps = caps;
 }
-ScopedRealizeDevice::~ScopedRealizeDevice() { scoped_device = previous_; }
+ScopedRealizeDevice::~ScopedRealizeDevice() {
+  scoped_device = previous_;
+  scoped_caps = previous_caps_;
+}
 
 const TargetCaps& execution_target_caps(ExecutionDevice device) {
+  if (scoped_caps != nullptr) return *scoped_caps;
   return device == ExecutionDevice::OpenCL ? opencl_target_caps() : host_cpu_caps();
 }
 

@@ -17,20 +17,24 @@ enum class ExecutionDevice { Cpu, OpenCL };
 ExecutionDevice realize_device();
 const char* execution_device_name(ExecutionDevice device);
 
-// Makes realize() on this thread use `device` while it lives (the parity tests run both backends in
-// one process this way).
+// Makes realize() on this thread use `device` while it lives (the parity tests run every backend in
+// one process this way). With `caps`, the optimisation layer plans the kernels for those
+// capabilities instead of the device's own: the parity test runs OpenCL kernels optimised for the
+// host CPU too (vector lanes, unrolled register tiles), which the OpenCL defaults never produce.
 class ScopedRealizeDevice {
  public:
-  explicit ScopedRealizeDevice(ExecutionDevice device);
+  explicit ScopedRealizeDevice(ExecutionDevice device, const TargetCaps* caps = nullptr);
   ~ScopedRealizeDevice();
   ScopedRealizeDevice(const ScopedRealizeDevice&) = delete;
   ScopedRealizeDevice& operator=(const ScopedRealizeDevice&) = delete;
 
  private:
   int previous_;
+  const TargetCaps* previous_caps_;
 };
 
-// The capabilities the optimisation layer sees for kernels that run on `device`.
+// The capabilities the optimisation layer sees for kernels that run on `device`: the scope's
+// override if there is one, else opencl_target_caps() or host_cpu_caps().
 const TargetCaps& execution_target_caps(ExecutionDevice device);
 
 // Runs `schedule` (already optimised for opencl_target_caps()) on the OpenCL device: builds its

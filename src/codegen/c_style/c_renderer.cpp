@@ -79,11 +79,11 @@ class CRenderer {
       if (scalar == ScalarType::BFloat16) lacks = dialect_.name + " has no bf16 type (not implemented in kiln yet)";
       if (scalar == ScalarType::Float16) {
         uses_f16_ = true;
-        if (!features_.f16) lacks = "the device has no " + dialect_.f16_requirement;
+        if (!features_.f16) lacks = "the device lacks " + dialect_.f16_requirement;
       }
       if (scalar == ScalarType::Float64) {
         uses_f64_ = true;
-        if (!features_.f64) lacks = "the device has no " + dialect_.f64_requirement;
+        if (!features_.f64) lacks = "the device lacks " + dialect_.f64_requirement;
       }
       if (!lacks.empty())
         throw UserError(str_cat("unsupported: ", DType(scalar).name(), " (", op_name(node->op()), " in kernel '",
