@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ir/evaluate.h"
+#include "support/error.h"
 #include "opencl_test_helpers.h"
 
 using namespace kiln;
