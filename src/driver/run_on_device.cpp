@@ -1,6 +1,7 @@
 // realize()'s device half; see run_on_device.h.
 #include "driver/run_on_device.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -20,6 +21,7 @@ namespace {
 
 thread_local int scoped_device = -1;  // -1: no override
 thread_local const TargetCaps* scoped_caps = nullptr;
+std::atomic<uint64_t> launches{0};
 
 using Clock = std::chrono::steady_clock;
 
@@ -149,6 +151,7 @@ void run_schedule_on_opencl(const Schedule& schedule, const std::vector<void*>& 
     dims.global[0] = static_cast<size_t>(kernel.parallel_extent);
     auto launched = Clock::now();
     device.launch(*kernels[k]->kernel, arguments, dims);
+    ++launches;
     if (debug_level() >= 2) {
       device.synchronize();
       debug_print(str_cat("  run ", kernel.name(), " on ", device.name(), ": ", milliseconds_since(launched), " ms, ",
@@ -167,5 +170,7 @@ void run_schedule_on_opencl(const Schedule& schedule, const std::vector<void*>& 
     debug_print(str_cat("realize on ", device.name(), ": ", schedule.kernels.size(), " kernels (", built,
                         " built); build ", build_ms, " ms, run ", milliseconds_since(start), " ms"));
 }
+
+uint64_t opencl_kernel_launches() { return launches.load(); }
 
 }  // namespace kiln

@@ -3,6 +3,7 @@
 // (src/tensor/realize.cpp). The CPU path is unchanged when no device is asked for.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "codegen/target.h"
@@ -44,5 +45,9 @@ const TargetCaps& execution_target_caps(ExecutionDevice device);
 // which live on the device only (each its own allocation, from the device's caching allocator,
 // released after its last reader). Throws the device's UserError when there is no OpenCL device.
 void run_schedule_on_opencl(const Schedule& schedule, const std::vector<void*>& host);
+
+// Kernels launched on the OpenCL device by run_schedule_on_opencl in this process (tests check that
+// a realize really ran there).
+uint64_t opencl_kernel_launches();
 
 }  // namespace kiln

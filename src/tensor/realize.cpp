@@ -123,14 +123,16 @@ void realize_on_device(const std::vector<Tensor*>& pending, const Schedule& sche
 
 // The work of realize_tensors once it knows what is pending.
 void realize_pending(const std::vector<Tensor*>& pending, const std::vector<UOpPtr>& outputs,
-                     const std::vector<const TensorData*>& roots) {
+                     const std::vector<const TensorData*>& roots, ExecutionDevice device, const TargetCaps& caps) {
+  // This may be another thread than the caller's: realizes nested in this one (constant folding)
+  // run on the same device.
+  ScopedRealizeDevice same_device(device, &caps);
   GraphBuffers buffers = collect_buffers(roots);
   const auto& inputs = buffers.data;
-  ExecutionDevice device = realize_device();
 
   auto start = Clock::now();
   Schedule schedule = create_schedule(outputs);
-  optimize_schedule(schedule, execution_target_caps(device));
+  optimize_schedule(schedule, caps);
   double schedule_ms = milliseconds_since(start);
   reject_graph_inputs(schedule, buffers);  // before anything is compiled
   if (device != ExecutionDevice::Cpu) return realize_on_device(pending, schedule, inputs);
@@ -200,9 +202,12 @@ void realize_tensors(const std::vector<Tensor*>& tensors) {
     roots.push_back(&tensor->data());
   }
   if (pending.empty()) return;
+  // Asked here, on the caller's thread: a ScopedRealizeDevice is per thread.
+  ExecutionDevice device = realize_device();
+  const TargetCaps& caps = execution_target_caps(device);
   // Collecting buffers, scheduling and the rewrites recurse as deep as the graph: a deep model (or
   // any large one under AddressSanitizer's bigger frames) needs more than a default thread's stack.
-  run_on_large_stack([&] { realize_pending(pending, outputs, roots); });
+  run_on_large_stack([&] { realize_pending(pending, outputs, roots, device, caps); });
 }
 
 Tensor& Tensor::realize() {
