@@ -251,15 +251,20 @@ TEST_CASE("matmul, conv and pooling") {
   });
 }
 
-TEST_CASE("casts between every pair of dtypes") {
+TEST_CASE("casts from every dtype to every other") {
+  // One realize per source dtype: its casts to every other dtype, each widened to f64 (exact for
+  // every value but 64-bit integers beyond 2^53, which round the same way on both backends) and
+  // stacked, so a cast family costs a handful of kernel builds, not one per pair. The ALU test
+  // (test_opencl_alu.cpp) checks every pair exactly against the IR evaluator, kernel by kernel.
   for (S from : device_types()) {
-    for (S to : device_types()) {
-      if (to == from) continue;  // no kernel: the input is the result
-      check_parity("cast", test::type_name(from) + "->" + test::type_name(to), [&] {
-        // Values that truncate, saturate and wrap in the narrower types.
-        return input(from, {24}, 36, -300, 300).cast(to);
-      });
-    }
+    check_parity("cast", "from " + test::type_name(from), [&] {
+      // Values that truncate, saturate and wrap in the narrower types.
+      Tensor x = input(from, {24}, 36, -300, 300);
+      std::vector<Tensor> casts;
+      for (S to : device_types())
+        if (to != from) casts.push_back(x.cast(to).cast(S::Float64));
+      return Tensor::stack(casts, 0);
+    });
   }
 }
 
