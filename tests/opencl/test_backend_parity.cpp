@@ -10,7 +10,8 @@
 //
 // Tolerances (|opencl - cpu| <= atol + rtol * |cpu|; NaN equals NaN, infinities must agree):
 //   integers and bool: exact.
-//   f64: rtol 1e-12, atol 1e-12; f32: rtol 1e-5, atol 1e-6; f16: rtol 4e-3, atol 1e-3.
+//   f64: rtol 1e-12, atol 1e-12; f32: rtol 1e-5, atol 1e-6; f16: rtol 4e-3, atol 1e-3;
+//   bf16: rtol 1.6e-2, atol 1e-2 (two ulp).
 // Elementwise kernels are in fact bit-exact (the same polynomials, no contraction); reductions may
 // differ by the CPU's fused multiply-adds in accumulator updates and its reassociated vector sums.
 #include <cstdio>
@@ -46,6 +47,7 @@ Tolerance tolerance_of(S type) {
     case S::Float64: return {1e-12L, 1e-12L};
     case S::Float32: return {1e-5L, 1e-6L};
     case S::Float16: return {4e-3L, 1e-3L};
+    case S::BFloat16: return {1.6e-2L, 1e-2L};
     default: return {0, 0};
   }
 }

@@ -118,6 +118,16 @@ TEST_CASE("vectors are rendered lane by lane") {
                     "    data0[v1 + 3] = v9;\n") != std::string::npos);
 }
 
+TEST_CASE("bf16 lives in a ushort: widened to f32 by a shift, rounded back by a helper") {
+  UOpPtr i = range(4, 0);
+  UOpPtr x = load(index(global(dtypes::bf16, 4, 1), i));
+  std::string source = render(kernel("bf16", {store(index(global(dtypes::bf16, 4, 0), i), x * x)}));
+  CHECK(source.find("__global ushort* data0, __global const ushort* data1") != std::string::npos);
+  CHECK(source.find("ushort v2 = kiln_f32_to_bf16((as_float(((uint)v1 << 16)) * as_float(((uint)v1 << 16))));") !=
+        std::string::npos);
+  CHECK(source.find("static inline ushort kiln_f32_to_bf16(float v)") != std::string::npos);
+}
+
 TEST_CASE("floats are written exactly, infinities and NaN as bit patterns") {
   UOpPtr i = range(3, 0);
   UOpPtr x = load(index(global(dtypes::f32, 3, 1), i));

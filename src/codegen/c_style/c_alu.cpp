@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "support/error.h"
@@ -17,6 +18,15 @@ namespace {
 std::string paren(const std::string& text) { return "(" + text + ")"; }
 
 bool is_f16(DType dtype) { return dtype.scalar() == ScalarType::Float16; }
+bool is_bf16(DType dtype) { return dtype.scalar() == ScalarType::BFloat16; }
+// f16 and bf16: computed in f32 and rounded back after every op.
+bool is_narrow_float(DType dtype) { return is_f16(dtype) || is_bf16(dtype); }
+
+// The C type of a scalar: the dialect's, except bf16, which no C dialect has: its bits live in the
+// 16-bit unsigned type, and ops widen them to f32 (as the LLVM renderer keeps bf16 in i16 registers).
+std::string type_name(const CDialect& dialect, ScalarType scalar) {
+  return dialect.scalar_type(scalar == ScalarType::BFloat16 ? ScalarType::UInt16 : scalar);
+}
 
 int bit_width(DType dtype) { return dtype.scalar_bytes() * 8; }
 
@@ -28,7 +38,7 @@ std::string unsigned_work_type(const CDialect& dialect, DType dtype) {
 
 // An integer literal of `dtype` holding `value` (u64 as its bit pattern).
 std::string integer_literal(const CDialect& dialect, DType dtype, int64_t value) {
-  std::string type = dialect.scalar_type(dtype.scalar());
+  std::string type = type_name(dialect, dtype.scalar());
   if (dtype.is_unsigned()) {
     auto bits = static_cast<uint64_t>(value);
     if (bit_width(dtype) < 64) bits &= (uint64_t{1} << bit_width(dtype)) - 1;
@@ -56,12 +66,30 @@ std::string float_literal(const CDialect& dialect, ScalarType scalar, double val
   return paren(std::string(text) + (is_double ? "" : "f"));
 }
 
-// f16 values are computed in f32: widen the sources, narrow the result.
-std::string widen(const CDialect& dialect, DType dtype, const std::string& value) {
-  return is_f16(dtype) ? dialect.f16_to_f32(value) : value;
+// f32 → bf16 bits, rounded to nearest even; NaN stays NaN (quieted), overflow becomes infinity
+// (llvm_alu.cpp, f32_to_bf16).
+std::string bf16_round_helper(const CExpressionContext& c) {
+  const CDialect& d = c.dialect;
+  std::string u16 = d.scalar_type(ScalarType::UInt16), u32 = d.scalar_type(ScalarType::UInt32);
+  return c.helpers.use("kiln_f32_to_bf16", str_cat(
+      d.helper_prefix, " ", u16, " kiln_f32_to_bf16(", d.scalar_type(ScalarType::Float32), " v) {\n",
+      "  ", u32, " bits = ", d.bitcast(ScalarType::Float32, ScalarType::UInt32, "v"), ";\n",
+      "  if (v != v) return (", u16, ")((bits >> 16) | 0x40u);\n",
+      "  return (", u16, ")((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);\n}\n"));
 }
-std::string narrow(const CDialect& dialect, DType dtype, const std::string& value) {
-  return is_f16(dtype) ? dialect.f32_to_f16(value) : value;
+
+// Narrow float values are computed in f32: widen the sources, narrow the result.
+std::string widen(const CExpressionContext& c, DType dtype, const std::string& value) {
+  if (is_f16(dtype)) return c.dialect.f16_to_f32(value);
+  if (is_bf16(dtype))  // bf16 is the top half of an f32
+    return c.dialect.bitcast(ScalarType::UInt32, ScalarType::Float32,
+                             "((" + c.dialect.scalar_type(ScalarType::UInt32) + ")" + value + " << 16)");
+  return value;
+}
+std::string narrow(const CExpressionContext& c, DType dtype, const std::string& value) {
+  if (is_f16(dtype)) return c.dialect.f32_to_f16(value);
+  if (is_bf16(dtype)) return bf16_round_helper(c) + "(" + value + ")";
+  return value;
 }
 
 // The f32 or f64 type an op of `dtype` is computed in.
@@ -134,6 +162,25 @@ std::string float_to_integer_helper(const CExpressionContext& c, ScalarType from
                                      "; }\n"));
 }
 
+// An integer of more than 24 bits → f32 with a sticky bit, so that rounding it to bf16 afterwards is
+// exact: the magnitude is shifted down to 24 significant bits, ORing the lost bits into the lowest,
+// converted (exactly) and scaled back by a power of two (llvm_alu.cpp, wide_integer_to_f32_sticky).
+std::string integer_to_f32_sticky_helper(const CExpressionContext& c, DType from) {
+  const CDialect& d = c.dialect;
+  std::string type = d.scalar_type(from.scalar()), work = unsigned_work_type(d, from);
+  std::string f32 = d.scalar_type(ScalarType::Float32);
+  std::string name = "kiln_" + type + "_to_f32_sticky";
+  return c.helpers.use(name, str_cat(
+      d.helper_prefix, " ", f32, " ", name, "(", type, " v) {\n",
+      "  bool negative = ", from.is_signed() ? "v < 0" : "false", ";\n",
+      "  ", work, " magnitude = negative ? (", work, ")0 - (", work, ")v : (", work, ")v;\n",
+      "  int shift = 0;\n",
+      "  while ((magnitude >> shift) >= ((", work, ")1 << 24)) ++shift;\n",
+      "  ", work, " kept = (magnitude >> shift) | ((magnitude & (((", work, ")1 << shift) - 1)) != 0);\n",
+      "  ", f32, " scaled = (", f32, ")kept * (", f32, ")((", work, ")1 << shift);  /* both exact */\n",
+      "  return negative ? -scaled : scaled;\n}\n"));
+}
+
 // Bool arithmetic is integer arithmetic on 0/1 followed by `!= 0` (ir/evaluate.cpp, llvm_alu.cpp).
 std::string bool_alu(Ops op, std::span<const std::string> x) {
   switch (op) {
@@ -203,11 +250,13 @@ std::string integer_alu(const CExpressionContext& c, Ops op, DType dtype, std::s
 
 std::string float_alu(const CExpressionContext& c, Ops op, DType dtype, std::span<const std::string> x) {
   const CDialect& d = c.dialect;
-  if (op == Ops::NEG) return paren("-" + x[0]);  // a sign flip, exact in every float type
+  // A sign flip, exact in every float type; bf16 flips its top bit.
+  if (op == Ops::NEG && is_bf16(dtype)) return "((" + d.scalar_type(ScalarType::UInt16) + ")(" + x[0] + " ^ 0x8000u))";
+  if (op == Ops::NEG) return paren("-" + x[0]);
   std::vector<std::string> w;
-  for (const std::string& source : x) w.push_back(widen(d, dtype, source));
+  for (const std::string& source : x) w.push_back(widen(c, dtype, source));
   ScalarType compute = compute_type(dtype);
-  auto result = [&](const std::string& expression) { return narrow(d, dtype, expression); };
+  auto result = [&](const std::string& expression) { return narrow(c, dtype, expression); };
   switch (op) {
     case Ops::SQRT: return result("sqrt(" + w[0] + ")");
     case Ops::TRUNC: return result("trunc(" + w[0] + ")");
@@ -230,11 +279,11 @@ const std::string& CHelpers::use(const std::string& name, const std::string& def
 
 std::string c_register_type(const CDialect& dialect, DType dtype) {
   if (dtype.is_pointer()) throw_internal_error("C renderer: a pointer of type " + dtype.name() + " is not a value");
-  return dialect.scalar_type(dtype.scalar());
+  return type_name(dialect, dtype.scalar());
 }
 
 std::string c_memory_type(const CDialect& dialect, DType dtype) {
-  return dialect.scalar_type(dtype.base().is_bool() ? ScalarType::UInt8 : dtype.scalar());
+  return type_name(dialect, dtype.base().is_bool() ? ScalarType::UInt8 : dtype.scalar());
 }
 
 std::string c_constant(const CExpressionContext& context, const UOp& constant) {
@@ -242,6 +291,13 @@ std::string c_constant(const CExpressionContext& context, const UOp& constant) {
   const CDialect& d = context.dialect;
   if (dtype.is_bool()) return constant.arg_bool() ? "true" : "false";
   if (is_f16(dtype)) return d.f32_to_f16(float_literal(d, ScalarType::Float32, round_to_f16(constant.arg_float())));
+  if (is_bf16(dtype)) {  // the top half of the f32 that holds the rounded value
+    auto value = static_cast<float>(round_to_bf16(constant.arg_float()));
+    uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    if (std::isnan(value)) bits = 0x7FC00000U;
+    return "((" + d.scalar_type(ScalarType::UInt16) + ")" + std::to_string(bits >> 16) + "u)";
+  }
   if (dtype.is_float()) return float_literal(d, dtype.scalar(), constant.arg_float());
   return integer_literal(d, dtype, constant.arg_int());
 }
@@ -267,26 +323,31 @@ std::string c_alu(const CExpressionContext& context, Ops op, DType operand, std:
 
 std::string c_cast(const CExpressionContext& context, const std::string& value, DType from, DType to) {
   const CDialect& d = context.dialect;
+  const CExpressionContext& c = context;
   if (from == to) return value;
-  std::string type = d.scalar_type(to.scalar());
-  if (to.is_bool()) return paren(widen(d, from, value) + " != 0");  // NaN != 0 is true
+  std::string type = type_name(d, to.scalar());
+  if (to.is_bool()) return paren(widen(c, from, value) + " != 0");  // NaN != 0 is true
   if (from.is_bool()) {
     if (to.is_float()) {
       ScalarType compute = compute_type(to);
-      return narrow(d, to, paren(value + " ? " + float_literal(d, compute, 1.0) + " : " + float_literal(d, compute, 0.0)));
+      return narrow(c, to, paren(value + " ? " + float_literal(d, compute, 1.0) + " : " + float_literal(d, compute, 0.0)));
     }
     return "((" + type + ")" + value + ")";
   }
   if (from.is_int() && to.is_int()) return "((" + type + ")" + value + ")";  // truncate or extend
-  // Integer → float rounds to nearest even; f16 goes through f32, as in the LLVM renderer.
-  if (from.is_int() && to.is_float())
-    return narrow(d, to, "((" + d.scalar_type(compute_type(to)) + ")" + value + ")");
+  // Integer → float rounds to nearest even; narrow floats go through f32, as in the LLVM renderer:
+  // exact below 2^24, and integers wider than that reach bf16 through a sticky f32 (below).
+  if (from.is_int() && to.is_float()) {
+    if (is_bf16(to) && bit_width(from) > 16) return narrow(c, to, integer_to_f32_sticky_helper(c, from) + "(" + value + ")");
+    return narrow(c, to, "((" + d.scalar_type(compute_type(to)) + ")" + value + ")");
+  }
   if (from.is_float() && to.is_int())
-    return float_to_integer_helper(context, compute_type(from), to) + "(" + widen(d, from, value) + ")";
+    return float_to_integer_helper(context, compute_type(from), to) + "(" + widen(c, from, value) + ")";
   if (from.is_float() && to.is_float()) {
-    if (from.scalar() == ScalarType::Float64 && is_f16(to)) return narrow(d, to, round_to_odd_helper(context) + "(" + value + ")");
-    std::string wide = widen(d, from, value);  // f16 → f32 is exact
-    if (is_f16(to)) return narrow(d, to, compute_type(from) == ScalarType::Float64 ? "(float)" + wide : wide);
+    if (from.scalar() == ScalarType::Float64 && is_narrow_float(to))
+      return narrow(c, to, round_to_odd_helper(context) + "(" + value + ")");
+    std::string wide = widen(c, from, value);  // f16 or bf16 → f32 is exact
+    if (is_narrow_float(to)) return narrow(c, to, wide);
     return "((" + type + ")" + wide + ")";
   }
   throw_internal_error("C renderer: CAST from " + from.name() + " to " + to.name());
@@ -298,8 +359,11 @@ std::string c_bitcast(const CExpressionContext& context, const std::string& valu
   if (from == to) return value;
   // bool is one byte in memory: its bits are those of 0 or 1.
   if (to.is_bool()) return paren(value + " != 0");
-  if (from.is_bool()) return "((" + context.dialect.scalar_type(to.scalar()) + ")" + value + ")";
-  return context.dialect.bitcast(from.scalar(), to.scalar(), value);
+  if (from.is_bool()) return "((" + type_name(context.dialect, to.scalar()) + ")" + value + ")";
+  // bf16 bits are a 16-bit unsigned value already.
+  auto bits_type = [](DType dtype) { return is_bf16(dtype) ? ScalarType::UInt16 : dtype.scalar(); };
+  if (bits_type(from) == bits_type(to)) return value;
+  return context.dialect.bitcast(bits_type(from), bits_type(to), value);
 }
 
 }  // namespace kiln

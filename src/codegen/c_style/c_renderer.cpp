@@ -76,7 +76,6 @@ class CRenderer {
       DType dtype = node->dtype().is_pointer() ? node->dtype().pointee() : node->dtype();
       ScalarType scalar = dtype.scalar();
       std::string lacks;
-      if (scalar == ScalarType::BFloat16) lacks = dialect_.name + " has no bf16 type (not implemented in kiln yet)";
       if (scalar == ScalarType::Float16) {
         uses_f16_ = true;
         if (!features_.f16) lacks = "the device lacks " + dialect_.f16_requirement;

@@ -21,7 +21,7 @@ std::string opencl_scalar_type(ScalarType scalar) {
     case ScalarType::Float16: return "half";
     case ScalarType::Float32: return "float";
     case ScalarType::Float64: return "double";
-    // bf16 has no OpenCL type; the renderer rejects it before asking (docs/backends.md).
+    // bf16 has no OpenCL type: c_alu.cpp keeps its bits in a ushort and never asks for it.
     case ScalarType::BFloat16: case ScalarType::Void: break;
   }
   throw_internal_error("OpenCL C has no type for " + DType(scalar).name());
