@@ -153,6 +153,9 @@ class CRenderer {
         pointers_[&node] = Pointer{str_cat("data", node.arg_int()), node.dtype().pointee(), 1, false};
         return;
       case Ops::DEFINE_REG: return define_register(node);
+      case Ops::DEFINE_VAR:  // symbolic shapes (docs/symbolic-shapes.md on main) reach the C renderer later
+        throw UserError(str_cat("unsupported: kernel variables (DEFINE_VAR) in kernel '", program_.name, "' on ",
+                                dialect_.name, ": the OpenCL backend runs fixed shapes only (docs/backends.md)"));
       case Ops::AFTER:
         if (auto found = pointers_.find(node.src(0).get()); found != pointers_.end()) pointers_[&node] = found->second;
         if (auto found = values_.find(node.src(0).get()); found != values_.end()) values_[&node] = found->second;
