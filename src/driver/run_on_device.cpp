@@ -39,6 +39,9 @@ struct BuiltKernel {
 struct KernelCache {
   std::mutex mutex;
   std::unordered_map<std::string, BuiltKernel> by_source;
+  // Kernel symbol → its entry: a symbol names its AST (driver/compile_kernels.h), so a kernel seen
+  // before is neither lowered nor rendered again.
+  std::unordered_map<std::string, const BuiltKernel*> by_symbol;
 };
 
 KernelCache& opencl_kernels() {
@@ -111,18 +114,27 @@ void run_schedule_on_opencl(const Schedule& schedule, const std::vector<void*>& 
   int built = 0;
   KernelCache& cache = opencl_kernels();
   for (const ScheduledKernel& kernel : schedule.kernels) {
-    RenderedKernel rendered = opencl_render_kernel(kernel.ast, features);
-    std::lock_guard lock(cache.mutex);
-    auto found = cache.by_source.find(rendered.source);
-    if (found == cache.by_source.end()) {
-      BuiltKernel entry{device.build_kernel(rendered.source, rendered.name), rendered.buffer_count};
-      found = cache.by_source.emplace(rendered.source, std::move(entry)).first;
-      ++built;
+    const BuiltKernel* entry = nullptr;
+    {
+      std::lock_guard lock(cache.mutex);
+      if (auto known = cache.by_symbol.find(kernel.name()); known != cache.by_symbol.end()) entry = known->second;
     }
-    if (found->second.buffer_count > static_cast<int>(kernel.buffers.size()))
-      throw_internal_error(str_cat("kernel ", kernel.name(), " takes ", found->second.buffer_count,
+    if (entry == nullptr) {
+      RenderedKernel rendered = opencl_render_kernel(kernel.ast, features);
+      std::lock_guard lock(cache.mutex);
+      auto found = cache.by_source.find(rendered.source);
+      if (found == cache.by_source.end()) {
+        BuiltKernel built_kernel{device.build_kernel(rendered.source, rendered.name), rendered.buffer_count};
+        found = cache.by_source.emplace(rendered.source, std::move(built_kernel)).first;
+        ++built;
+      }
+      entry = &found->second;
+      cache.by_symbol.emplace(kernel.name(), entry);
+    }
+    if (entry->buffer_count > static_cast<int>(kernel.buffers.size()))
+      throw_internal_error(str_cat("kernel ", kernel.name(), " takes ", entry->buffer_count,
                                    " buffers, the schedule binds ", kernel.buffers.size()));
-    kernels.push_back(&found->second);
+    kernels.push_back(entry);
   }
   double build_ms = milliseconds_since(start);
 
