@@ -12,6 +12,8 @@ KILN_PACKAGES=(
   liblld-19-dev                        # plans: LLD links the kernels into a shared object, in process
   libflatbuffers-dev flatbuffers-compiler  # plans: the metadata schema (flatc) and its header-only reader
   cmake                                # tests/install: a CMake project uses the installed find_package(kiln)
+  pocl-opencl-icd ocl-icd-libopencl1   # tests/opencl: OpenCL on the CPU (PoCL) through the ICD loader, dlopen'd
+  opencl-c-headers                     # the OpenCL C API's types and entry points (headers only; nothing links)
 )
 
 # Only scripts/fuzz.sh needs these (clang with libFuzzer and the sanitizer runtimes); the default

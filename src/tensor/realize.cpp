@@ -1,12 +1,13 @@
-// realize(): schedule the lazy graph, compile its kernels, run them on the CPU, and turn the handles
-// into views of their results. This is the in-process (JIT) path; plans reuse the same schedule and
-// kernels.
+// realize(): schedule the lazy graph, compile its kernels, run them on the CPU (or, with
+// KILN_DEVICE=opencl, on the OpenCL device: driver/run_on_device.h), and turn the handles into views
+// of their results. This is the in-process (JIT) path; plans reuse the same schedule and kernels.
 #include <chrono>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "driver/compile_kernels.h"
+#include "driver/run_on_device.h"
 #include "passes/pipeline.h"
 #include "runtime/thread_pool.h"
 #include "schedule/schedule.h"
@@ -94,17 +95,47 @@ void run_schedule(const Schedule& schedule, const std::vector<KernelFunction>& f
 
 namespace {
 
+// The device half of realize_pending: host buffers for the inputs and outputs, the schedule run on
+// the device (intermediates never leave it).
+void realize_on_device(const std::vector<Tensor*>& pending, const Schedule& schedule,
+                       const std::unordered_map<int64_t, std::shared_ptr<HostBuffer>>& inputs) {
+  std::vector<std::shared_ptr<HostBuffer>> output_buffers(schedule.buffers.size());
+  std::vector<void*> pointers(schedule.buffers.size(), nullptr);
+  for (size_t b = 0; b < schedule.buffers.size(); ++b) {
+    const ScheduledBuffer& buffer = schedule.buffers[b];
+    if (buffer.kind == ScheduledBuffer::Kind::Input) {
+      auto found = inputs.find(buffer.input_id);
+      KILN_ASSERT(found != inputs.end(), str_cat("realize: the graph reads buffer ", buffer.input_id,
+                                                "that no tensor keeps alive"));
+      pointers[b] = found->second->data();
+    } else if (buffer.kind == ScheduledBuffer::Kind::Output) {
+      output_buffers[b] = std::make_shared<HostBuffer>(buffer.dtype, buffer.count, HostBuffer::Fill::None);
+      pointers[b] = output_buffers[b]->data();
+    }
+  }
+  run_schedule_on_opencl(schedule, pointers);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    int buffer = schedule.outputs[i];
+    Shape shape = pending[i]->shape();
+    *pending[i] = wrap_buffer(output_buffers[static_cast<size_t>(buffer)], shape);
+  }
+}
+
 // The work of realize_tensors once it knows what is pending.
 void realize_pending(const std::vector<Tensor*>& pending, const std::vector<UOpPtr>& outputs,
-                     const std::vector<const TensorData*>& roots) {
+                     const std::vector<const TensorData*>& roots, ExecutionDevice device, const TargetCaps& caps) {
+  // This may be another thread than the caller's: realizes nested in this one (constant folding)
+  // run on the same device.
+  ScopedRealizeDevice same_device(device, &caps);
   GraphBuffers buffers = collect_buffers(roots);
   const auto& inputs = buffers.data;
 
   auto start = Clock::now();
   Schedule schedule = create_schedule(outputs);
-  optimize_schedule(schedule, host_cpu_caps());
+  optimize_schedule(schedule, caps);
   double schedule_ms = milliseconds_since(start);
   reject_graph_inputs(schedule, buffers);  // before anything is compiled
+  if (device != ExecutionDevice::Cpu) return realize_on_device(pending, schedule, inputs);
 
   start = Clock::now();
   std::vector<KernelFunction> functions;
@@ -171,9 +202,12 @@ void realize_tensors(const std::vector<Tensor*>& tensors) {
     roots.push_back(&tensor->data());
   }
   if (pending.empty()) return;
+  // Asked here, on the caller's thread: a ScopedRealizeDevice is per thread.
+  ExecutionDevice device = realize_device();
+  const TargetCaps& caps = execution_target_caps(device);
   // Collecting buffers, scheduling and the rewrites recurse as deep as the graph: a deep model (or
   // any large one under AddressSanitizer's bigger frames) needs more than a default thread's stack.
-  run_on_large_stack([&] { realize_pending(pending, outputs, roots); });
+  run_on_large_stack([&] { realize_pending(pending, outputs, roots, device, caps); });
 }
 
 Tensor& Tensor::realize() {

@@ -1,0 +1,31 @@
+// OpenCL code generation, end to end; see opencl_codegen.h.
+#include "codegen/c_style/opencl_codegen.h"
+
+#include "codegen/linearize.h"
+#include "passes/pipeline.h"
+#include "support/debug.h"
+
+namespace kiln {
+
+const TargetCaps& opencl_target_caps() {
+  static const TargetCaps caps = [] {
+    TargetCaps c;
+    c.name = "opencl";
+    c.vector_bytes = 16;
+    c.supports_vector_ops = false;
+    c.supports_threads = false;
+    c.has_fma = true;  // fma() is a builtin; kiln only emits it for MULACC
+    return c;
+  }();
+  return caps;
+}
+
+RenderedKernel opencl_render_kernel(const UOpPtr& kernel_ast, const CDeviceFeatures& features) {
+  LinearProgram program = linearize(lower_kernel(kernel_ast));
+  if (debug_level() >= 6) debug_print("linearised " + print_linear(program));
+  RenderedKernel rendered = render_c(program, opencl_dialect(), features);
+  if (debug_level() >= 4) debug_print("OpenCL C of " + program.name + "\n" + rendered.source);
+  return rendered;
+}
+
+}  // namespace kiln

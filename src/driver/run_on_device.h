@@ -1,0 +1,53 @@
+// Running a schedule on an accelerator in process: which device realize() uses (KILN_DEVICE, or a
+// scoped override for tests), and the runner for the OpenCL device, the device half of realize()
+// (src/tensor/realize.cpp). The CPU path is unchanged when no device is asked for.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "codegen/target.h"
+#include "schedule/schedule.h"
+
+namespace kiln {
+
+enum class ExecutionDevice { Cpu, OpenCL };
+
+// The device realize() runs on: the innermost ScopedRealizeDevice of this thread, else KILN_DEVICE
+// ("cpu" or unset: the CPU; "opencl"). Any other value is a UserError naming the choices.
+ExecutionDevice realize_device();
+const char* execution_device_name(ExecutionDevice device);
+
+// Makes realize() on this thread use `device` while it lives (the parity tests run every backend in
+// one process this way). With `caps`, the optimisation layer plans the kernels for those
+// capabilities instead of the device's own: the parity test runs OpenCL kernels optimised for the
+// host CPU too (vector lanes, unrolled register tiles), which the OpenCL defaults never produce.
+class ScopedRealizeDevice {
+ public:
+  explicit ScopedRealizeDevice(ExecutionDevice device, const TargetCaps* caps = nullptr);
+  ~ScopedRealizeDevice();
+  ScopedRealizeDevice(const ScopedRealizeDevice&) = delete;
+  ScopedRealizeDevice& operator=(const ScopedRealizeDevice&) = delete;
+
+ private:
+  int previous_;
+  const TargetCaps* previous_caps_;
+};
+
+// The capabilities the optimisation layer sees for kernels that run on `device`: the scope's
+// override if there is one, else opencl_target_caps() or host_cpu_caps().
+const TargetCaps& execution_target_caps(ExecutionDevice device);
+
+// Runs `schedule` (already optimised for opencl_target_caps()) on the OpenCL device: builds its
+// kernels (each distinct source once per process), uploads the Input buffers, launches the kernels
+// in order with one work-item per index of axis 0, and downloads the Output buffers. host[b] is the
+// host memory of schedule buffer b for Inputs (read) and Outputs (written), unused for intermediates,
+// which live on the device only (each its own allocation, from the device's caching allocator,
+// released after its last reader). Throws the device's UserError when there is no OpenCL device.
+void run_schedule_on_opencl(const Schedule& schedule, const std::vector<void*>& host);
+
+// Kernels launched on the OpenCL device by run_schedule_on_opencl in this process (tests check that
+// a realize really ran there).
+uint64_t opencl_kernel_launches();
+
+}  // namespace kiln

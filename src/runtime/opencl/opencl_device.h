@@ -1,0 +1,62 @@
+// The OpenCL device: the Device interface (runtime/device.h) over OpenCL 1.2, loaded with dlopen
+// (opencl_api.h). One device per process, chosen on first use: the first device of the first
+// platform that has one, or the Nth device over all platforms with KILN_OPENCL_DEVICE=N. One in-order
+// command queue; calls from several threads are serialised.
+#pragma once
+
+#include <mutex>
+#include <string>
+
+#include "runtime/device.h"
+
+namespace kiln {
+
+struct OpenCLApi;
+
+class OpenCLDevice final : public Device {
+ public:
+  // The process's OpenCL device. Throws a UserError starting "unsupported target: OpenCL" that names
+  // what is missing (the library, a platform, a device) when there is none.
+  static OpenCLDevice& instance();
+  // Whether instance() would succeed; otherwise *why_not says why. Never throws.
+  static bool available(std::string* why_not = nullptr);
+
+  const std::string& name() const override { return name_; }
+  DeviceMemory allocate(size_t bytes) override;
+  void free(DeviceMemory memory) override;
+  void copy_to_device(DeviceMemory destination, const void* source, size_t bytes) override;
+  void copy_to_host(void* destination, DeviceMemory source, size_t bytes) override;
+  void copy_on_device(DeviceMemory destination, DeviceMemory source, size_t bytes) override;
+  std::unique_ptr<DeviceKernel> build_kernel(const std::string& source, const std::string& name) override;
+  void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims) override;
+  void synchronize() override;
+
+  // What the device computes: cl_khr_fp16 / cl_khr_fp64, and correctly rounded f32 divide and sqrt
+  // (asked for at build time when present; otherwise OpenCL allows 2.5 / 3 ulp).
+  bool has_f16() const { return f16_; }
+  bool has_f64() const { return f64_; }
+  bool correctly_rounded_f32_divide_sqrt() const { return correctly_rounded_divide_sqrt_; }
+  const std::string& version() const { return version_; }
+
+  OpenCLDevice(const OpenCLDevice&) = delete;
+  OpenCLDevice& operator=(const OpenCLDevice&) = delete;
+
+ private:
+  static OpenCLDevice* open_once(std::string* why_not);
+  OpenCLDevice() = default;
+  ~OpenCLDevice() override = default;  // never destroyed: kernels may be cached until exit
+  void open(const OpenCLApi& api);
+
+  const OpenCLApi* api_ = nullptr;
+  void* device_ = nullptr;   // cl_device_id
+  void* context_ = nullptr;  // cl_context
+  void* queue_ = nullptr;    // cl_command_queue
+  std::string name_;
+  std::string version_;
+  bool f16_ = false;
+  bool f64_ = false;
+  bool correctly_rounded_divide_sqrt_ = false;
+  std::mutex mutex_;
+};
+
+}  // namespace kiln
