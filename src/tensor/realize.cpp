@@ -106,7 +106,7 @@ void realize_on_device(const std::vector<Tensor*>& pending, const Schedule& sche
     if (buffer.kind == ScheduledBuffer::Kind::Input) {
       auto found = inputs.find(buffer.input_id);
       KILN_ASSERT(found != inputs.end(), str_cat("realize: the graph reads buffer ", buffer.input_id,
-                                                "that no tensor keeps alive"));
+                                                " that no tensor keeps alive"));
       pointers[b] = found->second->data();
     } else if (buffer.kind == ScheduledBuffer::Kind::Output) {
       output_buffers[b] = std::make_shared<HostBuffer>(buffer.dtype, buffer.count, HostBuffer::Fill::None);
