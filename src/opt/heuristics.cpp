@@ -87,9 +87,9 @@ int kernel_lanes(const UOpPtr& kernel, const TargetCaps& caps) {
 
 }  // namespace
 
-int64_t parallel_extent_of(const UOpPtr& kernel) {
+Dim parallel_extent_of(const UOpPtr& kernel) {
   for (const UOp* range : kernel_ranges(kernel))
-    if (range->arg_int() == 0) return extent_of(range);
+    if (range->arg_int() == 0) return Dim(range->src(0));
   return 1;
 }
 

@@ -199,7 +199,7 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
     std::vector<flatbuffers::Offset<flatbuffers::String>> sources;
     for (const std::string& source : kernel.sources) sources.push_back(builder.CreateString(source));
     kernel_values.push_back(plan_fb::CreateKernelDirect(builder, kernel.name().c_str(), &slots,
-                                                        kernel.parallel_extent, kernel_minimum_chunk(kernel),
+                                                        kernel.parallel_extent.value("a plan kernel"), kernel_minimum_chunk(kernel),
                                                         kernel.estimated_flops, kernel.estimated_bytes, &sources));
   }
   const CpuTarget& target = CpuTarget::host();

@@ -41,4 +41,9 @@ constexpr int64_t kMaxLoopIterations = 100000;
 // deepest real trees are about 100 levels.
 constexpr int64_t kMaxTreeDepth = 2048;
 
+// A symbolic dimension (an ONNX dim_param) that `kiln compile` is given no size or range for
+// becomes a size variable over this range (docs/symbolic-shapes.md, decision 3; docs/limits.md).
+constexpr int64_t kDefaultSizeVariableMin = 1;
+constexpr int64_t kDefaultSizeVariableMax = 4096;
+
 }  // namespace kiln::limits

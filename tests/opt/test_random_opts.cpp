@@ -366,7 +366,7 @@ class KernelOracle {
   // Runs the unoptimised kernel in place (the shared buffers then hold the reference results).
   void run_reference() {
     for (Output& output : outputs_) output.before = snapshot(output);
-    run(compile(kernel_.ast), parallel_extent_of(kernel_.ast), arguments_, nullptr);
+    run(compile(kernel_.ast), parallel_extent_of(kernel_.ast).value(), arguments_, nullptr);
     for (Output& output : outputs_) output.after = snapshot(output);
   }
 
@@ -380,7 +380,7 @@ class KernelOracle {
         copies.push_back(guarded_buffer(output.bytes, output.before.data()));
         arguments[output.slot] = copies.back()->data();
       }
-      run(compile(optimised), parallel_extent_of(optimised), arguments, &random);
+      run(compile(optimised), parallel_extent_of(optimised).value(), arguments, &random);
     } catch (const std::exception& error) {
       return str_cat("threw: ", error.what());
     }
