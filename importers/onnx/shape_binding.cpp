@@ -15,11 +15,13 @@
 namespace kiln::onnx_import {
 namespace {
 
-std::string shape_text(const Shape& shape) {
+std::string shape_text(const Dims& shape) {
   std::string text = "(";
   for (size_t i = 0; i < shape.size(); ++i) text += str_cat(i ? ", " : "", shape[i]);
   return text + ")";
 }
+
+std::string shape_text(const Shape& shape) { return shape_text(to_dims(shape)); }
 
 // "(batch, 3, ?, ?)": the model's view of an input's shape.
 std::string dims_text(const std::vector<OnnxDim>& dims) {
@@ -198,7 +200,7 @@ std::vector<std::pair<std::string, Dims>> OnnxModel::bind_input_dims(const std::
   }
   for (const auto& [name, dims] : shapes)
     if (!element_count_fits(max_sizes(dims)))
-      throw UserError(str_cat("input '", name, "' would have shape ", dims_string(dims),
+      throw UserError(str_cat("input '", name, "' would have shape ", shape_text(dims),
                               all_known(dims) ? "" : " (at its variables' maxima)", ", more elements than fit in 64 bits"));
   return shapes;
 }

@@ -655,6 +655,24 @@ TEST_CASE("a loop that ends at a symbolic variable is neither split nor padded (
   CHECK_THROWS_AS(apply_opt(ast, {OptOp::Padto, 0, 8}), InvalidOpt);
 }
 
+TEST_CASE("a kernel with one symbolic loop gets the heuristics' opts on its constant loops only") {
+  // (n, 64) · (64, 32) with n a size variable: the rows stay one plain loop, the columns are
+  // vectorised and tiled and the reduction unrolled as in a fixed-size matmul.
+  Tensor x = symbolic_graph_input("x", {size_variable("n", 1, 512), 64}, ScalarType::Float32);
+  Schedule schedule = create_schedule({x.matmul(f32({64, 32}, 6)).data().node});
+  REQUIRE(schedule.kernels.size() == 1);
+  const UOpPtr& ast = schedule.kernels[0].ast;
+  std::vector<Opt> opts = hand_coded_opts(ast, host_cpu_caps());
+  CHECK(!opts.empty());
+  for (const Opt& opt : opts) {
+    CAPTURE(opt.axis);
+    for (const UOp* range : kernel_ranges(ast))
+      if (range->arg_int() == opt.axis) CHECK(range->src(0)->is_const());
+  }
+  UOpPtr optimised = apply_opts(ast, opts);  // valid: no opt touches the symbolic loop
+  CHECK(!parallel_extent_of(optimised).is_known());
+}
+
 TEST_CASE("the heuristics: a transposing copy swaps its loops; a matrix-vector product unrolls its reduction") {
   TargetCaps caps = host_cpu_caps();
   auto only_kernel = [](const Tensor& t) {

@@ -198,6 +198,12 @@ TEST_CASE("attention over a symbolic sequence: matmuls, softmax, layer norm, mea
       {{{-1, d}}}, {1, 2, 17, 40});
 }
 
+TEST_CASE("a matmul large enough to be vectorised and tiled along its constant axes") {
+  Tensor w = weight({64, 48}, 0.125f), bias = weight({48}, 0.5f);
+  check_at_sizes([&](const std::vector<Tensor>& x) { return std::vector<Tensor>{(x[0].matmul(w) + bias).relu()}; },
+                 {{{-1, 64}}}, {1, 7, 64, 100}, 128);
+}
+
 TEST_CASE("an embedding lookup of a symbolic number of token ids, pooled") {
   Tensor table = weight({5, 4}, 0.75f);
   check_at_sizes(
