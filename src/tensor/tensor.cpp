@@ -648,13 +648,18 @@ Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const {
       continue;
     }
     auto [begin, end] = ranges[i];
-    int64_t size = out[i].value("shrink");
-    if (begin < 0 || end < begin || end > size)
+    // A symbolic axis takes a fixed range that fits its smallest size (the first token of every
+    // sentence); a range that depends on its size would need symbolic bounds.
+    const Dim& size = out[i];
+    if (!size.is_known() && (begin < 0 || end < begin || end > size.min()))
+      throw UserError(str_cat("unsupported: shrink range [", begin, ", ", end, ") of axis ", i, " of symbolic size ", size,
+                              ", which may be as small as ", size.min()));
+    if (size.is_known() && (begin < 0 || end < begin || end > size.value()))
       throw UserError(str_cat("shrink: range [", begin, ", ", end, ") does not fit axis ", i, " of size ", size));
     arg.push_back(begin);
     arg.push_back(end);
+    identity = identity && begin == 0 && size.is(end);
     out[i] = end - begin;
-    identity = identity && begin == 0 && end == size;
   }
   if (identity) return *this;
   return make_tensor_dims(movement(Ops::SHRINK, data().node, arg), out, data().dtype, {this});
