@@ -2,7 +2,7 @@
 """Writes the benchmark's large ONNX models, with seeded random weights, built with onnx.helper only.
 
 usage:
-    python3 bench/export_models.py OUTDIR [--models resnet50,mobilenetv2,bert_base] [--seed N]
+    python3 bench/export_models.py OUTDIR [--models resnet50,mobilenetv2,bert_base,bert_base_symbolic] [--seed N]
 
 needs: numpy, onnx, onnxruntime. For each model it writes OUTDIR/<model>/model.onnx and
 OUTDIR/<model>/test_data_set_0/{input_K,output_K}.pb, the outputs computed by onnxruntime from seeded
@@ -22,6 +22,9 @@ The models (opset 17, batch 1, every shape fixed):
                  and Softmax with an additive padding mask, GELU written with Erf, then a Tanh pooler.
                  inputs "input_ids", "token_type_ids", "attention_mask" int64 [1, 128]; outputs
                  "last_hidden_state" [1, 128, 768] and "pooler_output" [1, 768]; 109 M weights (~440 MB)
+    bert_base_symbolic  the same encoder and weights over inputs [batch, sequence] (dim_params), with
+                 "position_ids" a fourth input (its test data: batch 1, sequence 128), for symbolic
+                 plans (docs/symbolic-shapes.md); not written unless --models names it
 
 Weights are random, not trained: the models are for timing and for checking kiln's numbers against
 onnxruntime's. They are scaled so that activations stay of order one through every layer (He
@@ -181,7 +184,10 @@ def build_mobilenetv2(rng):
 BERT = dict(vocab=30522, positions=512, token_types=2, hidden=768, heads=12, layers=12, ffn=3072, seq=128)
 
 
-def build_bert_base(rng):
+def build_bert_base(rng, symbolic=False):
+    """symbolic: inputs of shape [batch, sequence] (dim_params), head reshapes that copy those dims
+    (Reshape's 0), the positions an input, and the pooler's first token by Slice: one model that a
+    symbolic plan runs at every batch and sequence length (docs/symbolic-shapes.md)."""
     g = GraphBuilder(rng)
     hidden, heads, seq = BERT["hidden"], BERT["heads"], BERT["seq"]
     head_size = hidden // heads
@@ -199,7 +205,8 @@ def build_bert_base(rng):
     # Embeddings: three Gathers summed, then LayerNormalization.
     words = g.node("Gather", [g.normal("embeddings.word_embeddings.weight", (BERT["vocab"], hidden), 0.02),
                               "input_ids"], "embeddings.word", axis=0)
-    position_ids = g.constant("embeddings.position_ids", np.arange(seq, dtype=np.int64).reshape(1, seq))
+    position_ids = "position_ids" if symbolic else \
+        g.constant("embeddings.position_ids", np.arange(seq, dtype=np.int64).reshape(1, seq))
     positions = g.node("Gather", [g.normal("embeddings.position_embeddings.weight", (BERT["positions"], hidden), 0.02),
                                   position_ids], "embeddings.position", axis=0)
     types = g.node("Gather", [g.normal("embeddings.token_type_embeddings.weight", (BERT["token_types"], hidden), 0.02),
@@ -213,8 +220,9 @@ def build_bert_base(rng):
     mask = g.node("Sub", [g.constant("mask.one", np.array(1.0, dtype=np.float32)), mask], "mask.invert")
     mask = g.node("Mul", [mask, g.constant("mask.fill", np.array(-10000.0, dtype=np.float32))], "mask.scale")
 
-    split_heads = g.constant("attention.split_shape", np.array([1, seq, heads, head_size], dtype=np.int64))
-    merge_heads = g.constant("attention.merge_shape", np.array([1, seq, hidden], dtype=np.int64))
+    batch_and_seq = [0, 0] if symbolic else [1, seq]  # 0: Reshape copies the input's dimension
+    split_heads = g.constant("attention.split_shape", np.array(batch_and_seq + [heads, head_size], dtype=np.int64))
+    merge_heads = g.constant("attention.merge_shape", np.array(batch_and_seq + [hidden], dtype=np.int64))
     score_scale = g.constant("attention.scale", np.array(1.0 / np.sqrt(head_size), dtype=np.float32))
     sqrt_half = g.constant("gelu.rsqrt2", np.array(1.0 / np.sqrt(2.0), dtype=np.float32))
     one = g.constant("gelu.one", np.array(1.0, dtype=np.float32))
@@ -249,13 +257,25 @@ def build_bert_base(rng):
         x = layer_norm(g.node("Add", [output, x], f"{p}output.residual"), f"{p}output.LayerNorm")
 
     g.node("Identity", [x], "last_hidden_state", outputs=["last_hidden_state"])
-    first_token = g.node("Gather", [x, g.constant("pooler.index", np.array(0, dtype=np.int64))], "pooler.first", axis=1)
+    if symbolic:
+        first_token = g.node("Slice", [x, g.constant("pooler.start", np.array([0], dtype=np.int64)),
+                                       g.constant("pooler.end", np.array([1], dtype=np.int64)),
+                                       g.constant("pooler.axis", np.array([1], dtype=np.int64))], "pooler.slice")
+        first_token = g.node("Reshape", [first_token, g.constant("pooler.shape", np.array([0, hidden], dtype=np.int64))],
+                             "pooler.first")
+    else:
+        first_token = g.node("Gather", [x, g.constant("pooler.index", np.array(0, dtype=np.int64))], "pooler.first",
+                             axis=1)
     g.node("Tanh", [dense(first_token, "pooler.dense", hidden, hidden)], "pooler.tanh", outputs=["pooler_output"])
 
-    inputs = [helper.make_tensor_value_info(name, TensorProto.INT64, [1, seq])
-              for name in ("input_ids", "token_type_ids", "attention_mask")]
-    outputs = [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [1, seq, hidden]),
-               helper.make_tensor_value_info("pooler_output", TensorProto.FLOAT, [1, hidden])]
+    dims = ["batch", "sequence"] if symbolic else [1, seq]
+    names = ("input_ids", "token_type_ids", "attention_mask") + (("position_ids",) if symbolic else ())
+    inputs = [helper.make_tensor_value_info(name, TensorProto.INT64, dims) for name in names]
+    outputs = [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, dims + [hidden]),
+               helper.make_tensor_value_info("pooler_output", TensorProto.FLOAT, dims[:1] + [hidden])]
+    if symbolic:
+        return g.model("bert_base_symbolic", inputs, outputs,
+                       "BERT-base encoder (12 x 768), inputs [batch, sequence], random weights")
     return g.model("bert_base", inputs, outputs, "BERT-base encoder (12 x 768, seq 128), random weights")
 
 
@@ -270,6 +290,12 @@ def bert_inputs(rng):
     return {"input_ids": input_ids, "token_type_ids": token_type_ids, "attention_mask": attention_mask}
 
 
+def bert_symbolic_inputs(rng):
+    inputs = bert_inputs(rng)
+    inputs["position_ids"] = np.arange(BERT["seq"], dtype=np.int64).reshape(1, BERT["seq"])
+    return inputs
+
+
 def image_inputs(rng):
     return {"input": rng.standard_normal((1, 3, 224, 224), dtype=np.float32)}
 
@@ -278,13 +304,16 @@ MODELS = {
     "resnet50": (build_resnet50, image_inputs),
     "mobilenetv2": (build_mobilenetv2, image_inputs),
     "bert_base": (build_bert_base, bert_inputs),
+    "bert_base_symbolic": (lambda rng: build_bert_base(rng, symbolic=True), bert_symbolic_inputs),
 }
+# Each model's stream of random numbers (the symbolic BERT shares BERT-base's weights).
+SEED_OFFSET = {"bert_base": 0, "bert_base_symbolic": 0, "mobilenetv2": 1, "resnet50": 2}
 
 
 def write_model(name, outdir, seed):
     build, make_inputs = MODELS[name]
     # Each model draws from its own stream, so exporting one model alone gives the same file.
-    model_seed = seed + sorted(MODELS).index(name)
+    model_seed = seed + SEED_OFFSET[name]
     model = build(np.random.default_rng(model_seed))
     onnx.checker.check_model(model)
     folder = os.path.join(outdir, name)
@@ -316,7 +345,7 @@ def write_model(name, outdir, seed):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("outdir", help="folder to write OUTDIR/<model>/ into (created if missing)")
-    parser.add_argument("--models", default=",".join(MODELS),
+    parser.add_argument("--models", default="resnet50,mobilenetv2,bert_base",
                         help=f"comma-separated subset of {', '.join(MODELS)} (default: all)")
     parser.add_argument("--seed", type=int, default=1234, help="seed of weights and inputs (default 1234)")
     args = parser.parse_args()

@@ -191,7 +191,7 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
       continue;
     }
     if (root->op() == Ops::BUFFER) root = UOp::make(Ops::CONTIGUOUS, root->dtype(), {root});
-    result.push_back(make_tensor(root, outputs[i].shape(), outputs[i].data().dtype, inputs));
+    result.push_back(make_tensor_dims(root, dims_of(outputs[i]), outputs[i].data().dtype, inputs));
   }
   if (report != nullptr) {
     report->values = static_cast<int>(targets.size());

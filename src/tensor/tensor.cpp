@@ -638,31 +638,45 @@ Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const {
   require_defined(*this);
   if (static_cast<int64_t>(ranges.size()) > ndim())
     throw UserError(str_cat("shrink: ", ranges.size(), " ranges for a tensor with ", ndim(), " dimensions"));
+  Dims dims = dims_of(*this);
+  DimRanges full;
+  for (size_t i = 0; i < dims.size(); ++i)
+    full.emplace_back(i < ranges.size() ? std::pair<Dim, Dim>{ranges[i].first, ranges[i].second} : std::pair<Dim, Dim>{0, dims[i]});
+  return shrink_to(*this, full);
+}
+
+Tensor shrink_to(const Tensor& t, const DimRanges& ranges) {
+  require_defined(t);
+  Dims out = dims_of(t);
+  KILN_ASSERT(ranges.size() == out.size(), "shrink_to: one range per axis");
   std::vector<int64_t> arg;
-  Dims out = dims_of(*this);
   bool identity = true;
   for (size_t i = 0; i < out.size(); ++i) {
-    if (i >= ranges.size()) {  // an axis kept whole, symbolic or not
+    const auto& [begin, end] = ranges[i];
+    const Dim& size = out[i];
+    if (begin.is(0) && end == size) {  // the whole axis, symbolic or not
       arg.push_back(0);
-      arg.push_back(encode_dim(out[i]));
+      arg.push_back(encode_dim(size));
       continue;
     }
-    auto [begin, end] = ranges[i];
     // A symbolic axis takes a fixed range that fits its smallest size (the first token of every
     // sentence); a range that depends on its size would need symbolic bounds.
-    const Dim& size = out[i];
-    if (!size.is_known() && (begin < 0 || end < begin || end > size.min()))
-      throw UserError(str_cat("unsupported: shrink range [", begin, ", ", end, ") of axis ", i, " of symbolic size ", size,
+    if (!begin.is_known() || !end.is_known())
+      throw UserError(str_cat("unsupported: shrink range [", begin, ", ", end, ") of axis ", i, " of size ", size,
+                              " (a symbolic range)"));
+    int64_t first = begin.value(), last = end.value();
+    if (!size.is_known() && (first < 0 || last < first || last > size.min()))
+      throw UserError(str_cat("unsupported: shrink range [", first, ", ", last, ") of axis ", i, " of symbolic size ", size,
                               ", which may be as small as ", size.min()));
-    if (size.is_known() && (begin < 0 || end < begin || end > size.value()))
-      throw UserError(str_cat("shrink: range [", begin, ", ", end, ") does not fit axis ", i, " of size ", size));
-    arg.push_back(begin);
-    arg.push_back(end);
-    identity = identity && begin == 0 && size.is(end);
-    out[i] = end - begin;
+    if (size.is_known() && (first < 0 || last < first || last > size.value()))
+      throw UserError(str_cat("shrink: range [", first, ", ", last, ") does not fit axis ", i, " of size ", size));
+    arg.push_back(first);
+    arg.push_back(last);
+    identity = identity && first == 0 && size.is(last);
+    out[i] = last - first;
   }
-  if (identity) return *this;
-  return make_tensor_dims(movement(Ops::SHRINK, data().node, arg), out, data().dtype, {this});
+  if (identity) return t;
+  return make_tensor_dims(movement(Ops::SHRINK, t.data().node, arg), out, t.data().dtype, {&t});
 }
 
 Tensor Tensor::flip(std::vector<int64_t> axes) const {

@@ -32,7 +32,11 @@ bool has_symbolic_shape(const Tensor& t);
 Dim dim_of(const Tensor& t, int64_t axis);
 // A scalar holding a size (a symbolic one is computed from the run's variables).
 Tensor dim_tensor(const Dim& dim, ScalarType type);
-// reshape and expand to shapes that may be symbolic (no -1 here).
+// shrink with one (begin, end) per axis, which may be symbolic: a whole axis is (0, its size), and
+// a symbolic axis otherwise takes a fixed range within its smallest size.
+using DimRanges = std::vector<std::pair<Dim, Dim>>;
+Tensor shrink_to(const Tensor& t, const DimRanges& ranges);
+// reshape and expand to shapes that may be symbolic (a -1 is inferred).
 Tensor reshape_to(const Tensor& t, const Dims& shape);
 Tensor expand_to(const Tensor& t, const Dims& shape);
 // A tensor viewing `buffer` with the given shape (numel must match).

@@ -18,9 +18,11 @@ Ranges full_ranges(const Tensor& t) {
 }
 
 Tensor shrink_axis(const Tensor& t, int64_t axis, int64_t begin, int64_t end) {
-  Ranges ranges = full_ranges(t);
+  // (Dims: the other axes stay whole even when they are symbolic.)
+  DimRanges ranges;
+  for (const Dim& size : dims_of(t)) ranges.emplace_back(0, size);
   ranges[static_cast<size_t>(axis)] = {begin, end};
-  return t.shrink(ranges);
+  return shrink_to(t, ranges);
 }
 
 namespace {
@@ -255,7 +257,16 @@ Tensor Tensor::pad(std::vector<int64_t> pads, PadMode mode, double value) const 
 Tensor Tensor::slice(int64_t axis, int64_t start, int64_t stop, int64_t step) const {
   int64_t a = normalize_axis(axis, ndim(), "slice");
   if (step == 0) throw UserError("slice: step must not be zero");
-  int64_t n = shape()[static_cast<size_t>(a)];
+  Dim size = dim_of(*this, a);
+  if (!size.is_known()) {
+    // A symbolic axis: the whole of it (start 0, stop past its largest size), or a fixed prefix
+    // range within its smallest size (shrink_axis refuses anything else, naming the axis).
+    if (step == 1 && start == 0 && stop >= size.max()) return *this;
+    if (step != 1 || start < 0 || stop < 0)
+      throw UserError(str_cat("unsupported: slice [", start, ":", stop, ":", step, "] of axis ", a, " of symbolic size ", size));
+    return shrink_axis(*this, a, start, std::max(start, stop));
+  }
+  int64_t n = size.value();
   // Python's slice.indices(n): negative bounds count from the end, then clamp.
   auto clamp_bound = [&](int64_t bound, int64_t low, int64_t high) {
     if (bound < 0) bound += n;
