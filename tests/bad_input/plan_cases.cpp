@@ -19,6 +19,7 @@ namespace {
 
 namespace field = kiln::plan::header_field;
 namespace fb = kiln::plan_fb;
+using kiln::plan::read_u32;
 using kiln::plan::read_u64;
 using kiln::plan::write_u32;
 using kiln::plan::write_u64;
@@ -39,14 +40,14 @@ std::string section(std::string& plan, size_t offset_field, size_t size_field) {
 uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
 
 // header | metadata | (page) weights | (page) code, as the writer lays a plan out, sealed.
-std::string assemble(const std::string& metadata, const std::string& weights, const std::string& code) {
+std::string assemble(const std::string& metadata, const std::string& weights, const std::string& code, uint32_t version) {
   uint64_t metadata_offset = kiln::plan::kPlanHeaderSize;
   uint64_t weights_offset = align_up(metadata_offset + metadata.size(), kiln::plan::kPlanSectionAlignment);
   uint64_t code_offset = align_up(weights_offset + weights.size(), kiln::plan::kPlanSectionAlignment);
   std::string plan(code_offset + code.size(), '\0');
   std::memcpy(plan.data(), kiln::plan::kPlanMagic, sizeof kiln::plan::kPlanMagic);
   unsigned char* at = bytes_of(plan);
-  write_u32(at + field::format_version, kiln::plan::kPlanFormatVersion);
+  write_u32(at + field::format_version, version);
   write_u32(at + field::header_size, kiln::plan::kPlanHeaderSize);
   write_u64(at + field::file_size, plan.size());
   write_u64(at + field::metadata_offset, metadata_offset);
@@ -61,16 +62,18 @@ std::string assemble(const std::string& metadata, const std::string& weights, co
   return reseal(plan);
 }
 
-// The good plan with its metadata edited by `edit`, laid out and sealed again.
-std::string with_metadata(std::string good, const std::function<void(fb::PlanT&)>& edit) {
+// The good plan with its metadata edited by `edit`, laid out and sealed again; its header keeps the
+// good plan's format version unless `version` says otherwise.
+std::string with_metadata(std::string good, const std::function<void(fb::PlanT&)>& edit, uint32_t version = 0) {
   std::string metadata = section(good, field::metadata_offset, field::metadata_size);
   std::unique_ptr<fb::PlanT> plan = fb::UnPackPlan(metadata.data());
   edit(*plan);
   flatbuffers::FlatBufferBuilder builder;
   fb::FinishPlanBuffer(builder, fb::Plan::Pack(builder, plan.get()));
   std::string edited(reinterpret_cast<const char*>(builder.GetBufferPointer()), builder.GetSize());
+  if (version == 0) version = kiln::plan::read_u32(bytes_of(good) + field::format_version);
   return assemble(edited, section(good, field::weights_offset, field::weights_size),
-                  section(good, field::code_offset, field::code_size));
+                  section(good, field::code_offset, field::code_size), version);
 }
 
 // The good plan with header field `at` set to `value` (u64, or u32 when `narrow`), sealed again.

@@ -52,6 +52,14 @@ const TrustedSections& trusted() {
 
 uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
 
+// The header's format version: the metadata's own where it has one (so that version-2 metadata,
+// with variables and size programs, reaches the checks of its fields), else version 1.
+uint32_t format_version_of(const uint8_t* metadata, size_t size) {
+  flatbuffers::Verifier verifier(metadata, size);
+  if (!kiln::plan_fb::VerifyPlanBuffer(verifier)) return kiln::plan::kPlanFormatVersionFixedShapes;
+  return kiln::plan_fb::GetPlan(metadata)->format_version();
+}
+
 // The plan file the writer would make around this metadata, with the trusted weights and code.
 std::string seal(const uint8_t* metadata, size_t size) {
   const TrustedSections& sections = trusted();
@@ -60,7 +68,7 @@ std::string seal(const uint8_t* metadata, size_t size) {
   std::string plan(code_offset + sections.code.size(), '\0');
   auto* bytes = reinterpret_cast<unsigned char*>(plan.data());
   std::memcpy(bytes + field::magic, kiln::plan::kPlanMagic, sizeof kiln::plan::kPlanMagic);
-  kiln::plan::write_u32(bytes + field::format_version, kiln::plan::kPlanFormatVersion);
+  kiln::plan::write_u32(bytes + field::format_version, format_version_of(metadata, size));
   kiln::plan::write_u32(bytes + field::header_size, kiln::plan::kPlanHeaderSize);
   kiln::plan::write_u64(bytes + field::file_size, plan.size());
   kiln::plan::write_u64(bytes + field::metadata_offset, kiln::plan::kPlanHeaderSize);

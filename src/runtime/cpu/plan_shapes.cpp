@@ -45,6 +45,19 @@ PlanShapes::PlanShapes(const plan_fb::Plan& plan) {
   };
   read(*plan.inputs(), input_dims_, input_bytes_);
   read(*plan.outputs(), output_dims_, output_bytes_);
+  // Made after the dims are complete, so that the text pointers stay valid.
+  auto arrays = [](const std::vector<std::vector<PlanDim>>& all, std::vector<DimArrays>& result) {
+    for (const std::vector<PlanDim>& dims : all) {
+      DimArrays entry;
+      for (const PlanDim& dim : dims) {
+        entry.texts.push_back(dim.size >= 0 ? nullptr : dim.text.c_str());
+        entry.variables.push_back(dim.variable);
+      }
+      result.push_back(std::move(entry));
+    }
+  };
+  arrays(input_dims_, input_arrays_);
+  arrays(output_dims_, output_arrays_);
 }
 
 std::string PlanShapes::shape_text(const std::vector<PlanDim>& dims) {

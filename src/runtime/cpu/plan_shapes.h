@@ -65,6 +65,14 @@ class PlanShapes {
   [[noreturn]] static void throw_program_failure(const char* function, const std::string& what);
   // The dims of output `index` into out (its rank of them).
   void output_shape(size_t index, std::span<const int64_t> values, int64_t* out, const char* function) const;
+  // What kiln_plan_input_info_v2 / _output_info_v2 report, per value: each dimension's text (NULL
+  // where fixed) and variable (-1 where not exactly one).
+  struct DimArrays {
+    std::vector<const char*> texts;
+    std::vector<int64_t> variables;
+  };
+  const DimArrays& input_arrays(size_t index) const { return input_arrays_[index]; }
+  const DimArrays& output_arrays(size_t index) const { return output_arrays_[index]; }
   std::span<const int64_t> input_bytes(size_t index) const { return input_bytes_[index]; }
   std::span<const int64_t> output_bytes(size_t index) const { return output_bytes_[index]; }
 
@@ -73,6 +81,7 @@ class PlanShapes {
   std::vector<std::string> names_;  // the variables' names, for size_program_text
   std::vector<std::vector<PlanDim>> input_dims_, output_dims_;
   std::vector<std::span<const int64_t>> input_bytes_, output_bytes_;
+  std::vector<DimArrays> input_arrays_, output_arrays_;  // point into input_dims_ / output_dims_
 };
 
 }  // namespace kiln
