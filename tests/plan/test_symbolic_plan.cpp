@@ -402,6 +402,24 @@ TEST_CASE("misuse: each error names what is wrong, and the plan runs correctly a
   }
 }
 
+TEST_CASE("a size that is not monotone in its variable is refused at run time where it passes its buffer") {
+  // Slot 0 of the first kernel (the arena) claims 4 * (80 - n) bytes: 64 at the maximum, which the
+  // load-time checks accept, but 316 (past the 256-byte arena) at n = 1. The runtime checks every
+  // slot's size for the run's values before any kernel runs (defence in depth).
+  PlanContents contents = symbolic_contents();
+  contents.kernels[0].slots[0].size = (Dim(80) - Dim(var_n())) * 4;
+  std::string bytes = serialize_plan(contents);
+  kiln_plan* loaded = nullptr;
+  REQUIRE(kiln_plan_load_buffer(bytes.data(), bytes.size(), &loaded) == KILN_OK);
+  PlanPointer plan(loaded);
+  Case small(1, 1, 1);
+  Outcome refused = outcome(small.run(plan.get()));
+  CHECK(refused.status == KILN_ERROR_INVALID_PLAN);
+  CHECK(refused.message == "kiln_plan_run: kernel sym_scale_add slot 0 would touch 316 bytes at these shapes, "
+                           "where its buffer has 256");
+  check_runs(plan.get(), 20, 2, 2);
+}
+
 TEST_CASE("serialize_plan refuses variables the reader would refuse") {
   PlanContents contents;
   set_host_target(contents);
