@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "codegen_test_helpers.h"
 #include "kiln/kiln.h"
+#include "npy_file.h"
 #include "plan/link_shared_object.h"
 #include "plan/plan_contents.h"
 #include "plan/plan_format.h"
@@ -438,6 +440,30 @@ TEST_CASE("serialize_plan refuses variables the reader would refuse") {
   CHECK_THROWS_WITH_AS(serialize_plan(contents),
                        doctest::Contains("a size expression reads variable 'n', which the plan does not define"),
                        UserError);
+}
+
+// For run_symbolic_tools.sh (test plan-symbolic-tools): with KILN_SYMBOLIC_PLAN_DIR set, writes the
+// plan, inputs at n = 5, rows = 2, cols = 3 and the expected outputs there as .npy files, so that
+// `kiln inspect` and `kiln run` can be checked on a symbolic plan.
+TEST_CASE("writes the plan and its files for the tools test") {
+  const char* directory = std::getenv("KILN_SYMBOLIC_PLAN_DIR");
+  if (directory == nullptr) return;
+  std::string dir = directory;
+  {
+    std::ofstream plan(dir + "/symbolic.kiln", std::ios::binary | std::ios::trunc);
+    plan.write(symbolic_plan().data(), static_cast<std::streamsize>(symbolic_plan().size()));
+    REQUIRE(plan.good());
+  }
+  Case run(5, 2, 3);
+  auto write = [&](const std::string& name, std::vector<int64_t> shape, const void* data, size_t bytes) {
+    tools::write_npy_file(dir + "/" + name + ".npy",
+                          {KILN_DTYPE_FLOAT32, std::move(shape), std::string(static_cast<const char*>(data), bytes)});
+  };
+  write("a", {5}, run.a.data(), run.a.bytes());
+  write("b", {5}, run.b.data(), run.b.bytes());
+  write("x", {2, 3}, run.x.data(), run.x.bytes());
+  write("expected_y", {10}, run.expected_y.data(), 4 * run.expected_y.size());
+  write("expected_s", {2}, run.expected_s.data(), 4 * run.expected_s.size());
 }
 
 }  // TEST_SUITE

@@ -1,0 +1,56 @@
+#!/bin/sh
+# `kiln inspect` and `kiln run` on a symbolic plan (docs/plan-format.md, "Symbolic plans"): the
+# plan, its inputs and expected outputs come from test-symbolic-plan (KILN_SYMBOLIC_PLAN_DIR);
+# inspect must print the variables with their ranges and the symbolic dims and extents, and run
+# must size the outputs from the inputs' shapes and write the expected values.
+# usage: run_symbolic_tools.sh KILN TEST_SYMBOLIC_PLAN WORK_DIR
+set -eu
+kiln=$1 test_binary=$2 work=$3
+rm -rf "$work"
+mkdir -p "$work"
+KILN_SYMBOLIC_PLAN_DIR=$work "$test_binary" -tc="writes the plan and its files for the tools test" >"$work/write.log" 2>&1 ||
+  { cat "$work/write.log"; exit 1; }
+
+failures=0
+expect() {  # expect FILE LINE: FILE has LINE exactly
+  if ! grep -qxF -- "$2" "$1"; then
+    echo "FAIL: $(basename "$1") lacks the line '$2'"
+    failures=$((failures + 1))
+  fi
+}
+
+"$kiln" inspect "$work/symbolic.kiln" >"$work/inspect.txt"
+cat "$work/inspect.txt"
+expect "$work/inspect.txt" "variables:"
+expect "$work/inspect.txt" "  cols: 1..16"
+expect "$work/inspect.txt" "  n: 1..64"
+expect "$work/inspect.txt" "  rows: 1..8"
+expect "$work/inspect.txt" "  a: float32 (n)"
+expect "$work/inspect.txt" "  x: float32 (rows, cols)"
+expect "$work/inspect.txt" "  y: float32 (n * 2)"
+expect "$work/inspect.txt" "  s: float32 (rows)"
+expect "$work/inspect.txt" "arena: 256 bytes (every variable at its maximum)"
+expect "$work/inspect.txt" "  sym_interleave (parallel extent n * 2, at most 128)"
+
+"$kiln" run "$work/symbolic.kiln" --input a="$work/a.npy" --input b="$work/b.npy" --input x="$work/x.npy" \
+  --output-dir "$work/out" --output-format npy >"$work/run.txt"
+cat "$work/run.txt"
+expect "$work/run.txt" "y: float32 (10) -> $work/out/y.npy"
+expect "$work/run.txt" "s: float32 (2) -> $work/out/s.npy"
+for output in y s; do
+  if ! cmp -s "$work/out/$output.npy" "$work/expected_$output.npy"; then
+    echo "FAIL: output $output differs from the C++ reference"
+    failures=$((failures + 1))
+  fi
+done
+
+# A shape out of range is the runtime's error, with its message.
+if "$kiln" run "$work/symbolic.kiln" --input a="$work/x.npy" --input b="$work/b.npy" --input x="$work/x.npy" \
+  --output-dir "$work/out" >"$work/bad.txt" 2>&1; then
+  echo "FAIL: kiln run accepted an input of the wrong rank"
+  failures=$((failures + 1))
+fi
+cat "$work/bad.txt"
+expect "$work/bad.txt" "kiln run: kiln_plan_output_shape: input 'a' has shape (2, 3), rank 2; the plan expects rank 1: (n) (KILN_ERROR_INVALID_ARGUMENT)"
+[ "$failures" -eq 0 ] && echo "ok: kiln inspect and kiln run on a symbolic plan"
+exit "$failures"
