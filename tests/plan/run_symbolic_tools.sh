@@ -2,10 +2,11 @@
 # `kiln inspect` and `kiln run` on a symbolic plan (docs/plan-format.md, "Symbolic plans"): the
 # plan, its inputs and expected outputs come from test-symbolic-plan (KILN_SYMBOLIC_PLAN_DIR);
 # inspect must print the variables with their ranges and the symbolic dims and extents, and run
-# must size the outputs from the inputs' shapes and write the expected values.
-# usage: run_symbolic_tools.sh KILN TEST_SYMBOLIC_PLAN WORK_DIR
+# must size the outputs from the inputs' shapes and write the expected values; so must the Python
+# binding's Plan.run (with the .venv python; left out without it).
+# usage: run_symbolic_tools.sh KILN TEST_SYMBOLIC_PLAN WORK_DIR LIBKILN
 set -eu
-kiln=$1 test_binary=$2 work=$3
+kiln=$1 test_binary=$2 work=$3 libkiln=$4
 rm -rf "$work"
 mkdir -p "$work"
 KILN_SYMBOLIC_PLAN_DIR=$work "$test_binary" -tc="writes the plan and its files for the tools test" >"$work/write.log" 2>&1 ||
@@ -52,5 +53,29 @@ if "$kiln" run "$work/symbolic.kiln" --input a="$work/x.npy" --input b="$work/b.
 fi
 cat "$work/bad.txt"
 expect "$work/bad.txt" "kiln run: kiln_plan_output_shape: input 'a' has shape (2, 3), rank 2; the plan expects rank 1: (n) (KILN_ERROR_INVALID_ARGUMENT)"
+# The Python binding (python/kiln) on the same plan, when the .venv python with numpy exists.
+python=$(dirname "$0")/../../.venv/bin/python3
+if [ -x "$python" ] && "$python" -c "import numpy" 2>/dev/null; then
+  KILN_LIBRARY=$libkiln PYTHONPATH=$(dirname "$0")/../../python "$python" - "$work" <<'PYTHON' || failures=$((failures + 1))
+import sys
+import numpy as np
+import kiln
+work = sys.argv[1]
+plan = kiln.Plan(work + "/symbolic.kiln")
+assert plan.variables == {"cols": (1, 16), "n": (1, 64), "rows": (1, 8)}, plan.variables
+assert plan.outputs[0].shape == (-1,), plan.outputs
+inputs = {name: np.load(f"{work}/{name}.npy") for name in ("a", "b", "x")}
+outputs = plan.run(inputs)
+for name in ("y", "s"):
+    expected = np.load(f"{work}/expected_{name}.npy")
+    assert outputs[name].shape == expected.shape and (outputs[name] == expected).all(), (name, outputs[name])
+try:
+    plan.run({"a": inputs["a"], "b": np.zeros(6, np.float32), "x": inputs["x"]})
+    raise SystemExit("FAIL: inconsistent inputs were accepted")
+except kiln.Error as error:
+    assert "'a' gives n=5, 'b' gives n=6" in str(error), str(error)
+print("ok: the Python binding runs the symbolic plan")
+PYTHON
+fi
 [ "$failures" -eq 0 ] && echo "ok: kiln inspect and kiln run on a symbolic plan"
 exit "$failures"
