@@ -122,6 +122,9 @@ class Plan:
 
     def empty_outputs(self) -> Dict[str, np.ndarray]:
         """{name: array}: 64-byte aligned output arrays to pass as `run(..., outputs=...)`."""
+        if self.variables:
+            raise Error("empty_outputs: the plan is symbolic (its output shapes follow from the inputs' "
+                        "shapes); call run() without outputs", "KILN_ERROR_INVALID_ARGUMENT")
         return {info.name: aligned_empty(info.shape, info.dtype) for info in self.outputs}
 
     def _prepared_tensors(self) -> Tuple[Any, Any, List[Any]]:
