@@ -3,10 +3,11 @@
 # plan, its inputs and expected outputs come from test-symbolic-plan (KILN_SYMBOLIC_PLAN_DIR);
 # inspect must print the variables with their ranges and the symbolic dims and extents, and run
 # must size the outputs from the inputs' shapes and write the expected values; so must the Python
-# binding's Plan.run (with the .venv python; left out without it).
-# usage: run_symbolic_tools.sh KILN TEST_SYMBOLIC_PLAN WORK_DIR LIBKILN
+# binding's Plan.run (with the .venv python; left out without it); and warm runs must not call
+# malloc (symbolic_no_alloc.c, not built under sanitizers).
+# usage: run_symbolic_tools.sh KILN TEST_SYMBOLIC_PLAN WORK_DIR LIBKILN NO_ALLOC|not-built
 set -eu
-kiln=$1 test_binary=$2 work=$3 libkiln=$4
+kiln=$1 test_binary=$2 work=$3 libkiln=$4 no_alloc=$5
 rm -rf "$work"
 mkdir -p "$work"
 KILN_SYMBOLIC_PLAN_DIR=$work "$test_binary" -tc="writes the plan and its files for the tools test" >"$work/write.log" 2>&1 ||
@@ -76,6 +77,9 @@ except kiln.Error as error:
     assert "'a' gives n=5, 'b' gives n=6" in str(error), str(error)
 print("ok: the Python binding runs the symbolic plan")
 PYTHON
+fi
+if [ "$no_alloc" != not-built ]; then
+  for threads in 1 0; do "$no_alloc" "$work/symbolic.kiln" "$threads" || failures=$((failures + 1)); done
 fi
 [ "$failures" -eq 0 ] && echo "ok: kiln inspect and kiln run on a symbolic plan"
 exit "$failures"
