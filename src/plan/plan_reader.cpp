@@ -23,9 +23,7 @@
 namespace kiln {
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) {
-  throw PlanError(KILN_ERROR_INVALID_PLAN, "invalid plan: " + message);
-}
+[[noreturn]] void invalid(const std::string& message) { invalid_plan(message); }
 
 std::string number(uint64_t value) { return std::to_string(value); }
 
@@ -165,6 +163,8 @@ void check_target(const plan_fb::Plan& plan) {
 }
 
 }  // namespace
+
+void invalid_plan(const std::string& message) { throw PlanError(KILN_ERROR_INVALID_PLAN, "invalid plan: " + message); }
 
 std::string shape_text(const int64_t* shape, size_t rank) {
   std::string text = "(";
