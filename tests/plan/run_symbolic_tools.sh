@@ -1,10 +1,10 @@
 #!/bin/sh
-# `kiln inspect` and `kiln run` on a symbolic plan (docs/plan-format.md, "Symbolic plans"): the
-# plan, its inputs and expected outputs come from test-symbolic-plan (KILN_SYMBOLIC_PLAN_DIR);
-# inspect must print the variables with their ranges and the symbolic dims and extents, and run
-# must size the outputs from the inputs' shapes and write the expected values; so must the Python
-# binding's Plan.run (with the .venv python; left out without it); and warm runs must not call
-# malloc (symbolic_no_alloc.c, not built under sanitizers).
+# The tools on a symbolic plan (docs/plan-format.md, "Symbolic plans"); the plan, its inputs and
+# expected outputs come from test-symbolic-plan (KILN_SYMBOLIC_PLAN_DIR). `kiln inspect` prints the
+# variables with their ranges and the symbolic dims and extents; `kiln run` sizes the outputs from
+# the inputs' shapes and writes the expected values; `kiln bench` takes the variables' values from
+# --shape; the Python binding's Plan.run computes the same outputs (with the .venv python; left out
+# without it); warm runs call no malloc (symbolic_no_alloc.c, not built under sanitizers).
 # usage: run_symbolic_tools.sh KILN TEST_SYMBOLIC_PLAN WORK_DIR LIBKILN NO_ALLOC|not-built
 set -eu
 kiln=$1 test_binary=$2 work=$3 libkiln=$4 no_alloc=$5
@@ -45,6 +45,17 @@ for output in y s; do
     failures=$((failures + 1))
   fi
 done
+
+# kiln bench: --shape gives variables (the others at their maxima).
+"$kiln" bench "$work/symbolic.kiln" --iterations 3 --warmup 1 --shape n=3 rows=2 >"$work/bench.txt"
+cat "$work/bench.txt"
+expect "$work/bench.txt" "input a: float32 (3) (random, seed 0)"
+expect "$work/bench.txt" "input x: float32 (2, 16) (random, seed 0)"
+if "$kiln" bench "$work/symbolic.kiln" --shape n=65 >"$work/bench_bad.txt" 2>&1; then
+  echo "FAIL: kiln bench accepted n=65"
+  failures=$((failures + 1))
+fi
+expect "$work/bench_bad.txt" "kiln bench: --shape n=65: the plan allows n in 1..64"
 
 # A shape out of range is the runtime's error, with its message.
 if "$kiln" run "$work/symbolic.kiln" --input a="$work/x.npy" --input b="$work/b.npy" --input x="$work/x.npy" \
