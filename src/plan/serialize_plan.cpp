@@ -15,6 +15,7 @@
 #include "plan/size_program_writer.h"
 #include "plan/symbolic_metadata.h"
 #include "support/error.h"
+#include "support/limits.h"
 
 namespace kiln {
 namespace {
@@ -26,15 +27,17 @@ class SymbolicWriter {
  public:
   SymbolicWriter(flatbuffers::FlatBufferBuilder& builder, std::vector<PlanVariableContents> variables)
       : builder_(builder), variables_(std::move(variables)) {
+    if (variables_.size() > limits::kMaxPlanVariables)
+      throw UserError(str_cat("a plan of ", variables_.size(), " variables (at most ", limits::kMaxPlanVariables, ")"));
     std::sort(variables_.begin(), variables_.end(),
               [](const PlanVariableContents& a, const PlanVariableContents& b) { return a.name < b.name; });
     for (const PlanVariableContents& variable : variables_) {
       if (variable.name.empty()) throw UserError("a plan variable without a name");
       if (!numbers_.emplace(variable.name, static_cast<int64_t>(maxima_.size())).second)
         throw UserError(str_cat("two plan variables are named '", variable.name, "'"));
-      if (variable.min < 0 || variable.min > variable.max || variable.max > kMaxPlanVariableValue)
+      if (variable.min < 0 || variable.min > variable.max || variable.max > limits::kMaxPlanVariableValue)
         throw UserError(str_cat("plan variable '", variable.name, "' has the range ", variable.min, "..", variable.max,
-                                " (a range within 0..", kMaxPlanVariableValue, " is required)"));
+                                " (a range within 0..", limits::kMaxPlanVariableValue, " is required)"));
       maxima_.push_back(variable.max);
     }
   }

@@ -33,8 +33,9 @@ int64_t checked_at_maxima(const plan_fb::SizeProgram* table, const std::vector<i
 std::vector<int64_t> check_variables(const plan_fb::Plan& plan) {
   std::vector<int64_t> maxima;
   if (plan.variables() == nullptr) return maxima;
-  if (plan.variables()->size() > kMaxPlanVariables)
-    invalid_plan("the plan has " + number(plan.variables()->size()) + " variables, more than " + number(kMaxPlanVariables));
+  if (plan.variables()->size() > limits::kMaxPlanVariables)
+    invalid_plan("the plan has " + number(plan.variables()->size()) + " variables, more than " +
+                 number(limits::kMaxPlanVariables));
   const flatbuffers::String* previous = nullptr;
   for (const plan_fb::Variable* variable : *plan.variables()) {
     if (variable == nullptr || variable->name() == nullptr || variable->name()->size() == 0)
@@ -46,9 +47,9 @@ std::vector<int64_t> check_variables(const plan_fb::Plan& plan) {
                   ? "two variables are named '" + name + "'"
                   : "the variables are not sorted by name ('" + previous->str() + "' before '" + name + "')");
     previous = variable->name();
-    if (variable->min() < 0 || variable->min() > variable->max() || variable->max() > kMaxPlanVariableValue)
+    if (variable->min() < 0 || variable->min() > variable->max() || variable->max() > limits::kMaxPlanVariableValue)
       invalid_plan("variable '" + name + "' has the range " + number(variable->min()) + ".." + number(variable->max()) +
-              " (a range within 0.." + number(kMaxPlanVariableValue) + " is required)");
+              " (a range within 0.." + number(limits::kMaxPlanVariableValue) + " is required)");
     maxima.push_back(variable->max());
   }
   return maxima;

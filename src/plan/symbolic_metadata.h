@@ -11,12 +11,6 @@
 
 namespace kiln {
 
-// The largest maximum a plan variable may have: far above any real dimension, and small enough
-// that sizes built from a few variables stay far from int64 overflow.
-constexpr int64_t kMaxPlanVariableValue = int64_t{1} << 31;
-// The most variables one plan may have (each run reads them all off the inputs).
-constexpr size_t kMaxPlanVariables = 1024;
-
 // The instructions of a size program table (empty when it is absent). The table must have passed
 // the flatbuffers verifier and check_symbolic_metadata's alignment check.
 std::span<const int64_t> program_of(const plan_fb::SizeProgram* program);
@@ -27,11 +21,11 @@ bool has_symbolic_fields(const plan_fb::Plan& plan);
 // Checks every version-2 field of a verified flatbuffer, after the fixed-shape consistency checks
 // (check_consistency in plan_reader.cpp), each failure a PlanError KILN_ERROR_INVALID_PLAN naming
 // the field: variables (non-empty unique names sorted by name, 0 <= min <= max <=
-// kMaxPlanVariableValue), every program (check_size_program), every variable bound by an input
-// dimension that is exactly that variable, kernel variable indices (valid, in name order), and with
-// every variable at its maximum: every program evaluates, fixed dims and stored maxima (shape,
-// byte_size, Slot.size, parallel_extent) equal their programs' values, so the section checks made on
-// those maxima cover the largest run.
+// limits::kMaxPlanVariableValue, at most limits::kMaxPlanVariables), every program
+// (check_size_program), every variable bound by an input dimension that is exactly that variable,
+// kernel variable indices (valid, in name order), and with every variable at its maximum: every
+// program evaluates, fixed dims and stored maxima (shape, byte_size, Slot.size, parallel_extent)
+// equal their programs' values, so the section checks made on those maxima cover the largest run.
 void check_symbolic_metadata(const plan_fb::Plan& plan);
 
 }  // namespace kiln
