@@ -329,6 +329,14 @@ Area plan_area(const std::string& work) {
            [](fb::PlanT& p) { p.variables[0]->min = 3; });
   symbolic("sym_variable_huge", INVALID, {"variable 'rows' has the range 1..4294967296"},
            [](fb::PlanT& p) { p.variables[0]->max = int64_t{1} << 32; });
+  symbolic("sym_too_many_variables", INVALID, {"the plan has 1025 variables, more than 1024"}, [](fb::PlanT& p) {
+    for (int v = 0; v < 1024; ++v) {
+      auto extra = std::make_unique<fb::VariableT>();
+      extra->name = "v" + std::to_string(1000 + v);
+      extra->min = extra->max = 1;
+      p.variables.push_back(std::move(extra));
+    }
+  });
   symbolic("sym_variable_unnamed", INVALID, {"a variable without a name"},
            [](fb::PlanT& p) { p.variables[0]->name.clear(); });
   symbolic("sym_kernel_variable_index", INVALID, {"lists variable 3, out of range or out of name order"},
