@@ -29,11 +29,13 @@ OnnxGraph build_onnx_graph(const std::string& model_path, const OnnxCompileOptio
   OnnxModel model = OnnxModel::load_file(model_path);
   OnnxGraph graph;
   try {
-    for (const auto& [name, shape] : model.bind_input_shapes(options.shapes)) {
+    // A dimension left symbolic (a --shape range, or an unbound one when options allow) becomes a
+    // size variable of the plan (docs/symbolic-shapes.md).
+    for (const auto& [name, dims] : model.bind_input_dims(options.shapes, options.unbound_symbols)) {
       ScalarType dtype = ScalarType::Float32;  // an input the model leaves untyped
       for (const auto& info : model.inputs())
         if (info.name == name && info.dtype) dtype = *info.dtype;
-      graph.inputs.emplace_back(name, graph_input(name, shape, dtype));
+      graph.inputs.emplace_back(name, symbolic_graph_input(name, dims, dtype));
     }
     progress("building the graph");
     graph.outputs = model.build(graph.inputs);

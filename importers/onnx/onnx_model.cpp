@@ -132,7 +132,8 @@ OnnxValueInfo value_info_from_proto(const onnx::ValueInfoProto& proto) {
   return info;
 }
 
-std::string shape_text(const Shape& shape) {
+// "(2, 3)", "(5)", "(batch, 8)": a shape in this file's messages.
+std::string shape_text(const Dims& shape) {
   std::string text = "(";
   for (size_t i = 0; i < shape.size(); ++i) text += str_cat(i ? ", " : "", shape[i]);
   return text + ")";
@@ -615,13 +616,14 @@ void build_node(const BuildContext& context, const onnx::NodeProto& proto, Scope
     if (name.empty() || !results[i].defined()) continue;  // an optional output the builder does not produce
     // A hostile shape (ConstantOfShape of 2^40 x 2^40 x 2^40, …) must stop here, before any
     // later stage multiplies its dimensions.
-    if (results[i].is_tensor() && !element_count_fits(results[i].tensor().shape()))
-      node.fail(str_cat("output '", name, "' would have shape ", shape_text(results[i].tensor().shape()),
-                        ", more elements than fit in 64 bits"));
+    // (A symbolic shape is checked at its variables' maxima: the sizes its buffers are given.)
     if (results[i].is_tensor()) {
-      std::string problem = tensor_limit_problem(results[i].tensor().shape(), results[i].tensor().dtype());
-      if (!problem.empty())
-        node.fail(str_cat("output '", name, "' ", shape_text(results[i].tensor().shape()), " ", problem));
+      Dims dims = dims_of(results[i].tensor());
+      Shape largest = max_sizes(dims);
+      if (!element_count_fits(largest))
+        node.fail(str_cat("output '", name, "' would have shape ", shape_text(dims), ", more elements than fit in 64 bits"));
+      std::string problem = tensor_limit_problem(largest, results[i].tensor().dtype());
+      if (!problem.empty()) node.fail(str_cat("output '", name, "' ", shape_text(dims), " ", problem));
     }
     scope.set(name, std::move(results[i]), node.narrow_output_type(i));
   }
@@ -698,7 +700,7 @@ std::unordered_map<std::string, OnnxValue> OnnxModel::bind_inputs(
     if (!bound.emplace(name, value).second) throw UserError(str_cat("input '", name, "' is given twice"));
   }
 
-  std::unordered_map<std::string, std::pair<int64_t, std::string>> symbols;  // dim_param → (size, input)
+  std::unordered_map<std::string, std::pair<Dim, std::string>> symbols;  // dim_param → (size, input)
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const OnnxValueInfo& info = inputs_[i];
     auto found = bound.find(info.name);
@@ -711,25 +713,25 @@ std::unordered_map<std::string, OnnxValue> OnnxModel::bind_inputs(
       continue;
     }
     const Tensor& tensor = found->second.tensor();
-    std::string problem = tensor_limit_problem(tensor.shape(), tensor.dtype());
-    if (!problem.empty())
-      throw UserError(str_cat("input '", info.name, "' ", shape_text(tensor.shape()), " ", problem));
+    // Dims: a plan input may have symbolic dimensions (size variables named after the dim_params).
+    const Dims shape = dims_of(tensor);
+    std::string problem = tensor_limit_problem(max_sizes(shape), tensor.dtype());
+    if (!problem.empty()) throw UserError(str_cat("input '", info.name, "' ", shape_text(shape), " ", problem));
     if (info.dtype && *info.dtype != tensor.dtype())
       throw UserError(str_cat("input '", info.name, "' has dtype ", scalar_type_name(tensor.dtype()),
                               " but the model expects ", scalar_type_name(*info.dtype)));
     if (!info.dims) continue;
-    const Shape& shape = tensor.shape();
     if (shape.size() != info.dims->size())
       throw UserError(str_cat("input '", info.name, "' has rank ", shape.size(), " ", shape_text(shape),
                               " but the model expects rank ", info.dims->size()));
     for (size_t axis = 0; axis < shape.size(); ++axis) {
       const OnnxDim& dim = (*info.dims)[axis];
-      if (dim.size && *dim.size != shape[axis])
+      if (dim.size && !shape[axis].is(*dim.size))
         throw UserError(str_cat("input '", info.name, "' has shape ", shape_text(shape), " but the model fixes dimension ",
                                 axis, " to ", *dim.size));
       if (!dim.symbol.empty()) {
         auto [it, inserted] = symbols.emplace(dim.symbol, std::make_pair(shape[axis], info.name));
-        if (!inserted && it->second.first != shape[axis])
+        if (!inserted && !(it->second.first == shape[axis]))
           throw UserError(str_cat("dimension '", dim.symbol, "' is ", it->second.first, " in input '", it->second.second,
                                   "' but ", shape[axis], " in input '", info.name, "'"));
       }

@@ -18,6 +18,7 @@
 #include "kiln/kiln.hpp"
 #include "tensor/tensor_internal.h"
 #include "op_registry.h"
+#include "tensor/dim.h"
 
 namespace onnx {
 class ModelProto;
@@ -54,9 +55,19 @@ struct OnnxValueInfo {
 struct ShapeSpec {
   std::string name;
   Shape dims;
+  // `SYMBOL=MIN..MAX`: the symbolic dimension stays symbolic, a size variable over this range
+  // (docs/symbolic-shapes.md); `dims` is then empty.
+  std::optional<std::pair<int64_t, int64_t>> range = std::nullopt;
 };
 
-// Parses `NAME=D1,D2,...` (a whole input shape; `NAME=` is a scalar) or `SYMBOL=N` (one dim_param).
+// What bind_input_dims does with a symbolic dimension that no spec gives a size or a range.
+enum class UnboundSymbols {
+  Error,      // a UserError listing every such dimension (a plan of fixed shapes)
+  Variables,  // a size variable over the default range (support/limits.h)
+};
+
+// Parses `NAME=D1,D2,...` (a whole input shape; `NAME=` is a scalar), `SYMBOL=N` (one dim_param) or
+// `SYMBOL=MIN..MAX` (a dim_param kept symbolic over that range).
 // The text after the last '=' is comma-separated sizes (non-negative integers); the name is what
 // precedes it. A UserError says what is malformed.
 ShapeSpec parse_shape_spec(const std::string& text);
@@ -87,6 +98,11 @@ class OnnxModel {
   // UserError names the input and dimension left unbound, a spec naming no input or symbol, and a
   // spec that contradicts a fixed dimension, the rank or another spec.
   std::vector<std::pair<std::string, Shape>> bind_input_shapes(const std::vector<ShapeSpec>& specs) const;
+  // The same, where symbolic dimensions may stay symbolic: one that a spec gives a range, and with
+  // UnboundSymbols::Variables one that no spec mentions, becomes a size variable named after it
+  // (one variable per name, shared by every input that uses it).
+  std::vector<std::pair<std::string, Dims>> bind_input_dims(const std::vector<ShapeSpec>& specs,
+                                                            UnboundSymbols unbound_symbols) const;
 
   // Builds the graph for these inputs without realizing anything it need not (the outputs are lazy;
   // builders still realize the small shape-like tensors they read). Returns the outputs in graph order.

@@ -67,7 +67,7 @@ Outputs cast(const OnnxNode& node) {
   const int32_t from = node.input_elem_type(0);
   Tensor converted = convert_input(node, 0, static_cast<int32_t>(node.attr_int("to")));
   bool wide_integer = from == onnx::TensorProto_DataType_INT64 || from == onnx::TensorProto_DataType_UINT64;
-  if (wide_integer && is_floating(converted.dtype()) && converted.numel() <= kConvertOnceElements)
+  if (wide_integer && is_floating(converted.dtype()) && dims_numel(dims_of(converted)).max() <= kConvertOnceElements)
     converted = contiguous(converted);
   return {converted};
 }

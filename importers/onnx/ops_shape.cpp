@@ -9,6 +9,7 @@
 #include "support/int128.h"
 #include "support/limits.h"
 #include "op_registry.h"
+#include "tensor/tensor_internal.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -21,14 +22,17 @@ Outputs reshape(const OnnxNode& node) {
   std::vector<int64_t> shape = node.opset() < 5 ? node.attr_ints("shape") : node.input_ints(1);
   // allowzero (opset 14): 0 is a real zero-size dimension; otherwise it copies the input's.
   bool allow_zero = node.opset() >= 14 && node.attr_int("allowzero", 0) != 0;
+  // Dims: a 0 copies the input's dimension, which may be symbolic (a [batch, sequence] input).
+  Dims target = to_dims(shape);
   if (!allow_zero) {
     for (size_t i = 0; i < shape.size(); ++i) {
       if (shape[i] != 0) continue;
       if (static_cast<int64_t>(i) >= x.ndim()) node.fail("shape entry 0 at position " + std::to_string(i) + " has no input dimension to copy");
-      shape[i] = x.shape()[i];
+      target[i] = dim_of(x, static_cast<int64_t>(i));
     }
   }
-  return {x.reshape(shape)};
+  if (has_symbolic_shape(x)) return {reshape_to(x, target)};
+  return {x.reshape(known_sizes(target))};
 }
 
 Outputs flatten(const OnnxNode& node) {

@@ -10,15 +10,18 @@
 #include "onnx_model.h"
 #include "op_helpers.h"
 #include "support/error.h"
+#include "support/limits.h"
 
 namespace kiln::onnx_import {
 namespace {
 
-std::string shape_text(const Shape& shape) {
+std::string shape_text(const Dims& shape) {
   std::string text = "(";
   for (size_t i = 0; i < shape.size(); ++i) text += str_cat(i ? ", " : "", shape[i]);
   return text + ")";
 }
+
+std::string shape_text(const Shape& shape) { return shape_text(to_dims(shape)); }
 
 // "(batch, 3, ?, ?)": the model's view of an input's shape.
 std::string dims_text(const std::vector<OnnxDim>& dims) {
@@ -58,6 +61,12 @@ ShapeSpec parse_shape_spec(const std::string& text) {
   if (spec.name.empty()) throw UserError(str_cat("shape '", text, "' names no input or dimension before '='"));
   const std::string sizes = text.substr(equals + 1);
   if (sizes.empty()) return spec;  // a scalar input
+  if (size_t dots = sizes.find(".."); dots != std::string::npos) {
+    int64_t min = parse_size(text, sizes.substr(0, dots)), max = parse_size(text, sizes.substr(dots + 2));
+    if (min > max) throw UserError(str_cat("shape '", text, "': the range ", min, "..", max, " is empty"));
+    spec.range = std::make_pair(min, max);
+    return spec;
+  }
   size_t start = 0;
   while (true) {
     const size_t comma = sizes.find(',', start);
@@ -69,6 +78,17 @@ ShapeSpec parse_shape_spec(const std::string& text) {
 }
 
 std::vector<std::pair<std::string, Shape>> OnnxModel::bind_input_shapes(const std::vector<ShapeSpec>& specs) const {
+  for (const auto& spec : specs)
+    if (spec.range)
+      throw UserError(str_cat("'", spec.name, "=", spec.range->first, "..", spec.range->second,
+                              "': a range keeps a dimension symbolic, and this needs fixed shapes (give one size)"));
+  std::vector<std::pair<std::string, Shape>> shapes;
+  for (auto& [name, dims] : bind_input_dims(specs, UnboundSymbols::Error)) shapes.emplace_back(name, known_sizes(dims));
+  return shapes;
+}
+
+std::vector<std::pair<std::string, Dims>> OnnxModel::bind_input_dims(const std::vector<ShapeSpec>& specs,
+                                                                     UnboundSymbols unbound_symbols) const {
   auto find_input = [&](const std::string& name) {
     return std::find_if(inputs_.begin(), inputs_.end(), [&](const OnnxValueInfo& info) { return info.name == name; });
   };
@@ -81,11 +101,17 @@ std::vector<std::pair<std::string, Shape>> OnnxModel::bind_input_shapes(const st
   // Sort the specs: whole input shapes and symbol sizes; a name given twice is a mistake.
   std::map<std::string, Shape> whole_shapes;
   std::map<std::string, SymbolBinding> bound;
+  std::map<std::string, Dim> variables;  // symbols kept symbolic
   std::set<std::string> seen;
   for (const auto& spec : specs) {
     if (!seen.insert(spec.name).second) throw UserError(str_cat("shape for '", spec.name, "' is given twice"));
     if (find_input(spec.name) != inputs_.end()) {
+      if (spec.range)
+        throw UserError(str_cat("'", spec.name, "' is an input: give its whole shape ('", spec.name,
+                                "=D1,D2,...'); a range applies to a symbolic dimension"));
       whole_shapes[spec.name] = spec.dims;
+    } else if (symbols.count(spec.name) && spec.range) {
+      variables.emplace(spec.name, size_variable(spec.name, spec.range->first, spec.range->second));
     } else if (symbols.count(spec.name)) {
       if (spec.dims.size() != 1)
         throw UserError(str_cat("'", spec.name, "' is a symbolic dimension: give one size ('", spec.name,
@@ -123,13 +149,18 @@ std::vector<std::pair<std::string, Shape>> OnnxModel::bind_input_shapes(const st
     }
   }
 
-  // Every input the caller must give gets a concrete shape; collect every unbound dimension at once.
-  std::vector<std::pair<std::string, Shape>> shapes;
+  // A symbol that an input's whole shape fixes is not symbolic, whatever range it was given.
+  for (const auto& [symbol, binding] : bound)
+    if (variables.contains(symbol))
+      throw UserError(str_cat("dimension '", symbol, "' is given a range and is ", binding.size, " from ", binding.source));
+
+  // Every input the caller must give gets a shape; collect every unbound dimension at once.
+  std::vector<std::pair<std::string, Dims>> shapes;
   std::vector<std::string> unbound;
   for (const auto& info : inputs_) {
     auto whole = whole_shapes.find(info.name);
     if (whole != whole_shapes.end()) {
-      shapes.emplace_back(info.name, whole->second);
+      shapes.emplace_back(info.name, to_dims(whole->second));
       continue;
     }
     if (info.has_initializer) continue;  // its initializer gives the value
@@ -138,13 +169,19 @@ std::vector<std::pair<std::string, Shape>> OnnxModel::bind_input_shapes(const st
       unbound.push_back(str_cat("input '", info.name, "' has no shape in the model (give '", info.name, "=D1,D2,...')"));
       continue;
     }
-    Shape shape;
+    Dims shape;
     for (size_t axis = 0; axis < info.dims->size(); ++axis) {
       const OnnxDim& dim = (*info.dims)[axis];
       if (dim.size) {
         shape.push_back(*dim.size);
       } else if (auto it = bound.find(dim.symbol); !dim.symbol.empty() && it != bound.end()) {
         shape.push_back(it->second.size);
+      } else if (auto variable = variables.find(dim.symbol); !dim.symbol.empty() && variable != variables.end()) {
+        shape.push_back(variable->second);
+      } else if (!dim.symbol.empty() && unbound_symbols == UnboundSymbols::Variables) {
+        Dim size = size_variable(dim.symbol, limits::kDefaultSizeVariableMin, limits::kDefaultSizeVariableMax);
+        variables.emplace(dim.symbol, size);
+        shape.push_back(size);
       } else {
         unbound.push_back(dim.symbol.empty()
                               ? str_cat("input '", info.name, "' dimension ", axis, " has no size or name in the model ",
@@ -161,10 +198,10 @@ std::vector<std::pair<std::string, Shape>> OnnxModel::bind_input_shapes(const st
     for (const auto& entry : unbound) list += str_cat(list.empty() ? "" : "; ", entry);
     throw UserError(str_cat("unbound input dimension", unbound.size() == 1 ? "" : "s", ": ", list));
   }
-  for (const auto& [name, shape] : shapes)
-    if (!element_count_fits(shape))
-      throw UserError(str_cat("input '", name, "' would have shape ", shape_text(shape),
-                              ", more elements than fit in 64 bits"));
+  for (const auto& [name, dims] : shapes)
+    if (!element_count_fits(max_sizes(dims)))
+      throw UserError(str_cat("input '", name, "' would have shape ", shape_text(dims),
+                              all_known(dims) ? "" : " (at its variables' maxima)", ", more elements than fit in 64 bits"));
   return shapes;
 }
 

@@ -90,7 +90,7 @@ class Tensor {
   // ---- properties ----
   bool defined() const { return data_ != nullptr; }
   const Shape& shape() const;
-  int64_t ndim() const { return static_cast<int64_t>(shape().size()); }
+  int64_t ndim() const;
   int64_t dim(int64_t axis) const;  // axis may be negative
   int64_t numel() const;
   ScalarType dtype() const;

@@ -160,18 +160,19 @@ void run_schedule_on_opencl(const Schedule& schedule, const std::vector<void*>& 
       arguments.push_back(memory[b]);
     }
     LaunchDims dims;
-    dims.global[0] = static_cast<size_t>(kernel.parallel_extent);
+    int64_t extent = kernel.parallel_extent.value("running a kernel on a device");
+    dims.global[0] = static_cast<size_t>(extent);
     auto launched = Clock::now();
     // An empty axis 0 (a tensor with no elements) has nothing to run; OpenCL 1.2 refuses a global
     // size of 0, so there is no launch at all, as the CPU runs no chunk.
-    if (kernel.parallel_extent > 0) {
+    if (extent > 0) {
       device.launch(*kernels[k]->kernel, arguments, dims);
       ++launches;
     }
     if (debug_level() >= 2) {
       device.synchronize();
       debug_print(str_cat("  run ", kernel.name(), " on ", device.name(), ": ", milliseconds_since(launched), " ms, ",
-                          kernel.parallel_extent, " work-items"));
+                          extent, " work-items"));
     }
     for (int b : kernel.buffers)
       if (last_use[static_cast<size_t>(b)] == static_cast<int64_t>(k) &&

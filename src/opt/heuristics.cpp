@@ -61,6 +61,15 @@ bool depends_on(const UOp* node, const UOp* range) {
 
 int64_t extent_of(const UOp* range) { return static_cast<int64_t>(range->src(0)->const_int()); }
 
+// The loops the heuristics may change: those of constant extent. A loop that ends at a size
+// variable's expression (docs/symbolic-shapes.md, decision 7) stays as it is, an outer loop to the
+// others: it is neither split, padded, unrolled nor vectorised, so the heuristics never see it.
+std::vector<const UOp*> tunable_ranges(const UOpPtr& kernel) {
+  std::vector<const UOp*> ranges = kernel_ranges(kernel);
+  std::erase_if(ranges, [](const UOp* range) { return !range->src(0)->is_const(); });
+  return ranges;
+}
+
 // ALU ops per element, a transcendental counting as the ~20 ops of its polynomial.
 constexpr int64_t kExpensiveElementwise = 16;
 int64_t alu_cost(const UOpPtr& kernel) {
@@ -87,9 +96,9 @@ int kernel_lanes(const UOpPtr& kernel, const TargetCaps& caps) {
 
 }  // namespace
 
-int64_t parallel_extent_of(const UOpPtr& kernel) {
+Dim parallel_extent_of(const UOpPtr& kernel) {
   for (const UOp* range : kernel_ranges(kernel))
-    if (range->arg_int() == 0) return extent_of(range);
+    if (range->arg_int() == 0) return Dim(range->src(0));
   return 1;
 }
 
@@ -107,7 +116,7 @@ std::optional<int64_t> index_stride(const UOp* index, const UOp* range) {
 std::optional<std::pair<const UOp*, const UOp*>> sliding_window(const UOpPtr& kernel, const std::vector<const UOp*>& outputs,
                                                                  const UOp* vector_axis) {
   std::vector<const UOp*> reduces;
-  for (const UOp* range : kernel_ranges(kernel))
+  for (const UOp* range : tunable_ranges(kernel))
     if (axis_kind(range->arg_int()) == AxisKind::Reduce && extent_of(range) <= 7) reduces.push_back(range);
   std::vector<Access> accesses = global_accesses(kernel);
   for (const UOp* rows : outputs) {
@@ -145,11 +154,10 @@ bool only_max_reductions(const UOpPtr& kernel) {
 std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   std::vector<Opt> opts;
   if (!caps.supports_vector_ops) return opts;
-  std::vector<const UOp*> ranges = kernel_ranges(kernel);
+  std::vector<const UOp*> ranges = tunable_ranges(kernel);
   std::vector<const UOp*> outputs;
   bool reduces = false;
   for (const UOp* range : ranges) {
-    if (!range->src(0)->is_const()) return opts;  // symbolic extents: not yet
     AxisKind kind = axis_kind(range->arg_int());
     if (kind == AxisKind::Loop) outputs.push_back(range);
     else if (kind == AxisKind::Reduce) reduces = true;
@@ -205,7 +213,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
         if (extent_of(range) % w != 0 || (search.full_width_only && w != lanes)) continue;
         UOpPtr candidate = apply_opt(kernel, {OptOp::Upcast, range->arg_int(), w});
         const UOp* lanes_range = nullptr;
-        for (const UOp* r : kernel_ranges(candidate))
+        for (const UOp* r : tunable_ranges(candidate))
           if (axis_kind(r->arg_int()) == AxisKind::Upcast) lanes_range = r;
         bool fits = lanes_range != nullptr, gathered = false, scattered = false, vector_loads = false;
         for (const Access& access : global_accesses(candidate)) {
@@ -355,7 +363,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   int64_t column_tiles = extent_of(vector_axis) / (width * columns);
   // An axis unrolled whole is gone (its outer part has extent 1), so look at the tiled kernel.
   UOpPtr tiled_kernel = apply_opts(kernel, opts);  // keeps the nodes `tiled` points to alive
-  std::vector<const UOp*> tiled = kernel_ranges(tiled_kernel);
+  std::vector<const UOp*> tiled = tunable_ranges(tiled_kernel);
   bool has_axis_0 = std::any_of(tiled.begin(), tiled.end(), [](const UOp* r) { return r->arg_int() == 0; });
   // The strip is the same for every row tile only when the vector loads vary with nothing but the
   // vector axis and the reduction (a matmul's b, a 1x1 conv's input). A 3x3 conv's input rows also
@@ -363,7 +371,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // outermost a 224×224 image's rows left the caches between filter tiles (VGG-19's convs at 224
   // and 112 on an AVX2 Zen 3: 28-30 -> 65-68 GFLOP/s without the SWAP).
   bool strip_shared = true;
-  std::vector<const UOp*> upcasted_ranges = kernel_ranges(upcasted);
+  std::vector<const UOp*> upcasted_ranges = tunable_ranges(upcasted);
   for (const Access& access : global_accesses(upcasted)) {
     if (access.is_store || !access.in_reduction || !depends_on(access.index, upcast)) continue;
     for (const UOp* range : upcasted_ranges)
@@ -396,7 +404,7 @@ int64_t upcast_width(const std::vector<Opt>& opts) {
 bool gathers_lanes(const UOpPtr& kernel, int64_t axis, int64_t width) {
   UOpPtr upcasted = apply_opt(kernel, {OptOp::Upcast, axis, width});
   const UOp* lanes = nullptr;
-  for (const UOp* range : kernel_ranges(upcasted))
+  for (const UOp* range : tunable_ranges(upcasted))
     if (axis_kind(range->arg_int()) == AxisKind::Upcast) lanes = range;
   for (const Access& access : global_accesses(upcasted))
     if (!access.is_store && access.in_reduction && depends_on(access.index, lanes) &&
@@ -434,7 +442,7 @@ bool masked_by(const UOpPtr& kernel, const UOp* a, const UOp* b) {
 // address.
 bool divided_in_reduction(const UOpPtr& kernel, int64_t axis) {
   const UOp* range = nullptr;
-  for (const UOp* r : kernel_ranges(kernel))
+  for (const UOp* r : tunable_ranges(kernel))
     if (r->arg_int() == axis) range = r;
   if (range == nullptr) return false;
   for (const Access& access : global_accesses(kernel)) {
@@ -453,7 +461,7 @@ bool divided_in_reduction(const UOpPtr& kernel, int64_t axis) {
 // 150 -> 70 µs, as `kiln tune` had found).
 std::vector<Opt> transpose_opts(const UOpPtr& kernel) {
   std::vector<const UOp*> outputs;
-  for (const UOp* range : kernel_ranges(kernel)) {
+  for (const UOp* range : tunable_ranges(kernel)) {
     if (axis_kind(range->arg_int()) != AxisKind::Loop) return {};  // a reduction, or optimised already
     outputs.push_back(range);
   }
@@ -478,8 +486,6 @@ std::vector<Opt> transpose_opts(const UOpPtr& kernel) {
 }  // namespace
 
 std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
-  for (const UOp* range : kernel_ranges(kernel))
-    if (!range->src(0)->is_const()) return {};
   if (alu_cost(kernel) < kExpensiveElementwise)
     if (std::vector<Opt> swap = transpose_opts(kernel); !swap.empty()) return swap;
   int lanes = kernel_lanes(kernel, caps);
@@ -493,7 +499,7 @@ std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   };
   std::vector<Candidate> candidates{{{}, kernel}};
   std::vector<const UOp*> outputs;
-  for (const UOp* range : kernel_ranges(kernel))
+  for (const UOp* range : tunable_ranges(kernel))
     if (axis_kind(range->arg_int()) == AxisKind::Loop) outputs.push_back(range);
   for (const UOp* inner : outputs) {
     if (store_stride(kernel, inner) != 1) continue;
@@ -550,10 +556,10 @@ std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   if (lanes >= 16) multiples.push_back(lanes / 2);
   multiples.insert(multiples.end(), {7, 6});
   for (const Candidate& candidate : candidates) {
-    for (const UOp* range : kernel_ranges(candidate.ast)) {
+    for (const UOp* range : tunable_ranges(candidate.ast)) {
       if (axis_kind(range->arg_int()) != AxisKind::Loop || store_stride(candidate.ast, range) != 1) continue;
       int64_t extent = extent_of(range), iterations = 1;
-      for (const UOp* other : kernel_ranges(candidate.ast))
+      for (const UOp* other : tunable_ranges(candidate.ast))
         if (other != range) iterations *= extent_of(other);
       for (int64_t multiple : multiples) {
         int64_t padded = (extent + multiple - 1) / multiple * multiple;

@@ -22,6 +22,7 @@
 #include "codegen/target.h"
 #include "opt/opt.h"
 #include "schedule/schedule.h"
+#include "tensor/dim.h"
 
 namespace kiln {
 
@@ -30,6 +31,6 @@ std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps);
 // optimize_schedule (optimize_schedule.h) applies these, or a tuning database's, to a schedule.
 
 // The extent of a kernel's axis 0 (1 when it has none).
-int64_t parallel_extent_of(const UOpPtr& kernel);
+Dim parallel_extent_of(const UOpPtr& kernel);
 
 }  // namespace kiln

@@ -22,7 +22,7 @@ KernelArguments::KernelArguments(const Schedule& schedule, const ScheduledKernel
 KernelTimer::KernelTimer(int threads) : pool_(threads) {}
 
 void KernelTimer::run_once(KernelFunction function, const ScheduledKernel& kernel, void* const* arguments) {
-  int64_t extent = kernel.parallel_extent;
+  int64_t extent = kernel.parallel_extent.value("timing a kernel");
   if (extent <= 0) return;
   int threads = pool_.thread_count();
   if (threads == 1) {

@@ -26,6 +26,7 @@ void apply_kernel_opts(ScheduledKernel& kernel, const std::vector<Opt>& opts) {
   kernel.ast = UOp::make(Ops::SINK, dtypes::void_, optimised->srcs(), name);
   kernel.opts = opts;
   kernel.parallel_extent = parallel_extent_of(kernel.ast);
+  kernel.variables = kernel_variables(kernel.ast);
 }
 
 OptimizeReport optimize_schedule(Schedule& schedule, const TargetCaps& caps, const OptimizeOptions& options) {

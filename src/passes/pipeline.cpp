@@ -13,6 +13,7 @@
 #include "passes/symbolic.h"
 #include "passes/transcendental.h"
 #include "rewrite/graph_rewrite.h"
+#include "schedule/schedule.h"
 #include "support/debug.h"
 #include "support/error.h"
 
@@ -44,6 +45,10 @@ std::string compile_cpu_kernel_object(const ScheduledKernel& kernel, bool* from_
   const std::string& symbol = kernel.name();
   if (debug_level() >= 5) debug_print(str_cat("kernel AST ", symbol, ":\n", print_graph(kernel.ast), ""));
   UOpPtr lowered = lower_kernel(kernel.ast);
+  // Runners pass kernel.variables' values in that order and the renderer reads the variables it
+  // finds, by name: a variable that lowering simplified away would shift the others.
+  KILN_ASSERT(kernel_variables(lowered) == kernel.variables,
+              str_cat("kernel ", symbol, ": lowering changed the kernel's size variables"));
   CacheKey key;
   key.ast_hash = lowered->hash();
   key.ast_text = print_graph(lowered);
@@ -62,8 +67,10 @@ std::string compile_cpu_kernel_object(const ScheduledKernel& kernel, bool* from_
 
 int64_t kernel_minimum_chunk(const ScheduledKernel& kernel) {
   constexpr double kWorkPerChunk = 1 << 15;  // flops + bytes
-  double per_index = (kernel.estimated_flops + kernel.estimated_bytes) / static_cast<double>(kernel.parallel_extent);
-  if (per_index <= 0) return kernel.parallel_extent;
+  // A symbolic extent counts at its maximum, as the estimates do (they assume the largest sizes).
+  int64_t extent = kernel.parallel_extent.max();
+  double per_index = (kernel.estimated_flops + kernel.estimated_bytes) / static_cast<double>(extent);
+  if (per_index <= 0) return extent;
   return std::max<int64_t>(1, static_cast<int64_t>(kWorkPerChunk / per_index));
 }
 

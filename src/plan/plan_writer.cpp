@@ -37,9 +37,30 @@ PlanValueContents value_contents(const std::string& name, const Tensor& tensor, 
   PlanValueContents value;
   value.name = name;
   value.dtype = kiln_dtype_of(tensor.data().dtype);
-  value.shape.assign(tensor.shape().begin(), tensor.shape().end());
+  value.shape = dims_of(tensor);  // symbolic where the tensor's shape is
   value.same_as_output = same_as;
   return value;
+}
+
+// The plan's variables: every size variable the kernels read or an input's shape names, by name.
+std::vector<PlanVariableContents> plan_variables(const Schedule& schedule, const std::vector<PlanValueContents>& inputs) {
+  std::map<std::string, VariableSpec> found;
+  auto add = [&](const VariableSpec& spec) {
+    auto [at, added] = found.emplace(spec.name, spec);
+    if (!added && !(at->second == spec))
+      throw UserError(str_cat("size variable '", spec.name, "' has two ranges: ", at->second.min, "..", at->second.max,
+                              " and ", spec.min, "..", spec.max));
+  };
+  for (const ScheduledKernel& kernel : schedule.kernels)
+    for (const VariableSpec& spec : kernel.variables) add(spec);
+  for (const PlanValueContents& input : inputs)
+    for (const Dim& dim : input.shape)
+      if (!dim.is_known())
+        for (const UOp* node : toposort(dim.expression()))
+          if (node->op() == Ops::DEFINE_VAR) add(node->arg_variable());
+  std::vector<PlanVariableContents> variables;
+  for (const auto& [name, spec] : found) variables.push_back({name, spec.min, spec.max});
+  return variables;
 }
 
 // The data of every BUFFER the graphs of `roots` read, by buffer id (found through the handles'
@@ -120,12 +141,14 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   std::string& weights = contents.weights;
   std::map<int64_t, uint64_t> weight_offset_of_buffer;  // data buffer id → offset in `weights`
   std::vector<PlanSlotContents> buffer_slots(schedule.buffers.size());
-  auto slot = [](plan_fb::SlotKind kind, int index, int64_t offset, int64_t size) {
+  auto slot = [](plan_fb::SlotKind kind, int index, int64_t offset, const Dim& size) {
     return PlanSlotContents{kind, index, offset, size};
   };
   for (size_t b = 0; b < schedule.buffers.size(); ++b) {
     const ScheduledBuffer& buffer = schedule.buffers[b];
-    auto bytes = static_cast<int64_t>(buffer.bytes());
+    // The bytes a kernel touches: exact per run where the count is symbolic (the arena holds the
+    // count at the variables' maxima, buffer.bytes()).
+    Dim bytes = buffer.elements.is_known() ? Dim(buffer.bytes()) : buffer.elements * buffer.dtype.scalar_bytes();
     switch (buffer.kind) {
       case ScheduledBuffer::Kind::Input: {
         if (auto found = input_of_buffer.find(buffer.input_id); found != input_of_buffer.end()) {
@@ -176,7 +199,8 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
     contents.code = link_shared_object(objects);
   }
 
-  // The layout; every size is known today (the scheduler makes no symbolic kernels yet).
+  // The layout: sizes are Dims, symbolic where the graph's are (a plan with variables is written
+  // as format version 2).
   set_host_target(contents);
   for (const auto& [name, tensor] : inputs) contents.inputs.push_back(value_contents(name, tensor, -1));
   for (size_t i = 0; i < outputs.size(); ++i)
@@ -190,9 +214,11 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
     entry.estimated_flops = kernel.estimated_flops;
     entry.estimated_bytes = kernel.estimated_bytes;
     entry.sources = kernel.sources;
+    for (const VariableSpec& variable : kernel.variables) entry.variables.push_back(variable.name);
     contents.kernels.push_back(std::move(entry));
   }
-  contents.arena_bytes = schedule.arena_bytes;
+  contents.arena_bytes = schedule.arena_bytes;  // laid out at the variables' maxima
+  contents.variables = plan_variables(schedule, contents.inputs);
   std::string file = serialize_plan(contents);
   progress(str_cat("plan: ", schedule.kernels.size(), " kernel launches (", objects.size(), " distinct, ",
                    from_cache_count, " from the disk cache), ", weights.size(), " bytes of weights, arena ",

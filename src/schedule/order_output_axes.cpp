@@ -26,7 +26,7 @@ OrderedKernel order_output_axes(const UOpPtr& kernel) {
     if (node->op() == Ops::RANGE && node->arg_int() < kFirstReduceAxis) axes.push_back(node);
   }
   std::sort(axes.begin(), axes.end(), [](const UOp* a, const UOp* b) { return a->arg_int() < b->arg_int(); });
-  OrderedKernel result{kernel, axes.empty() ? 1 : static_cast<int64_t>(axes[0]->src(0)->const_int())};
+  OrderedKernel result{kernel, axes.empty() ? Dim(1) : Dim(axes[0]->src(0))};
   if (!reduces || axes.size() < 2 || axes.size() > 64) return result;
 
   // Which output axes each node depends on, as a bit mask over `axes`.
@@ -67,7 +67,7 @@ OrderedKernel order_output_axes(const UOpPtr& kernel) {
   for (size_t position = 0; position < order.size(); ++position)
     renumbered.emplace(order[position], range(order[position]->src(0), static_cast<int64_t>(position)));
   result.ast = substitute(kernel, renumbered);
-  result.parallel_extent = static_cast<int64_t>(axes[best]->src(0)->const_int());
+  result.parallel_extent = Dim(axes[best]->src(0));
   return result;
 }
 

@@ -11,12 +11,13 @@
 #pragma once
 
 #include "ir/uop.h"
+#include "tensor/dim.h"
 
 namespace kiln {
 
 struct OrderedKernel {
   UOpPtr ast;
-  int64_t parallel_extent = 1;  // the extent of axis 0 afterwards (1 when there is none)
+  Dim parallel_extent = 1;  // the extent of axis 0 afterwards (1 when there is none)
 };
 
 // `kernel` (a SINK of stores) with its output RANGEs renumbered so that axis 0 re-reads the fewest

@@ -62,19 +62,21 @@ constexpr int kExpensiveOpsInLoop = 3;
 
 using Index = std::vector<UOpPtr>;
 
-std::vector<int64_t> strides_of(const Shape& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
+// Shapes here are Dims: a size may be an expression over size variables (docs/symbolic-shapes.md),
+// and then so are the strides, loop ends and index math built from it.
+std::vector<Dim> strides_of(const Dims& shape) {
+  std::vector<Dim> strides(shape.size(), 1);
   for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
   return strides;
 }
 
 UOpPtr index_const(int64_t value) { return const_int(dtypes::index, value); }
 
-UOpPtr flatten_index(const Index& index, const Shape& shape) {
-  std::vector<int64_t> strides = strides_of(shape);
+UOpPtr flatten_index(const Index& index, const Dims& shape) {
+  std::vector<Dim> strides = strides_of(shape);
   UOpPtr flat = index_const(0);
   for (size_t i = 0; i < index.size(); ++i)
-    if (shape[i] != 1) flat = flat + index[i] * strides[i];
+    if (!shape[i].is(1)) flat = flat + (strides[i].is(1) ? index[i] : index[i] * strides[i].expression());
   return flat;
 }
 
@@ -150,7 +152,7 @@ class Rangeifier {
     for (const UOpPtr& output : outputs) {
       auto found = buffer_of_.find(output.get());
       if (found == buffer_of_.end()) {
-        int index = add_buffer(ScheduledBuffer::Kind::Output, output->dtype(), shape_numel(shapes_.of(output.get())));
+        int index = add_buffer(ScheduledBuffer::Kind::Output, output->dtype(), dims_numel(shapes_.of(output.get())));
         schedule_.buffers[index].output_index = static_cast<int>(schedule_.outputs.size());
         buffer_of_[output.get()] = index;
         pending_.insert(output.get());
@@ -218,8 +220,9 @@ class Rangeifier {
   // scores — or into expensive elementwise work (an epilogue that would run scalar in its tail).
   static constexpr int64_t kNestedContraction = 64;
   int64_t reduced_elements(const UOp* reduction) {
-    int64_t out = shape_numel(shapes_.of(reduction));
-    return out == 0 ? 0 : shape_numel(shapes_.of(reduction->src(0).get())) / out;
+    // (at the variables' maxima: this only picks kernel boundaries)
+    int64_t out = dims_numel(shapes_.of(reduction)).max();
+    return out == 0 ? 0 : dims_numel(shapes_.of(reduction->src(0).get())).max() / out;
   }
 
   bool reduction_needs_own_kernel(const UOp* reduction) {
@@ -254,11 +257,12 @@ class Rangeifier {
     return false;
   }
 
-  int add_buffer(ScheduledBuffer::Kind kind, DType dtype, int64_t count) {
+  int add_buffer(ScheduledBuffer::Kind kind, DType dtype, const Dim& count) {
     ScheduledBuffer buffer;
     buffer.kind = kind;
     buffer.dtype = dtype;
-    buffer.count = count;
+    buffer.count = count.max();
+    buffer.elements = count;
     schedule_.buffers.push_back(buffer);
     return static_cast<int>(schedule_.buffers.size() - 1);
   }
@@ -271,7 +275,7 @@ class Rangeifier {
       int64_t id = node->arg_list().at(0);
       auto found = input_buffers_.find(id);
       if (found != input_buffers_.end()) return found->second;
-      int index = add_buffer(ScheduledBuffer::Kind::Input, node->dtype(), node->arg_list().at(1));
+      int index = add_buffer(ScheduledBuffer::Kind::Input, node->dtype(), decode_dim(node->arg_list().at(1)));
       schedule_.buffers[index].input_id = id;
       input_buffers_[id] = index;
       return index;
@@ -283,7 +287,7 @@ class Rangeifier {
       index = found->second;
       pending_.erase(node);
     } else {
-      index = add_buffer(ScheduledBuffer::Kind::Intermediate, node->dtype(), shape_numel(shapes_.of(node)));
+      index = add_buffer(ScheduledBuffer::Kind::Intermediate, node->dtype(), dims_numel(shapes_.of(node)));
       buffer_of_[node] = index;
     }
     build_kernel(node, index);
@@ -309,20 +313,21 @@ class Rangeifier {
   }
 
   void build_kernel_once(const UOp* node, int output_buffer) {
-    const Shape& shape = shapes_.of(node);
-    if (shape_numel(shape) == 0) return;  // nothing to compute
+    const Dims& shape = shapes_.of(node);
+    if (dims_numel(shape).max() == 0) return;  // nothing to compute
     KernelState kernel;
     kernel.output = node;
     kernel.slots.push_back(output_buffer);
     Index index;
     int64_t axis = 0;
     std::string name;
-    for (int64_t size : shape) {
-      if (size == 1) {
+    for (const Dim& size : shape) {
+      if (size.is(1)) {
         index.push_back(index_const(0));
       } else {
-        index.push_back(range(size, axis++));
-        name += "_" + std::to_string(size);
+        index.push_back(range(size.expression(), axis++));
+        // (a symbolic size is "v": the name must stay a C identifier)
+        name += "_" + (size.is_known() ? std::to_string(size.value()) : std::string("v"));
       }
     }
     // CONTIGUOUS marks a buffer; its value is its source's (computed, or loaded when it is a buffer).
@@ -346,6 +351,7 @@ class Rangeifier {
     scheduled.ast = UOp::make(Ops::SINK, dtypes::void_, std::move(stores), full_name);
     scheduled.buffers = kernel.slots;
     scheduled.parallel_extent = ordered.parallel_extent;
+    scheduled.variables = kernel_variables(scheduled.ast);
     estimate_cost(scheduled);
     scheduled.sources = kernel_sources(kernel, node);
     schedule_.kernels.push_back(std::move(scheduled));
@@ -368,9 +374,11 @@ class Rangeifier {
     // where(inside, value, 0), so the masked-off value is never used, and an unmasked load that
     // depends only on the outer loops can be hoisted out of the inner ones (a conv's per-channel
     // scale and shift after a padded input).
-    if (valid) {
+    // (Only for a buffer of known size: a symbolic one's count at the maximum bounds nothing.)
+    const ScheduledBuffer& info = schedule_.buffers[static_cast<size_t>(buffer)];
+    if (valid && info.elements.is_known()) {
       UOpPtr simplified = simplify(flat);
-      if (simplified->vmin() >= 0 && simplified->vmax() < schedule_.buffers[static_cast<size_t>(buffer)].count)
+      if (simplified->vmin() >= 0 && simplified->vmax() < info.count)
         return UOp::make(Ops::LOAD, node->dtype(), {UOp::make(Ops::INDEX, global->dtype(), {global, simplified})});
     }
     if (!valid) return UOp::make(Ops::LOAD, node->dtype(), {UOp::make(Ops::INDEX, global->dtype(), {global, flat})});
@@ -412,7 +420,7 @@ class Rangeifier {
           // Same element count, or storing `node` would cost more than the reduction (x - mean
           // reads a small mean and writes a full-size tensor).
           if (consumers_[src].size() != 1 || buffer_of_.contains(src) ||
-              shape_numel(shapes_.of(src)) != shape_numel(shapes_.of(node)))
+              !(dims_numel(shapes_.of(src)) == dims_numel(shapes_.of(node))))
             return false;
           ++reductions;
         } else if (alu || (src->op() == Ops::RESHAPE && !computes_nothing(src))) {
@@ -520,23 +528,24 @@ class Rangeifier {
   // that rangeify fuses.
   UOpPtr compute(const UOp* node, const Index& index, const UOpPtr& valid, bool through_expand, KernelState& kernel) {
     note_source(node, kernel);
-    const Shape& shape = shapes_.of(node);
+    const Dims& shape = shapes_.of(node);
     switch (node->op()) {
       case Ops::CONST: return node->self();
+      case Ops::DEFINE_VAR: return node->self();  // a size variable's value (dim_tensor)
       case Ops::SPECIAL: return index.at(0);
       case Ops::RESHAPE: {
         const UOp* source = node->src(0).get();
-        const Shape& source_shape = shapes_.of(source);
+        const Dims& source_shape = shapes_.of(source);
         UOpPtr flat = flatten_index(index, shape);
-        std::vector<int64_t> strides = strides_of(source_shape);
+        std::vector<Dim> strides = strides_of(source_shape);
         Index source_index;
         for (size_t i = 0; i < source_shape.size(); ++i) {
-          if (source_shape[i] == 1) {
+          if (source_shape[i].is(1)) {
             source_index.push_back(index_const(0));
             continue;
           }
-          UOpPtr component = strides[i] == 1 ? flat : flat / strides[i];
-          if (i > 0) component = component % source_shape[i];
+          UOpPtr component = strides[i].is(1) ? flat : flat / strides[i].expression();
+          if (i > 0) component = component % source_shape[i].expression();
           source_index.push_back(simplify(component));
         }
         return lower(source, source_index, valid, through_expand, kernel);
@@ -548,21 +557,23 @@ class Rangeifier {
         return lower(node->src(0).get(), source_index, valid, through_expand, kernel);
       }
       case Ops::EXPAND: {
-        const Shape& source_shape = shapes_.of(node->src(0).get());
+        const Dims& source_shape = shapes_.of(node->src(0).get());
         Index source_index;
         bool broadcasts = false;
         for (size_t i = 0; i < source_shape.size(); ++i) {
-          bool broadcast = source_shape[i] == 1 && shape[i] != 1;
+          bool broadcast = source_shape[i].is(1) && !shape[i].is(1);
           broadcasts = broadcasts || broadcast;
-          source_index.push_back(source_shape[i] == 1 ? index_const(0) : index[i]);
+          source_index.push_back(source_shape[i].is(1) ? index_const(0) : index[i]);
         }
         return lower(node->src(0).get(), source_index, valid, through_expand || broadcasts, kernel);
       }
       case Ops::SHRINK: {
         const auto& bounds = node->arg_list();
         Index source_index;
-        for (size_t i = 0; i < index.size(); ++i)
-          source_index.push_back(bounds[2 * i] == 0 ? index[i] : index[i] + bounds[2 * i]);
+        for (size_t i = 0; i < index.size(); ++i) {
+          Dim begin = decode_dim(bounds[2 * i]);
+          source_index.push_back(begin.is(0) ? index[i] : index[i] + begin.expression());
+        }
         return lower(node->src(0).get(), source_index, valid, through_expand, kernel);
       }
       case Ops::FLIP: {
@@ -570,20 +581,20 @@ class Rangeifier {
         Index source_index = index;
         for (int64_t axis : axes) {
           auto a = static_cast<size_t>(axis);
-          source_index[a] = index_const(shape[a] - 1) - index[a];
+          source_index[a] = (shape[a] - 1).expression() - index[a];
         }
         return lower(node->src(0).get(), source_index, valid, through_expand, kernel);
       }
       case Ops::PAD: {
         const auto& pads = node->arg_list();
-        const Shape& source_shape = shapes_.of(node->src(0).get());
+        const Dims& source_shape = shapes_.of(node->src(0).get());
         Index source_index;
         UOpPtr inside;
         for (size_t i = 0; i < index.size(); ++i) {
-          int64_t before = pads[2 * i], after = pads[2 * i + 1];
-          source_index.push_back(before == 0 ? index[i] : index[i] - before);
-          if (before > 0) inside = and_valid(inside, logical_not(lt(index[i], before)));
-          if (after > 0) inside = and_valid(inside, lt(index[i], before + source_shape[i]));
+          Dim before = decode_dim(pads[2 * i]), after = decode_dim(pads[2 * i + 1]);
+          source_index.push_back(before.is(0) ? index[i] : index[i] - before.expression());
+          if (!before.is(0)) inside = and_valid(inside, logical_not(lt(index[i], before.expression())));
+          if (!after.is(0)) inside = and_valid(inside, lt(index[i], (before + source_shape[i]).expression()));
         }
         if (!inside) return lower(node->src(0).get(), source_index, valid, through_expand, kernel);
         UOpPtr guard = and_valid(valid, inside);
@@ -598,18 +609,18 @@ class Rangeifier {
       case Ops::REDUCE_AXIS: {
         const auto& arg = node->arg_list();
         const UOp* source = node->src(0).get();
-        const Shape& source_shape = shapes_.of(source);
+        const Dims& source_shape = shapes_.of(source);
         Index source_index = index;
         std::vector<UOpPtr> ranges;
         for (size_t i = 1; i < arg.size(); ++i)
-          if (source_shape[static_cast<size_t>(arg[i])] == 0) return reduce_identity(static_cast<Ops>(arg[0]), node->dtype());
+          if (source_shape[static_cast<size_t>(arg[i])].is(0)) return reduce_identity(static_cast<Ops>(arg[0]), node->dtype());
         for (size_t i = 1; i < arg.size(); ++i) {
           auto axis = static_cast<size_t>(arg[i]);
-          if (source_shape[axis] == 1) {
+          if (source_shape[axis].is(1)) {
             source_index[axis] = index_const(0);
             continue;
           }
-          UOpPtr r = range(source_shape[axis], kernel.next_reduce_axis++);
+          UOpPtr r = range(source_shape[axis].expression(), kernel.next_reduce_axis++);
           source_index[axis] = r;
           ranges.push_back(r);
         }
@@ -680,7 +691,7 @@ class Rangeifier {
           if (std::find(ranges.begin(), ranges.end(), r) == ranges.end()) ranges.push_back(r);
       auto trips = [](const std::vector<const UOp*>& set) {
         double product = 1;
-        for (const UOp* r : set) product *= static_cast<double>(r->src(0)->const_int());
+        for (const UOp* r : set) product *= static_cast<double>(r->src(0)->vmax());  // (symbolic: its maximum)
         return product;
       };
       OpGroup group = op_group(node->op());

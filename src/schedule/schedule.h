@@ -10,6 +10,7 @@
 
 #include "ir/uop.h"
 #include "opt/opt.h"
+#include "tensor/dim.h"
 
 namespace kiln {
 
@@ -21,7 +22,11 @@ struct ScheduledBuffer {
   enum class Kind { Input, Intermediate, Output };
   Kind kind = Kind::Intermediate;
   DType dtype;
-  int64_t count = 0;        // elements
+  // Elements. A buffer whose size depends on size variables (docs/symbolic-shapes.md) has its
+  // exact count in `elements` and here its count at every variable's maximum: the memory it is
+  // given, so any run within the variables' ranges fits.
+  int64_t count = 0;
+  Dim elements = 0;
   int64_t input_id = -1;    // Input: the BUFFER id it reads
   int output_index = -1;    // Output: position in the requested outputs
   int64_t arena_offset = -1;  // Intermediate: byte offset in the arena (set by plan_memory)
@@ -33,7 +38,9 @@ constexpr size_t kMaxKernelSources = 16;
 struct ScheduledKernel {
   UOpPtr ast;                 // the kernel AST (docs/kernel-ast.md); SINK arg = function name
   std::vector<int> buffers;   // schedule buffer index bound to each DEFINE_GLOBAL slot
-  int64_t parallel_extent = 1;  // end of the range with axis id 0 (1 when there is none)
+  // End of the range with axis id 0 (1 when there is none); symbolic when that range ends at a
+  // size variable's expression, so a runner must evaluate it for the run's values.
+  Dim parallel_extent = 1;
   double estimated_flops = 0;   // for KILN_DEBUG=2 and `kiln bench --profile`
   double estimated_bytes = 0;
   // The provenance tags (UOp::provenance().tag, e.g. an ONNX node's "node 'conv1' (Conv, opset
@@ -43,6 +50,9 @@ struct ScheduledKernel {
   std::vector<std::string> sources;
   // The Opt actions applied to `ast` (src/opt/heuristics.h); empty until optimize_schedule runs.
   std::vector<Opt> opts;
+  // The size variables `ast` reads (kernel_variables), in the order of their values in the kernel's
+  // extra argument (docs/kernel-ast.md, "Variables"); empty for a kernel of fixed sizes.
+  std::vector<VariableSpec> variables;
   const std::string& name() const { return ast->arg_string(); }
 };
 
@@ -54,6 +64,10 @@ struct Schedule {
   int64_t arena_bytes = 0;         // set by plan_memory
   int64_t intermediate_bytes = 0;  // sum of the intermediate buffers' sizes
 };
+
+// The distinct DEFINE_VARs of a kernel AST, sorted by name: the order in which the renderers read
+// their values. A name defined with two different ranges is an InternalError.
+std::vector<VariableSpec> kernel_variables(const UOpPtr& ast);
 
 // Rangeify + kernel split: turns tensor-level outputs into kernels. Every output becomes a dense
 // row-major buffer of its shape (an Output buffer; one per distinct node).

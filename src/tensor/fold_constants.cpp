@@ -132,7 +132,7 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
     if (!fact.reads_data || !fact.has_work || node->op() == Ops::BUFFER || root_nodes.contains(node)) continue;
     int64_t source_bytes = 0;
     for (int64_t id : buffers_below.at(node)) source_bytes += buffer_bytes.at(id);
-    int64_t bytes = shape_numel(shapes.of(node)) * node->dtype().scalar_bytes();
+    int64_t bytes = dims_numel(shapes.of(node)).max() * node->dtype().scalar_bytes();
     constexpr int64_t kSmallValue = 1 << 16;
     // An explicit copy (CONTIGUOUS) asks for the value laid out in memory: a weight reordered into
     // the panels a kernel reads (conv filters, matmul columns). It is folded even when it is much
@@ -163,7 +163,7 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
         continue;
       }
     }
-    folded.push_back(make_tensor(target->self(), shapes.of(target), target->dtype(), keep));
+    folded.push_back(make_tensor_dims(target->self(), shapes.of(target), target->dtype(), keep));
     computed.push_back(folded.size() - 1);
   }
   for (size_t i : computed) pending.push_back(&folded[i]);

@@ -8,6 +8,7 @@
 
 #include "driver/compile_kernels.h"
 #include "driver/run_on_device.h"
+#include "ir/evaluate.h"
 #include "passes/pipeline.h"
 #include "runtime/thread_pool.h"
 #include "schedule/schedule.h"
@@ -68,18 +69,30 @@ void reject_graph_inputs(const Schedule& schedule, const GraphBuffers& buffers) 
 }  // namespace
 
 void run_schedule(const Schedule& schedule, const std::vector<KernelFunction>& functions,
-                  const std::vector<void*>& buffer_pointers) {
+                  const std::vector<void*>& buffer_pointers, const SizeVariableValues* variables) {
   ThreadPool& pool = default_thread_pool();
   std::vector<void*> arguments;
+  std::vector<int64_t> values;
   std::vector<KernelLaunchTiming> timings;  // KILN_DEBUG=2: the table at the end
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
     const ScheduledKernel& kernel = schedule.kernels[k];
     arguments.clear();
     for (int buffer : kernel.buffers) arguments.push_back(buffer_pointers[static_cast<size_t>(buffer)]);
+    int64_t extent = 0;
+    if (kernel.variables.empty()) {
+      extent = kernel.parallel_extent.value("running a kernel in process");
+    } else {
+      // The kernel's variables, in its order, after the buffers (docs/kernel-ast.md, "Variables").
+      KILN_ASSERT(variables != nullptr, str_cat("kernel ", kernel.name(), " has size variables and the run gives none"));
+      values.clear();
+      for (const VariableSpec& spec : kernel.variables) values.push_back(size_variable_value(*variables, spec));
+      arguments.push_back(values.data());
+      extent = evaluate_size(kernel.parallel_extent, *variables);
+    }
     KernelFunction function = functions[k];
     void* const* args = arguments.data();
     auto start = Clock::now();
-    pool.parallel_for(kernel.parallel_extent, [&](int64_t begin, int64_t end) { function(args, begin, end); },
+    pool.parallel_for(extent, [&](int64_t begin, int64_t end) { function(args, begin, end); },
                       kernel_minimum_chunk(kernel));
     if (debug_level() >= 2) {
       double ms = milliseconds_since(start);
@@ -91,6 +104,23 @@ void run_schedule(const Schedule& schedule, const std::vector<KernelFunction>& f
   }
   if (timings.size() > 1)  // the table, slowest first; one launch has its line above
     for (const std::string& line : format_kernel_profile(timings)) debug_print(str_cat("  ", line));
+}
+
+int64_t size_variable_value(const SizeVariableValues& variables, const VariableSpec& spec) {
+  auto found = variables.find(spec.name);
+  if (found == variables.end()) throw UserError(str_cat("no value for the size variable '", spec.name, "'"));
+  if (found->second < spec.min || found->second > spec.max)
+    throw UserError(str_cat("the size variable '", spec.name, "' is ", found->second, "; its range is ", spec.min, "..",
+                            spec.max));
+  return found->second;
+}
+
+int64_t evaluate_size(const Dim& size, const SizeVariableValues& variables) {
+  if (size.is_known()) return size.value();
+  std::unordered_map<std::string, int128> values(variables.begin(), variables.end());
+  std::optional<ScalarValue> value = evaluate(size.expression(), values);
+  if (!value) throw UserError(str_cat("the size ", size.text(), " cannot be evaluated for these variable values"));
+  return static_cast<int64_t>(value->integer);
 }
 
 namespace {

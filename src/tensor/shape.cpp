@@ -17,41 +17,45 @@ int64_t shape_numel(const Shape& shape) {
   return count;
 }
 
-Shape infer_shape(const UOp& node, const std::vector<const Shape*>& sources) {
-  auto source = [&](size_t i) -> const Shape& {
+Dims infer_shape(const UOp& node, const std::vector<const Dims*>& sources) {
+  auto source = [&](size_t i) -> const Dims& {
     KILN_ASSERT(i < sources.size() && sources[i] != nullptr, "shape of a missing source");
     return *sources[i];
   };
   switch (node.op()) {
-    case Ops::BUFFER: return {node.arg_list().at(1)};
+    case Ops::BUFFER: return {decode_dim(node.arg_list().at(1))};
     case Ops::CONST: return {};
-    case Ops::SPECIAL: return {node.src(0)->const_int() > 0 ? static_cast<int64_t>(node.src(0)->const_int()) : 0};
+    case Ops::SPECIAL: {
+      Dim count(node.src(0));
+      return {count.is_known() && count.value() < 0 ? Dim(0) : count};
+    }
     case Ops::RESHAPE:
-    case Ops::EXPAND: return node.arg_list();
+    case Ops::EXPAND: return decode_dims(node.arg_list());
     case Ops::PERMUTE: {
-      const Shape& in = source(0);
-      Shape out;
+      const Dims& in = source(0);
+      Dims out;
       for (int64_t axis : node.arg_list()) out.push_back(in.at(static_cast<size_t>(axis)));
       return out;
     }
     case Ops::PAD: {
-      Shape out = source(0);
+      Dims out = source(0);
       const auto& pads = node.arg_list();
-      for (size_t i = 0; i < out.size(); ++i) out[i] += pads.at(2 * i) + pads.at(2 * i + 1);
+      for (size_t i = 0; i < out.size(); ++i) out[i] = out[i] + decode_dim(pads.at(2 * i)) + decode_dim(pads.at(2 * i + 1));
       return out;
     }
     case Ops::SHRINK: {
-      Shape out = source(0);
+      Dims out = source(0);
       const auto& bounds = node.arg_list();
-      for (size_t i = 0; i < out.size(); ++i) out[i] = bounds.at(2 * i + 1) - bounds.at(2 * i);
+      for (size_t i = 0; i < out.size(); ++i) out[i] = decode_dim(bounds.at(2 * i + 1)) - decode_dim(bounds.at(2 * i));
       return out;
     }
     case Ops::REDUCE_AXIS: {
-      Shape out = source(0);
+      Dims out = source(0);
       const auto& arg = node.arg_list();
       for (size_t i = 1; i < arg.size(); ++i) out.at(static_cast<size_t>(arg[i])) = 1;
       return out;
     }
+    case Ops::DEFINE_VAR: return {};  // a size variable's value as a scalar (dim_tensor)
     default:
       // Elementwise ops, casts, FLIP and CONTIGUOUS keep their first source's shape (the Tensor
       // front end broadcasts every source to one shape first).
@@ -60,7 +64,7 @@ Shape infer_shape(const UOp& node, const std::vector<const Shape*>& sources) {
   }
 }
 
-const Shape& ShapeMap::of(const UOp* root) {
+const Dims& ShapeMap::of(const UOp* root) {
   if (auto found = shapes_.find(root); found != shapes_.end()) return found->second;
   // Iterative post-order so deep graphs do not overflow the stack.
   std::vector<std::pair<const UOp*, bool>> stack{{root, false}};
@@ -74,7 +78,7 @@ const Shape& ShapeMap::of(const UOp* root) {
         if (!shapes_.contains(src.get())) stack.push_back({src.get(), false});
       continue;
     }
-    std::vector<const Shape*> source_shapes;
+    std::vector<const Dims*> source_shapes;
     // SPECIAL's and BUFFER's sources are not tensors.
     if (node->op() != Ops::SPECIAL && node->op() != Ops::BUFFER)
       for (const UOpPtr& src : node->srcs()) source_shapes.push_back(&shapes_.at(src.get()));

@@ -46,6 +46,35 @@ Tensor make_tensor(UOpPtr node, Shape shape, DType dtype, std::vector<const Tens
   return Tensor(std::move(data));
 }
 
+Tensor make_tensor_dims(UOpPtr node, const Dims& dims, DType dtype, std::vector<const Tensor*> inputs) {
+  if (all_known(dims)) return make_tensor(std::move(node), known_sizes(dims), dtype, std::move(inputs));
+  Tensor t = make_tensor(std::move(node), {}, dtype, std::move(inputs));
+  const_cast<TensorData&>(t.data()).dims = dims;  // (just made: no one else holds it yet)
+  return t;
+}
+
+Dims dims_of(const Tensor& t) {
+  const TensorData& data = t.data();
+  return data.dims.empty() ? to_dims(data.shape) : data.dims;
+}
+
+bool has_symbolic_shape(const Tensor& t) { return t.defined() && !t.data().dims.empty(); }
+
+Dim dim_of(const Tensor& t, int64_t axis) {
+  const TensorData& data = t.data();
+  auto a = static_cast<size_t>(normalize_axis(axis, t.ndim(), "dim"));
+  return data.dims.empty() ? Dim(data.shape[a]) : data.dims[a];
+}
+
+Tensor dim_tensor(const Dim& dim, ScalarType type) {
+  if (dim.is_known()) return Tensor::scalar(static_cast<double>(dim.value()), type);
+  // The size's index expression, used as a scalar value: rangeify computes it from the kernel's
+  // variables (a DEFINE_VAR is a value there, as a CONST is).
+  Tensor size = make_tensor(dim.expression(), {}, dtypes::index, {});
+  DType target = to_dtype(type);
+  return make_tensor(UOp::make(Ops::CAST, target, {dim.expression()}), {}, target, {&size});
+}
+
 namespace {
 
 void require_defined(const Tensor& tensor) {
@@ -58,16 +87,17 @@ UOpPtr movement(Ops op, const UOpPtr& source, std::vector<int64_t> arg) {
   return UOp::make(op, source->dtype(), {source}, std::move(arg));
 }
 
-Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view operation) {
+// numpy broadcasting. A symbolic dim broadcasts against 1 and against the same expression; against
+// anything else it is refused, though the sizes might agree at run time (decision 1).
+Dims broadcast_shapes(const Dims& a, const Dims& b, std::string_view operation) {
   size_t rank = std::max(a.size(), b.size());
-  Shape out(rank);
+  Dims out(rank, 1);
   for (size_t i = 0; i < rank; ++i) {
-    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1)
-      throw UserError(str_cat(operation, ": shapes ", shape_string(a), " and ", shape_string(b),
-                              " do not broadcast"));
-    out[i] = da == 1 ? db : da;
+    Dim da = i < rank - a.size() ? Dim(1) : a[i - (rank - a.size())];
+    Dim db = i < rank - b.size() ? Dim(1) : b[i - (rank - b.size())];
+    if (!(da == db) && !da.is(1) && !db.is(1))
+      throw UserError(str_cat(operation, ": shapes ", dims_string(a), " and ", dims_string(b), " do not broadcast"));
+    out[i] = da.is(1) ? db : da;
   }
   return out;
 }
@@ -82,7 +112,7 @@ Tensor elementwise(Ops op, DType result, std::vector<Tensor> sources) {
     nodes.push_back(source.data().node);
     inputs.push_back(&source);
   }
-  return make_tensor(UOp::make(op, result, std::move(nodes)), sources[0].shape(), result, inputs);
+  return make_tensor_dims(UOp::make(op, result, std::move(nodes)), dims_of(sources[0]), result, inputs);
 }
 
 // Broadcasts both operands to one shape and promotes them to one dtype.
@@ -90,7 +120,7 @@ std::pair<Tensor, Tensor> align(const Tensor& a, const Tensor& b, std::string_vi
   require_defined(a);
   require_defined(b);
   DType type = promote_types(a.data().dtype, b.data().dtype);
-  Shape shape = broadcast_shapes(a.shape(), b.shape(), operation);
+  Dims shape = broadcast_shapes(dims_of(a), dims_of(b), operation);
   auto fit = [&](const Tensor& t) { return broadcast_to(t.cast(type.scalar()), shape); };
   return {fit(a), fit(b)};
 }
@@ -120,13 +150,16 @@ void require_integer_or_bool(const Tensor& t, std::string_view operation) {
 
 }  // namespace
 
-Tensor broadcast_to(const Tensor& t, const Shape& shape) {
-  if (t.shape() == shape) return t;
-  if (t.shape().size() > shape.size())
-    throw UserError(str_cat("expand: cannot broadcast ", shape_string(t.shape()), " to ", shape_string(shape)));
-  Shape padded(shape.size() - t.shape().size(), 1);
-  padded.insert(padded.end(), t.shape().begin(), t.shape().end());
-  return t.reshape(padded).expand(shape);
+Tensor broadcast_to(const Tensor& t, const Shape& shape) { return broadcast_to(t, to_dims(shape)); }
+
+Tensor broadcast_to(const Tensor& t, const Dims& shape) {
+  Dims dims = dims_of(t);
+  if (dims == shape) return t;
+  if (dims.size() > shape.size())
+    throw UserError(str_cat("expand: cannot broadcast ", dims_string(dims), " to ", dims_string(shape)));
+  Dims padded(shape.size() - dims.size(), 1);
+  padded.insert(padded.end(), dims.begin(), dims.end());
+  return expand_to(reshape_to(t, padded), shape);
 }
 
 // ---- Tensor: construction and properties ----
@@ -138,8 +171,19 @@ const TensorData& Tensor::data() const {
   return *data_;
 }
 
-const Shape& Tensor::shape() const { return data().shape; }
-int64_t Tensor::dim(int64_t axis) const { return shape()[static_cast<size_t>(normalize_axis(axis, ndim(), "dim"))]; }
+const Shape& Tensor::shape() const {
+  const TensorData& d = data();
+  if (!d.dims.empty())
+    throw UserError(str_cat("unsupported: an operation that needs fixed sizes, on a tensor of symbolic shape ",
+                            dims_string(d.dims)));
+  return d.shape;
+}
+int64_t Tensor::ndim() const {
+  const TensorData& d = data();
+  return static_cast<int64_t>(d.dims.empty() ? d.shape.size() : d.dims.size());
+}
+// A known axis of a symbolic tensor has its size; a symbolic one is a UserError naming it.
+int64_t Tensor::dim(int64_t axis) const { return dim_of(*this, axis).value("an operation that reads this axis' size"); }
 int64_t Tensor::numel() const { return shape_numel(shape()); }
 ScalarType Tensor::dtype() const { return data().dtype.scalar(); }
 
@@ -184,6 +228,24 @@ Tensor graph_input(std::string name, Shape shape, ScalarType type) {
   data->buffer_id = id;
   data->graph_input_name = std::move(name);
   return Tensor(std::move(data));
+}
+
+Tensor symbolic_graph_input(std::string name, const Dims& dims, ScalarType type) {
+  if (all_known(dims)) return graph_input(std::move(name), known_sizes(dims), type);
+  if (name.empty()) throw UserError("graph_input: an empty name");
+  for (const Dim& dim : dims)
+    if (dim.min() < 0)
+      throw UserError(str_cat("graph input '", name, "': dimension ", dim.text(), " of ", dims_string(dims), " may be negative"));
+  DType dtype = to_dtype(type);
+  Dim count = dims_numel(dims);
+  int64_t id = next_buffer_id.fetch_add(1);
+  UOpPtr node = UOp::make(Ops::BUFFER, dtype, {}, std::vector<int64_t>{id, encode_dim(count)});
+  if (!(dims.size() == 1 && dims[0] == count)) node = movement(Ops::RESHAPE, node, encode_dims(dims));
+  Tensor t = make_tensor_dims(node, dims, dtype, {});
+  auto& data = const_cast<TensorData&>(t.data());  // (just made)
+  data.buffer_id = id;
+  data.graph_input_name = std::move(name);
+  return t;
 }
 
 bool reads_graph_input(const Tensor& t) {
@@ -336,7 +398,7 @@ Tensor Tensor::ne(const Tensor& other) const { return binary(Ops::CMPNE, *this, 
 Tensor Tensor::where(const Tensor& if_true, const Tensor& if_false) const {
   require_defined(*this);
   auto [x, y] = align(if_true, if_false, "where");
-  Shape shape = broadcast_shapes(x.shape(), this->shape(), "where");
+  Dims shape = broadcast_shapes(dims_of(x), dims_of(*this), "where");
   Tensor condition = broadcast_to(cast(ScalarType::Bool), shape);
   Tensor a = broadcast_to(x, shape), b = broadcast_to(y, shape);
   return elementwise(Ops::WHERE, a.data().dtype, {condition, a, b});
@@ -348,7 +410,7 @@ Tensor Tensor::mul_add(const Tensor& factor, const Tensor& addend) const {
   require_defined(addend);
   DType type = promote_types(promote_types(data().dtype, factor.data().dtype), addend.data().dtype);
   if (!type.is_float()) return *this * factor + addend;
-  Shape shape = broadcast_shapes(broadcast_shapes(this->shape(), factor.shape(), "mul_add"), addend.shape(), "mul_add");
+  Dims shape = broadcast_shapes(broadcast_shapes(dims_of(*this), dims_of(factor), "mul_add"), dims_of(addend), "mul_add");
   auto fit = [&](const Tensor& t) { return broadcast_to(t.cast(type.scalar()), shape); };
   return elementwise(Ops::MULACC, type, {fit(*this), fit(factor), fit(addend)});
 }
@@ -375,7 +437,7 @@ std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t nd
 Tensor reduce(const Tensor& t, Ops op, const std::vector<int64_t>& axes, bool keepdim, std::string_view operation) {
   require_defined(t);
   std::vector<int64_t> reduced = normalize_axes(axes, t.ndim(), operation);
-  Shape kept = t.shape();
+  Dims kept = dims_of(t);
   for (int64_t axis : reduced) kept[static_cast<size_t>(axis)] = 1;
   Tensor result;
   if (reduced.empty()) {
@@ -384,13 +446,13 @@ Tensor reduce(const Tensor& t, Ops op, const std::vector<int64_t>& axes, bool ke
     std::vector<int64_t> arg{static_cast<int64_t>(op)};
     arg.insert(arg.end(), reduced.begin(), reduced.end());
     UOpPtr node = UOp::make(Ops::REDUCE_AXIS, t.data().dtype, {t.data().node}, arg);
-    result = make_tensor(node, kept, t.data().dtype, {&t});
+    result = make_tensor_dims(node, kept, t.data().dtype, {&t});
   }
   if (keepdim) return result;
-  Shape squeezed;
+  Dims squeezed;
   for (size_t i = 0; i < kept.size(); ++i)
     if (std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(i)) == reduced.end()) squeezed.push_back(kept[i]);
-  return result.reshape(squeezed);
+  return reshape_to(result, squeezed);
 }
 
 namespace {
@@ -426,18 +488,20 @@ Tensor Tensor::min(std::vector<int64_t> axes, bool keepdim) const {
 }
 Tensor Tensor::mean(std::vector<int64_t> axes, bool keepdim) const {
   std::vector<int64_t> reduced = normalize_axes(axes, ndim(), "mean");
-  int64_t count = 1;
-  for (int64_t axis : reduced) count *= shape()[static_cast<size_t>(axis)];
+  Dim count = 1;
+  for (int64_t axis : reduced) count = count * dim_of(*this, axis);
   Tensor x = as_float(*this);
   Tensor total = x.sum(reduced, keepdim);
   // An empty reduction gives NaN, like numpy (0/0).
-  return total.div(scalar_like(total, static_cast<double>(count)));
+  if (!count.is_known()) return total.div(dim_tensor(count, total.dtype()));
+  return total.div(scalar_like(total, static_cast<double>(count.value())));
 }
 
 // ---- movement primitives ----
 
 Tensor Tensor::reshape(Shape new_shape) const {
   require_defined(*this);
+  if (has_symbolic_shape(*this)) return reshape_to(*this, to_dims(new_shape));
   int64_t inferred = -1, known = 1;
   for (size_t i = 0; i < new_shape.size(); ++i) {
     if (new_shape[i] == -1) {
@@ -462,17 +526,44 @@ Tensor Tensor::reshape(Shape new_shape) const {
   return make_tensor(movement(Ops::RESHAPE, data().node, new_shape), new_shape, data().dtype, {this});
 }
 
+Tensor reshape_to(const Tensor& t, const Dims& shape) {
+  require_defined(t);
+  if (!has_symbolic_shape(t) && all_known(shape)) return t.reshape(known_sizes(shape));
+  Dims dims = dims_of(t);
+  // A -1 takes what the other sizes leave of the element count (which may be symbolic).
+  auto inferred = std::find_if(shape.begin(), shape.end(), [](const Dim& size) { return size.is(-1); });
+  if (inferred != shape.end()) {
+    Dim known = 1;
+    for (auto size = shape.begin(); size != shape.end(); ++size)
+      if (size != inferred) known = known * *size;
+    if (known.is(0) || std::count_if(shape.begin(), shape.end(), [](const Dim& size) { return size.is(-1); }) > 1)
+      throw UserError(str_cat("reshape: cannot infer -1 reshaping ", dims_string(dims), " to ", dims_string(shape)));
+    Dims resolved = shape;
+    resolved[static_cast<size_t>(inferred - shape.begin())] = dims_numel(dims) / known;
+    return reshape_to(t, resolved);
+  }
+  for (const Dim& size : shape)
+    if (size.min() < 0) throw UserError(str_cat("reshape: negative dimension in ", dims_string(shape)));
+  // Equal counts must simplify to one expression: (batch·seq, 8) → (batch, seq·8) does, sizes that
+  // agree only for some values of the variables do not and are refused.
+  if (!(dims_numel(dims) == dims_numel(shape)))
+    throw UserError(str_cat("reshape: ", dims_string(dims), " has ", dims_numel(dims).text(), " elements, ",
+                            dims_string(shape), " has ", dims_numel(shape).text()));
+  if (dims == shape) return t;
+  return make_tensor_dims(movement(Ops::RESHAPE, t.data().node, encode_dims(shape)), shape, t.data().dtype, {&t});
+}
+
 Tensor Tensor::permute(std::vector<int64_t> order) const {
   require_defined(*this);
   if (static_cast<int64_t>(order.size()) != ndim())
     throw UserError(str_cat("permute: order has ", order.size(), " axes, tensor has ", ndim()));
   std::vector<bool> seen(order.size());
-  Shape out;
+  Dims out;
   for (int64_t& axis : order) {
     axis = normalize_axis(axis, ndim(), "permute");
     if (seen[static_cast<size_t>(axis)]) throw UserError(str_cat("permute: axis ", axis, " appears twice"));
     seen[static_cast<size_t>(axis)] = true;
-    out.push_back(shape()[static_cast<size_t>(axis)]);
+    out.push_back(dim_of(*this, axis));
   }
   // A permute of a permute is one permute (and none when they cancel), so x.T.T is x itself.
   UOpPtr source = data().node;
@@ -483,12 +574,19 @@ Tensor Tensor::permute(std::vector<int64_t> order) const {
   }
   bool identity = true;
   for (size_t i = 0; i < order.size(); ++i) identity = identity && order[i] == static_cast<int64_t>(i);
-  if (identity) return make_tensor(source, out, data().dtype, {this});
-  return make_tensor(movement(Ops::PERMUTE, source, order), out, data().dtype, {this});
+  if (identity) return make_tensor_dims(source, out, data().dtype, {this});
+  return make_tensor_dims(movement(Ops::PERMUTE, source, order), out, data().dtype, {this});
 }
 
 Tensor Tensor::expand(Shape new_shape) const {
   require_defined(*this);
+  if (has_symbolic_shape(*this)) {
+    Dims dims = dims_of(*this), target = to_dims(new_shape);
+    size_t offset = target.size() >= dims.size() ? target.size() - dims.size() : 0;
+    for (size_t i = offset; i < target.size(); ++i)
+      if (new_shape[i] == -1) target[i] = dims[i - offset];
+    return expand_to(*this, target);
+  }
   if (new_shape.size() > shape().size()) {
     Shape padded(new_shape.size() - shape().size(), 1);
     padded.insert(padded.end(), shape().begin(), shape().end());
@@ -505,17 +603,35 @@ Tensor Tensor::expand(Shape new_shape) const {
   return make_tensor(movement(Ops::EXPAND, data().node, new_shape), new_shape, data().dtype, {this});
 }
 
+Tensor expand_to(const Tensor& t, const Dims& shape) {
+  require_defined(t);
+  if (!has_symbolic_shape(t) && all_known(shape)) return t.expand(known_sizes(shape));
+  Dims dims = dims_of(t);
+  if (shape.size() > dims.size()) {
+    Dims padded(shape.size() - dims.size(), 1);
+    padded.insert(padded.end(), dims.begin(), dims.end());
+    return expand_to(reshape_to(t, padded), shape);
+  }
+  if (shape.size() != dims.size())
+    throw UserError(str_cat("expand: cannot broadcast ", dims_string(dims), " to ", dims_string(shape)));
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (!(dims[i] == shape[i]) && !dims[i].is(1))
+      throw UserError(str_cat("expand: cannot broadcast ", dims_string(dims), " to ", dims_string(shape)));
+  if (dims == shape) return t;
+  return make_tensor_dims(movement(Ops::EXPAND, t.data().node, encode_dims(shape)), shape, t.data().dtype, {&t});
+}
+
 // Zero padding, the primitive behind pad(): negative pads are not allowed here.
 Tensor pad_zero(const Tensor& t, const std::vector<int64_t>& pads) {
-  std::vector<int64_t> full(2 * t.shape().size(), 0);
+  std::vector<int64_t> full(2 * static_cast<size_t>(t.ndim()), 0);
   for (size_t i = 0; i < pads.size(); ++i) {
     if (pads[i] < 0) throw InternalError("pad_zero: negative pad", std::source_location::current());
     full[i] = pads[i];
   }
   if (std::all_of(full.begin(), full.end(), [](int64_t p) { return p == 0; })) return t;
-  Shape out = t.shape();
-  for (size_t i = 0; i < out.size(); ++i) out[i] += full[2 * i] + full[2 * i + 1];
-  return make_tensor(movement(Ops::PAD, t.data().node, full), out, t.data().dtype, {&t});
+  Dims out = dims_of(t);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = out[i] + full[2 * i] + full[2 * i + 1];
+  return make_tensor_dims(movement(Ops::PAD, t.data().node, full), out, t.data().dtype, {&t});
 }
 
 Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const {
@@ -523,30 +639,41 @@ Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const {
   if (static_cast<int64_t>(ranges.size()) > ndim())
     throw UserError(str_cat("shrink: ", ranges.size(), " ranges for a tensor with ", ndim(), " dimensions"));
   std::vector<int64_t> arg;
-  Shape out = shape();
+  Dims out = dims_of(*this);
   bool identity = true;
-  for (size_t i = 0; i < shape().size(); ++i) {
-    auto [begin, end] = i < ranges.size() ? ranges[i] : std::pair<int64_t, int64_t>{0, shape()[i]};
-    if (begin < 0 || end < begin || end > shape()[i])
-      throw UserError(str_cat("shrink: range [", begin, ", ", end, ") does not fit axis ", i, " of size ", shape()[i]));
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (i >= ranges.size()) {  // an axis kept whole, symbolic or not
+      arg.push_back(0);
+      arg.push_back(encode_dim(out[i]));
+      continue;
+    }
+    auto [begin, end] = ranges[i];
+    // A symbolic axis takes a fixed range that fits its smallest size (the first token of every
+    // sentence); a range that depends on its size would need symbolic bounds.
+    const Dim& size = out[i];
+    if (!size.is_known() && (begin < 0 || end < begin || end > size.min()))
+      throw UserError(str_cat("unsupported: shrink range [", begin, ", ", end, ") of axis ", i, " of symbolic size ", size,
+                              ", which may be as small as ", size.min()));
+    if (size.is_known() && (begin < 0 || end < begin || end > size.value()))
+      throw UserError(str_cat("shrink: range [", begin, ", ", end, ") does not fit axis ", i, " of size ", size));
     arg.push_back(begin);
     arg.push_back(end);
+    identity = identity && begin == 0 && size.is(end);
     out[i] = end - begin;
-    identity = identity && begin == 0 && end == shape()[i];
   }
   if (identity) return *this;
-  return make_tensor(movement(Ops::SHRINK, data().node, arg), out, data().dtype, {this});
+  return make_tensor_dims(movement(Ops::SHRINK, data().node, arg), out, data().dtype, {this});
 }
 
 Tensor Tensor::flip(std::vector<int64_t> axes) const {
   require_defined(*this);
   std::vector<int64_t> normalized = normalize_axes(axes.empty() ? std::vector<int64_t>{} : axes, ndim(), "flip");
   if (axes.empty()) return *this;
-  return make_tensor(movement(Ops::FLIP, data().node, normalized), shape(), data().dtype, {this});
+  return make_tensor_dims(movement(Ops::FLIP, data().node, normalized), dims_of(*this), data().dtype, {this});
 }
 
 Tensor contiguous(const Tensor& t) {
-  return make_tensor(UOp::make(Ops::CONTIGUOUS, t.data().dtype, {t.data().node}), t.shape(), t.data().dtype, {&t});
+  return make_tensor_dims(UOp::make(Ops::CONTIGUOUS, t.data().dtype, {t.data().node}), dims_of(t), t.data().dtype, {&t});
 }
 
 // ---- operators ----

@@ -20,12 +20,17 @@
 #include "ir/uop.h"
 #include "kiln/kiln.hpp"
 #include "runtime/host_buffer.h"
+#include "tensor/dim.h"
 
 namespace kiln::detail {
 
 struct TensorData {
   UOpPtr node;
+  // The sizes, when every one is known. A tensor with a symbolic dim has its shape in `dims`
+  // instead (and `shape` empty): Tensor::shape() then throws, and the operations that support
+  // symbolic shapes read dims_of() (tensor_internal.h).
   Shape shape;
+  Dims dims;
   DType dtype;
   // The leaf data when `node` is (a view of) a BUFFER this handle created or realized.
   std::shared_ptr<HostBuffer> buffer;
@@ -42,16 +47,17 @@ struct TensorData {
 namespace kiln {
 
 // The shape of a tensor-level node whose sources have the given shapes (throws InternalError on a
-// malformed node; user-facing checks happen earlier, in the Tensor methods).
-Shape infer_shape(const UOp& node, const std::vector<const Shape*>& source_shapes);
+// malformed node; user-facing checks happen earlier, in the Tensor methods). Symbolic sizes in a
+// node's args are dim markers (dim.h).
+Dims infer_shape(const UOp& node, const std::vector<const Dims*>& source_shapes);
 
 // The shapes of every node reachable from `root`.
 class ShapeMap {
  public:
-  const Shape& of(const UOp* node);
+  const Dims& of(const UOp* node);
 
  private:
-  std::unordered_map<const UOp*, Shape> shapes_;
+  std::unordered_map<const UOp*, Dims> shapes_;
 };
 
 int64_t shape_numel(const Shape& shape);

@@ -2,6 +2,7 @@
 // beyond the public Tensor methods.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -23,16 +24,31 @@ std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t nd
 
 // A tensor for `node`, keeping `inputs` (and so their buffers) alive.
 Tensor make_tensor(UOpPtr node, Shape shape, DType dtype, std::vector<const Tensor*> inputs);
+// The same for a shape that may be symbolic (docs/symbolic-shapes.md): known dims make a plain one.
+Tensor make_tensor_dims(UOpPtr node, const Dims& dims, DType dtype, std::vector<const Tensor*> inputs);
+// The shape as Dims, for symbolic tensors and others alike; whether a dim is symbolic; one axis.
+Dims dims_of(const Tensor& t);
+bool has_symbolic_shape(const Tensor& t);
+Dim dim_of(const Tensor& t, int64_t axis);
+// A scalar holding a size (a symbolic one is computed from the run's variables).
+Tensor dim_tensor(const Dim& dim, ScalarType type);
+// reshape and expand to shapes that may be symbolic (no -1 here).
+Tensor reshape_to(const Tensor& t, const Dims& shape);
+Tensor expand_to(const Tensor& t, const Dims& shape);
 // A tensor viewing `buffer` with the given shape (numel must match).
 Tensor wrap_buffer(std::shared_ptr<HostBuffer> buffer, Shape shape);
 // A placeholder for graph input `name` of a plan: a BUFFER node with no data. Building on it is
 // lazy as usual; realizing anything that reads it throws a UserError naming the input.
 Tensor graph_input(std::string name, Shape shape, ScalarType type);
+// A placeholder whose shape may have size variables (dim.h, size_variable): the plan's inputs then
+// decide the variables' values when it runs.
+Tensor symbolic_graph_input(std::string name, const Dims& dims, ScalarType type);
 // Whether computing `t` reads a graph_input placeholder (its value is then known only when the plan
 // runs). Importers use it to choose run-time forms of ops whose structure depends on a value.
 bool reads_graph_input(const Tensor& t);
 // numpy broadcast_to: prepends size-1 axes, then expands.
 Tensor broadcast_to(const Tensor& t, const Shape& shape);
+Tensor broadcast_to(const Tensor& t, const Dims& shape);
 // One REDUCE_AXIS node (op ADD, MUL or MAX) in t's own dtype, without accumulation-type changes.
 Tensor reduce(const Tensor& t, Ops op, const std::vector<int64_t>& axes, bool keepdim, std::string_view operation);
 // Zero padding: (before, after) pairs for the first axes; every pad must be >= 0.
@@ -58,10 +74,17 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
 void realize_tensors(const std::vector<Tensor*>& tensors);
 // Runs the kernels of `schedule` in order on the default thread pool, with the buffer of schedule
 // buffer b at buffer_pointers[b] (KILN_DEBUG=2 times each kernel).
+// A schedule with size variables (docs/symbolic-shapes.md) runs with their values: each kernel
+// gets its variables' values after its buffers and runs its parallel extent for them.
 struct Schedule;
 using KernelFunction = void (*)(void* const* buffers, int64_t begin, int64_t end);
+using SizeVariableValues = std::map<std::string, int64_t>;
 void run_schedule(const Schedule& schedule, const std::vector<KernelFunction>& functions,
-                  const std::vector<void*>& buffer_pointers);
+                  const std::vector<void*>& buffer_pointers, const SizeVariableValues* variables = nullptr);
+// The value of `spec` among `variables`; a UserError when it is missing or out of its range.
+int64_t size_variable_value(const SizeVariableValues& variables, const VariableSpec& spec);
+// A size for these values (a known one is itself); a UserError when it cannot be evaluated.
+int64_t evaluate_size(const Dim& size, const SizeVariableValues& variables);
 // shrink() arguments that keep every axis whole, for editing one axis; and a shrink of one axis.
 using Ranges = std::vector<std::pair<int64_t, int64_t>>;
 Ranges full_ranges(const Tensor& t);

@@ -45,12 +45,12 @@ Tensor split_axis(const Tensor& t, int64_t axis, const Shape& sizes) {
 
 // Replaces axes [axis, axis + count) with one axis holding their product.
 Tensor merge_axes(const Tensor& t, int64_t axis, int64_t count) {
-  Shape shape = t.shape();
+  Dims shape = dims_of(t);
   auto first = shape.begin() + axis, last = first + count;
-  int64_t product = std::accumulate(first, last, int64_t{1}, std::multiplies<>());
+  Dim product = std::accumulate(first, last, Dim(1), std::multiplies<>());
   first = shape.erase(first, last);
   shape.insert(first, product);
-  return t.reshape(shape);
+  return reshape_to(t, shape);
 }
 
 // `t` repeated `times` times along `axis` as a view: (…, n, …) → (…, times·n, …), tile order.
@@ -117,7 +117,7 @@ Tensor edge_axis(const Tensor& t, int64_t axis, int64_t before, int64_t after) {
 // Each output element costs n compares and adds (O(out·n)); an index outside [0, n) selects
 // nothing and gives 0. A sum of one selected value and zeros is exact, except that -0.0 becomes 0.0.
 Tensor one_hot_select(const Tensor& prepared, const Tensor& index, int64_t axis, int64_t n) {
-  Shape arange_shape(prepared.shape().size(), 1);
+  Shape arange_shape(static_cast<size_t>(prepared.ndim()), 1);
   arange_shape[static_cast<size_t>(axis)] = n;
   Tensor positions = Tensor::arange(n, index.dtype()).reshape(arange_shape);
   Tensor hit = index.eq(positions);
@@ -167,28 +167,29 @@ Tensor Tensor::transpose(int64_t axis_a, int64_t axis_b) const {
 }
 
 Tensor Tensor::squeeze(std::vector<int64_t> axes) const {
-  std::vector<bool> drop(static_cast<size_t>(ndim()), false);
+  Dims dims = dims_of(*this);
+  std::vector<bool> drop(dims.size(), false);
   if (axes.empty()) {
-    for (size_t i = 0; i < drop.size(); ++i) drop[i] = shape()[i] == 1;
+    for (size_t i = 0; i < drop.size(); ++i) drop[i] = dims[i].is(1);
   } else {
     for (int64_t axis : normalize_axes(axes, ndim(), "squeeze")) {
-      if (shape()[static_cast<size_t>(axis)] != 1)
-        throw UserError(str_cat("squeeze: axis ", axis, " of shape ", shape_string(shape()), " has size ",
-                                shape()[static_cast<size_t>(axis)], ", not 1"));
+      if (!dims[static_cast<size_t>(axis)].is(1))
+        throw UserError(str_cat("squeeze: axis ", axis, " of shape ", dims_string(dims), " has size ",
+                                dims[static_cast<size_t>(axis)], ", not 1"));
       drop[static_cast<size_t>(axis)] = true;
     }
   }
-  Shape kept;
+  Dims kept;
   for (size_t i = 0; i < drop.size(); ++i)
-    if (!drop[i]) kept.push_back(shape()[i]);
-  return reshape(kept);
+    if (!drop[i]) kept.push_back(dims[i]);
+  return reshape_to(*this, kept);
 }
 
 Tensor Tensor::unsqueeze(int64_t axis) const {
   int64_t position = normalize_axis(axis, ndim() + 1, "unsqueeze");
-  Shape out = shape();
+  Dims out = dims_of(*this);
   out.insert(out.begin() + position, 1);
-  return reshape(out);
+  return reshape_to(*this, out);
 }
 
 Tensor Tensor::flatten(int64_t start_axis, int64_t end_axis) const {
@@ -392,22 +393,24 @@ Tensor Tensor::gather(int64_t axis, const Tensor& indices) const {
 // numpy.take along an axis: the shape becomes this.shape[:axis] + indices.shape + this.shape[axis+1:].
 Tensor Tensor::take(const Tensor& indices, int64_t axis) const {
   int64_t a = normalize_axis(axis, ndim(), "take");
-  int64_t n = shape()[static_cast<size_t>(a)];
-  Shape out_shape(shape().begin(), shape().begin() + a);
-  out_shape.insert(out_shape.end(), indices.shape().begin(), indices.shape().end());
-  out_shape.insert(out_shape.end(), shape().begin() + a + 1, shape().end());
-  if (shape_numel(out_shape) == 0) return Tensor::zeros(out_shape, dtype());
-  if (n == 0) throw UserError(str_cat("take: axis ", axis, " of shape ", shape_string(shape()), " is empty"));
+  // Dims: the indices (a batch of token ids) may have symbolic sizes; the data axis must be known.
+  Dims dims = dims_of(*this), index_dims = dims_of(indices);
+  int64_t n = dims[static_cast<size_t>(a)].value("take's data axis");
+  Dims out_shape(dims.begin(), dims.begin() + a);
+  out_shape.insert(out_shape.end(), index_dims.begin(), index_dims.end());
+  out_shape.insert(out_shape.end(), dims.begin() + a + 1, dims.end());
+  if (dims_numel(out_shape).is(0)) return expand_to(Tensor::scalar(0.0, dtype()), out_shape);
+  if (n == 0) throw UserError(str_cat("take: axis ", axis, " of shape ", dims_string(dims), " is empty"));
   // Data: (pre…, 1 per index axis, n, post…); indices: (1 per pre axis, index axes…, 1, 1 per post axis).
-  auto index_axes = static_cast<int64_t>(indices.shape().size());
-  Shape data_shape(shape().begin(), shape().begin() + a);
+  auto index_axes = static_cast<int64_t>(index_dims.size());
+  Dims data_shape(dims.begin(), dims.begin() + a);
   data_shape.insert(data_shape.end(), static_cast<size_t>(index_axes), 1);
-  data_shape.insert(data_shape.end(), shape().begin() + a, shape().end());
-  Shape index_shape(static_cast<size_t>(a), 1);
-  index_shape.insert(index_shape.end(), indices.shape().begin(), indices.shape().end());
-  index_shape.insert(index_shape.end(), shape().size() - static_cast<size_t>(a), 1);
-  Tensor index = wrap_indices(indices, n, "take").reshape(index_shape);
-  return one_hot_select(reshape(data_shape), index, a + index_axes, n);
+  data_shape.insert(data_shape.end(), dims.begin() + a, dims.end());
+  Dims index_shape(static_cast<size_t>(a), 1);
+  index_shape.insert(index_shape.end(), index_dims.begin(), index_dims.end());
+  index_shape.insert(index_shape.end(), dims.size() - static_cast<size_t>(a), 1);
+  Tensor index = reshape_to(wrap_indices(indices, n, "take"), index_shape);
+  return one_hot_select(reshape_to(*this, data_shape), index, a + index_axes, n);
 }
 
 // Prefix sums. Short axes (up to 64): one masked reduction, out[i] = Σ_j x[j]·[j ≤ i], one kernel

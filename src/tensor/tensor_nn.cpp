@@ -329,17 +329,21 @@ Tensor Tensor::matmul(const Tensor& other) const {
   require_defined(*this, "matmul", "the left operand");
   require_defined(other, "matmul", "the right operand");
   if (ndim() == 0 || other.ndim() == 0)
-    throw UserError(str_cat("matmul: operands must have at least one axis, got ", shape_string(shape()), " and ",
-                            shape_string(other.shape())));
-  Tensor a = ndim() == 1 ? reshape({1, dim(0)}) : *this;
-  Tensor b = other.ndim() == 1 ? other.reshape({other.dim(0), 1}) : other;
-  if (a.dim(-1) != b.dim(-2))
-    throw UserError(str_cat("matmul: shapes ", shape_string(shape()), " and ", shape_string(other.shape()),
-                            " do not align (", a.dim(-1), " != ", b.dim(-2), ")"));
+    throw UserError(str_cat("matmul: operands must have at least one axis, got ", dims_string(dims_of(*this)), " and ",
+                            dims_string(dims_of(other))));
+  // Sizes are Dims: rows, columns and batch axes may be symbolic (docs/symbolic-shapes.md). The
+  // layout choices below only pick a faster form, so a symbolic size counts at its maximum there,
+  // and the panel layout (which splits N) needs a known N.
+  Tensor a = ndim() == 1 ? reshape_to(*this, {1, dim_of(*this, 0)}) : *this;
+  Tensor b = other.ndim() == 1 ? reshape_to(other, {dim_of(other, 0), 1}) : other;
+  Dim k = dim_of(a, -1), n = dim_of(b, -1);
+  if (!(k == dim_of(b, -2)))
+    throw UserError(str_cat("matmul: shapes ", dims_string(dims_of(*this)), " and ", dims_string(dims_of(other)),
+                            " do not align (", k, " != ", dim_of(b, -2), ")"));
   ScalarType type = promoted(a, b), compute = compute_type(type);
   // A left operand whose rows are permuted pieces is made contiguous first: its producer (often the
   // reduction before it) then stores it in row order.
-  if (a.dim(-1) >= kTransposeMinimum && a.ndim() >= 2 && a.dim(-2) >= kTransposeMinimum && rows_are_permuted(a))
+  if (k.max() >= kTransposeMinimum && a.ndim() >= 2 && dim_of(a, -2).max() >= kTransposeMinimum && rows_are_permuted(a))
     a = contiguous(a);
   Tensor left = a.cast(compute).unsqueeze(-2);
   // The reduction reads a row of `left` and, per output column j, b[…, k, j]. Two layouts of b:
@@ -351,11 +355,12 @@ Tensor Tensor::matmul(const Tensor& other) const {
   //  - transposed (n, k) otherwise: a column of a row-major b is strided, which defeats the scalar
   //    loop (25-40x slower at 512³), so b goes through one transposing copy and k is read contiguously.
   // Small operands stay fused.
-  bool large = a.dim(-1) >= kTransposeMinimum && b.dim(-1) >= kTransposeMinimum;
+  bool large = k.max() >= kTransposeMinimum && n.max() >= kTransposeMinimum;
   Tensor right_rows;
-  if (b.dim(-1) % 4 == 0) {
+  if (n.is_known() && n.value() % 4 == 0) {
     Tensor rows_of_b = b;
-    if (b.dim(-1) % kPanelColumns == 0 && b.dim(-1) * b.dim(-2) >= kPanelMinimumElements) rows_of_b = in_panels(b);
+    if (n.value() % kPanelColumns == 0 && !has_symbolic_shape(b) && n.value() * b.dim(-2) >= kPanelMinimumElements)
+      rows_of_b = in_panels(b);
     else if (large && !is_buffer_view(b)) rows_of_b = contiguous(b);
     right_rows = rows_of_b.cast(compute).transpose(-1, -2);
   } else {
@@ -367,7 +372,7 @@ Tensor Tensor::matmul(const Tensor& other) const {
   if (ndim() == 1) product = product.squeeze({-2});
   if (other.ndim() == 1) product = product.squeeze({-1});
   // An empty contraction is all zeros; say so directly instead of emitting a loop of no iterations.
-  if (a.dim(-1) == 0) return Tensor::zeros(product.shape(), type);
+  if (k.is(0)) return expand_to(Tensor::scalar(0.0, type), dims_of(product));
   return product.cast(type);
 }
 
@@ -804,7 +809,7 @@ Tensor Tensor::softmax(int64_t axis) const {
   int64_t a = normalize_axis(axis, ndim(), "softmax");
   ScalarType type = float_result(dtype()), compute = compute_type(type);
   Tensor x = cast(compute);
-  if (numel() == 0) return cast(type);
+  if (dims_numel(dims_of(*this)).is(0)) return cast(type);
   Tensor exponentials = ((x - x.max({a}, true)) * std::numbers::log2e).exp2();
   return (exponentials / exponentials.sum({a}, true)).cast(type);
 }
@@ -815,7 +820,7 @@ Tensor Tensor::log_softmax(int64_t axis) const {
   int64_t a = normalize_axis(axis, ndim(), "log_softmax");
   ScalarType type = float_result(dtype()), compute = compute_type(type);
   Tensor x = cast(compute);
-  if (numel() == 0) return cast(type);
+  if (dims_numel(dims_of(*this)).is(0)) return cast(type);
   Tensor shifted = x - x.max({a}, true);
   Tensor total = (shifted * std::numbers::log2e).exp2().sum({a}, true);
   return (shifted - total.log2() * std::numbers::ln2).cast(type);
@@ -826,18 +831,19 @@ Tensor Tensor::layer_norm(const Tensor& weight, const Tensor& bias, int64_t norm
   if (normalized_dims < 1 || normalized_dims > ndim())
     throw UserError(str_cat("layer_norm: normalized_dims = ", normalized_dims, " is out of range for shape ",
                             shape_string(shape())));
-  Shape normalized(shape().end() - normalized_dims, shape().end());
+  Dims dims = dims_of(*this);
+  Dims normalized(dims.end() - normalized_dims, dims.end());
   for (const Tensor* parameter : {&weight, &bias})
     if (parameter->defined() && parameter->ndim() > normalized_dims)
-      throw UserError(str_cat("layer_norm: a weight or bias of shape ", shape_string(parameter->shape()),
-                              " must broadcast to the normalized shape ", shape_string(normalized)));
+      throw UserError(str_cat("layer_norm: a weight or bias of shape ", dims_string(dims_of(*parameter)),
+                              " must broadcast to the normalized shape ", dims_string(normalized)));
   ScalarType type = float_result(dtype()), compute = compute_type(type);
   Tensor y = normalize(cast(compute), last_axes(normalized_dims, ndim()), epsilon);
   if (weight.defined()) y = y * weight.cast(compute);
   if (bias.defined()) y = y + bias.cast(compute);
-  if (y.shape() != shape())
+  if (!(dims_of(y) == dims))
     throw UserError(str_cat("layer_norm: a weight or bias does not broadcast to the normalized shape ",
-                            shape_string(normalized)));
+                            dims_string(normalized)));
   return y.cast(type);
 }
 

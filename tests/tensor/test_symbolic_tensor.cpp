@@ -1,0 +1,255 @@
+// Symbolic shapes in the compiler (docs/symbolic-shapes.md, stage 2): a Tensor graph whose input has
+// a size variable is scheduled and compiled once, then run at several values of the variable; each
+// run must equal the same graph built at that fixed size and realized as usual, bit for bit (the
+// kernels differ only in where their loops end). Also: what is refused, and how.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/target.h"
+#include "driver/compile_kernels.h"
+#include "opt/optimize_schedule.h"
+#include "runtime/host_buffer.h"
+#include "schedule/schedule.h"
+#include "support/error.h"
+#include "tensor/tensor_internal.h"
+
+using namespace kiln;
+
+namespace {
+
+using Graph = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+// Deterministic float data, different per input, small enough that sums stay exact-ish.
+std::vector<float> input_values(size_t count, int input) {
+  std::vector<float> values(count);
+  for (size_t i = 0; i < count; ++i) values[i] = static_cast<float>((static_cast<int>(i) * 7 + input * 3) % 23 - 11) / 8.0f;
+  return values;
+}
+
+// One input of a test graph: a shape whose entries are sizes or -1 for the variable `n`.
+struct InputSpec {
+  Shape shape;  // -1 = n
+};
+
+Dims symbolic_dims(const InputSpec& spec, const Dim& n) {
+  Dims dims;
+  for (int64_t size : spec.shape) dims.push_back(size == -1 ? n : Dim(size));
+  return dims;
+}
+
+Shape concrete_shape(const InputSpec& spec, int64_t n) {
+  Shape shape = spec.shape;
+  for (int64_t& size : shape)
+    if (size == -1) size = n;
+  return shape;
+}
+
+// The graph compiled once over a variable n in [1, max_n].
+class SymbolicProgram {
+ public:
+  SymbolicProgram(const Graph& graph, const std::vector<InputSpec>& inputs, int64_t max_n) {
+    Dim n = size_variable("n", 1, max_n);
+    std::vector<Tensor> placeholders;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      placeholders.push_back(symbolic_graph_input("x" + std::to_string(i), symbolic_dims(inputs[i], n), ScalarType::Float32));
+    for (const Tensor& placeholder : placeholders) input_ids_.push_back(placeholder.data().buffer_id);
+    outputs_ = graph(placeholders);
+    // The weights: buffers with data that the graph reads.
+    std::vector<const detail::TensorData*> stack;
+    for (const Tensor& output : outputs_) stack.push_back(&output.data());
+    while (!stack.empty()) {
+      const detail::TensorData* data = stack.back();
+      stack.pop_back();
+      if (data->buffer) weights_.emplace(data->buffer_id, data->buffer);
+      for (const auto& input : data->inputs) stack.push_back(input.get());
+    }
+    std::vector<UOpPtr> nodes;
+    for (const Tensor& output : outputs_) nodes.push_back(output.data().node);
+    schedule_ = create_schedule(nodes);
+    optimize_schedule(schedule_, host_cpu_caps());
+    for (const KernelBuild& build : compile_schedule_kernels(schedule_)) functions_.push_back(build.function);
+  }
+
+  const Schedule& schedule() const { return schedule_; }
+  const std::vector<Tensor>& outputs() const { return outputs_; }
+
+  // Runs at n with the given input data; returns each output's elements.
+  std::vector<std::vector<float>> run(int64_t n, const std::vector<std::vector<float>>& inputs) const {
+    SizeVariableValues values{{"n", n}};
+    std::vector<std::shared_ptr<HostBuffer>> memory;
+    std::vector<void*> pointers;
+    for (const ScheduledBuffer& buffer : schedule_.buffers) {
+      // Every buffer gets its size at the variable's maximum (`count`), as a plan's arena does.
+      memory.push_back(std::make_shared<HostBuffer>(buffer.dtype, buffer.count, HostBuffer::Fill::Zero));
+      pointers.push_back(memory.back()->data());
+      if (buffer.kind != ScheduledBuffer::Kind::Input) continue;
+      if (auto weight = weights_.find(buffer.input_id); weight != weights_.end())
+        std::memcpy(memory.back()->data(), weight->second->data(), weight->second->bytes());
+      for (size_t i = 0; i < input_ids_.size(); ++i) {
+        if (input_ids_[i] != buffer.input_id) continue;
+        REQUIRE(static_cast<int64_t>(inputs[i].size()) == evaluate_size(buffer.elements, values));
+        std::memcpy(memory.back()->data(), inputs[i].data(), inputs[i].size() * sizeof(float));
+      }
+    }
+    run_schedule(schedule_, functions_, pointers, &values);
+    std::vector<std::vector<float>> results;
+    for (int output : schedule_.outputs) {
+      const ScheduledBuffer& buffer = schedule_.buffers[static_cast<size_t>(output)];
+      REQUIRE(buffer.dtype == dtypes::f32);
+      const auto* data = static_cast<const float*>(memory[static_cast<size_t>(output)]->data());
+      results.emplace_back(data, data + evaluate_size(buffer.elements, values));
+    }
+    return results;
+  }
+
+ private:
+  std::vector<int64_t> input_ids_;
+  std::map<int64_t, std::shared_ptr<HostBuffer>> weights_;
+  std::vector<Tensor> outputs_;
+  Schedule schedule_;
+  std::vector<KernelFunction> functions_;
+};
+
+// The graph at a fixed n, realized the usual way.
+std::vector<std::vector<float>> run_concrete(const Graph& graph, const std::vector<InputSpec>& inputs, int64_t n,
+                                             const std::vector<std::vector<float>>& data) {
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < inputs.size(); ++i) tensors.push_back(Tensor::from_vector<float>(data[i], concrete_shape(inputs[i], n)));
+  std::vector<std::vector<float>> results;
+  for (Tensor& output : graph(tensors)) results.push_back(output.to_vector<float>());
+  return results;
+}
+
+// Compiles `graph` once with n symbolic and checks it against the fixed-size graph at each n.
+void check_at_sizes(const Graph& graph, const std::vector<InputSpec>& inputs, const std::vector<int64_t>& sizes,
+                    int64_t max_n = 64) {
+  SymbolicProgram program(graph, inputs, max_n);
+  for (int64_t n : sizes) {
+    CAPTURE(n);
+    std::vector<std::vector<float>> data;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      data.push_back(input_values(static_cast<size_t>(shape_numel(concrete_shape(inputs[i], n))), static_cast<int>(i)));
+    std::vector<std::vector<float>> symbolic = program.run(n, data), expected = run_concrete(graph, inputs, n, data);
+    REQUIRE(symbolic.size() == expected.size());
+    for (size_t o = 0; o < expected.size(); ++o) {
+      CAPTURE(o);
+      REQUIRE(symbolic[o].size() == expected[o].size());
+      for (size_t i = 0; i < expected[o].size(); ++i) {
+        CAPTURE(i);
+        // The same operations in the same order, except where a fixed-size kernel was vectorised or
+        // tiled (reassociated sums): a few ulp.
+        CHECK(symbolic[o][i] == doctest::Approx(expected[o][i]).epsilon(1e-5));
+      }
+    }
+  }
+}
+
+Tensor weight(Shape shape, float scale) {
+  std::vector<float> values(static_cast<size_t>(shape_numel(shape)));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(static_cast<int>(i) % 7 - 3) * scale;
+  return Tensor::from_vector<float>(values, shape);
+}
+
+}  // namespace
+
+TEST_SUITE("symbolic") {
+
+TEST_CASE("elementwise work with broadcasting over a symbolic axis") {
+  Tensor w = weight({8}, 0.5f);
+  check_at_sizes([&](const std::vector<Tensor>& x) { return std::vector<Tensor>{(x[0] * w + 1.0f).relu(), x[0].exp() - x[1]}; },
+                 {{{-1, 8}}, {{-1, 1}}}, {1, 5, 37});
+}
+
+TEST_CASE("reductions along and across a symbolic axis, and a mean that divides by it") {
+  check_at_sizes(
+      [](const std::vector<Tensor>& x) {
+        return std::vector<Tensor>{x[0].sum({0}), x[0].max({1}), x[0].mean({0}, true), x[0].sum()};
+      },
+      {{{-1, 6}}}, {1, 3, 64});
+}
+
+TEST_CASE("views: permute, reshape with an inferred size, unsqueeze, expand, flip") {
+  check_at_sizes(
+      [](const std::vector<Tensor>& x) {
+        Tensor y = x[0].reshape({-1, 2, 3}).permute({2, 0, 1}).reshape({3, -1});
+        return std::vector<Tensor>{y, y.sum({1}), x[0].transpose(0, 1).flip({1}), x[0].unsqueeze(0).expand({2, -1, -1}) * 2.0f,
+                                   x[0].shrink({{0, 1}, {2, 5}}) + x[0].sum({0}, true).shrink({{0, 1}, {1, 4}})};
+      },
+      {{{-1, 6}}}, {1, 4, 9});
+}
+
+TEST_CASE("attention over a symbolic sequence: matmuls, softmax, layer norm, mean pooling") {
+  const int64_t d = 8;
+  Tensor wq = weight({d, d}, 0.25f), wk = weight({d, d}, -0.125f), wv = weight({d, d}, 0.375f);
+  Tensor gamma = weight({d}, 0.5f) + 1.0f, beta = weight({d}, 0.125f);
+  check_at_sizes(
+      [&](const std::vector<Tensor>& x) {
+        Tensor q = x[0].matmul(wq), k = x[0].matmul(wk), v = x[0].matmul(wv);
+        Tensor scores = q.matmul(k.transpose(0, 1)) * (1.0f / 8.0f);
+        Tensor attended = scores.softmax(-1).matmul(v);
+        Tensor normed = (attended + x[0]).layer_norm(gamma, beta, 1, 1e-5);
+        return std::vector<Tensor>{normed, normed.mean({0})};
+      },
+      {{{-1, d}}}, {1, 2, 17, 40});
+}
+
+TEST_CASE("a matmul large enough to be vectorised and tiled along its constant axes") {
+  Tensor w = weight({64, 48}, 0.125f), bias = weight({48}, 0.5f);
+  check_at_sizes([&](const std::vector<Tensor>& x) { return std::vector<Tensor>{(x[0].matmul(w) + bias).relu()}; },
+                 {{{-1, 64}}}, {1, 7, 64, 100}, 128);
+}
+
+TEST_CASE("an embedding lookup of a symbolic number of token ids, pooled") {
+  Tensor table = weight({5, 4}, 0.75f);
+  check_at_sizes(
+      [&](const std::vector<Tensor>& x) {
+        Tensor ids = (x[0] * 2.0f).cast(ScalarType::Int64);  // -2..2: negative ids count from the end
+        Tensor embedded = table.take(ids, 0);                 // (n, 3, 4)
+        return std::vector<Tensor>{embedded, embedded.mean({0, 1})};
+      },
+      {{{-1, 3}}}, {1, 6, 33});
+}
+
+TEST_CASE("a symbolic schedule: kernels list their variables, buffers their counts at the maximum") {
+  SymbolicProgram program([](const std::vector<Tensor>& x) { return std::vector<Tensor>{x[0].sum({1}) * 2.0f}; },
+                          {{{-1, 5}}}, 40);
+  const Schedule& schedule = program.schedule();
+  REQUIRE(!schedule.kernels.empty());
+  for (const ScheduledKernel& kernel : schedule.kernels) {
+    REQUIRE(kernel.variables.size() == 1);
+    CHECK(kernel.variables[0] == VariableSpec{"n", 1, 40});
+  }
+  for (const ScheduledBuffer& buffer : schedule.buffers) {
+    CHECK(!buffer.elements.is_known());
+    CHECK(buffer.count == buffer.elements.max());
+  }
+  CHECK(program.outputs()[0].ndim() == 1);
+  CHECK_THROWS_WITH_AS(program.outputs()[0].shape(), doctest::Contains("symbolic shape (n,)"), UserError);
+  CHECK_THROWS_WITH_AS(program.run(41, {std::vector<float>(205)}), doctest::Contains("'n' is 41; its range is 1..40"),
+                       UserError);
+}
+
+TEST_CASE("what needs fixed sizes says so, naming the symbolic dimension") {
+  Dim n = size_variable("n", 1, 16);
+  Tensor x = symbolic_graph_input("x", {n, 4}, ScalarType::Float32);
+  CHECK_THROWS_WITH_AS(x.numel(), doctest::Contains("symbolic shape (n, 4)"), UserError);
+  CHECK(x.dim(1) == 4);
+  CHECK_THROWS_WITH_AS(x.dim(0), doctest::Contains("the symbolic dimension n"), UserError);
+  CHECK_THROWS_WITH_AS(x.shrink({{0, 2}}), doctest::Contains("of symbolic size n, which may be as small as 1"), UserError);
+  CHECK(x.shrink({{0, 1}}).shape() == Shape{1, 4});  // a fixed range within every allowed size
+  // Broadcasting a symbolic size against a different fixed one is refused, not guessed.
+  Tensor y = Tensor::from_vector<float>(std::vector<float>(12), {3, 4});
+  CHECK_THROWS_WITH_AS(x + y, doctest::Contains("do not broadcast"), UserError);
+  CHECK_THROWS_WITH_AS(x.reshape({3, -1}), doctest::Contains("reshape"), UserError);
+  CHECK_THROWS_WITH_AS(size_variable("m", 5, 2), doctest::Contains("'m': the range 5..2"), UserError);
+  // Realizing it in process needs the input's values, as for any graph input.
+  CHECK_THROWS_WITH_AS((x * 2.0f).realize(), doctest::Contains("graph input 'x'"), UserError);
+}
+
+}  // TEST_SUITE
