@@ -10,6 +10,7 @@
 #include "error_bridge.h"
 #include "kiln/kiln.h"
 #include "runtime/cpu/plan_runner.h"
+#include "support/limits.h"
 
 struct kiln_plan {
   kiln_plan(kiln::PlanBytes bytes, const kiln::PlanRunnerOptions& options) : runner(std::move(bytes), options) {}
@@ -69,6 +70,18 @@ kiln_status value_info(const char* function, const kiln_plan* plan, size_t index
   if (out_rank) *out_rank = value.shape.size();
   if (out_shape) *out_shape = value.shape.data();
   last_error.clear();
+  return KILN_OK;
+}
+
+kiln_status value_info_v2(const char* function, const kiln_plan* plan, size_t index, bool output,
+                          const char** out_name, kiln_dtype* out_dtype, size_t* out_rank, const int64_t** out_shape,
+                          const char* const** out_dims, const int64_t** out_variables) {
+  kiln_status status = value_info(function, plan, index, output, out_name, out_dtype, out_rank, out_shape);
+  if (status != KILN_OK) return status;
+  const kiln::PlanShapes& shapes = plan->runner.shapes();
+  const kiln::PlanShapes::DimArrays& arrays = output ? shapes.output_arrays(index) : shapes.input_arrays(index);
+  if (out_dims) *out_dims = arrays.texts.data();
+  if (out_variables) *out_variables = arrays.variables.data();
   return KILN_OK;
 }
 
@@ -260,6 +273,61 @@ kiln_status kiln_plan_input_info(const kiln_plan* plan, size_t index, const char
 kiln_status kiln_plan_output_info(const kiln_plan* plan, size_t index, const char** out_name, kiln_dtype* out_dtype,
                                   size_t* out_rank, const int64_t** out_shape) {
   return value_info("kiln_plan_output_info", plan, index, true, out_name, out_dtype, out_rank, out_shape);
+}
+
+size_t kiln_plan_variable_count(const kiln_plan* plan) { return plan ? plan->runner.shapes().variables().size() : 0; }
+
+kiln_status kiln_plan_variable_info(const kiln_plan* plan, size_t index, const char** out_name, int64_t* out_min,
+                                    int64_t* out_max) {
+  if (plan == nullptr) return null_argument("kiln_plan_variable_info", "plan");
+  const auto& variables = plan->runner.shapes().variables();
+  if (index >= variables.size())
+    return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_plan_variable_info: index " + std::to_string(index) +
+                                                 " is out of range (the plan has " + std::to_string(variables.size()) +
+                                                 (variables.size() == 1 ? " variable)" : " variables)"));
+  if (out_name) *out_name = variables[index].name.c_str();
+  if (out_min) *out_min = variables[index].min;
+  if (out_max) *out_max = variables[index].max;
+  last_error.clear();
+  return KILN_OK;
+}
+
+kiln_status kiln_plan_input_info_v2(const kiln_plan* plan, size_t index, const char** out_name, kiln_dtype* out_dtype,
+                                    size_t* out_rank, const int64_t** out_shape, const char* const** out_dims,
+                                    const int64_t** out_variables) {
+  return value_info_v2("kiln_plan_input_info_v2", plan, index, false, out_name, out_dtype, out_rank, out_shape,
+                       out_dims, out_variables);
+}
+
+kiln_status kiln_plan_output_info_v2(const kiln_plan* plan, size_t index, const char** out_name, kiln_dtype* out_dtype,
+                                     size_t* out_rank, const int64_t** out_shape, const char* const** out_dims,
+                                     const int64_t** out_variables) {
+  return value_info_v2("kiln_plan_output_info_v2", plan, index, true, out_name, out_dtype, out_rank, out_shape,
+                       out_dims, out_variables);
+}
+
+kiln_status kiln_plan_output_shape(const kiln_plan* plan, const kiln_tensor* inputs, size_t input_count,
+                                   size_t output_index, int64_t* out_shape, size_t capacity, size_t* out_rank) {
+  const char* function = "kiln_plan_output_shape";
+  if (plan == nullptr) return null_argument(function, "plan");
+  const auto& outputs = plan->runner.outputs();
+  if (output_index >= outputs.size())
+    return fail(KILN_ERROR_INVALID_ARGUMENT, std::string(function) + ": output_index " + std::to_string(output_index) +
+                                                 " is out of range (the plan has " + std::to_string(outputs.size()) +
+                                                 (outputs.size() == 1 ? " output)" : " outputs)"));
+  size_t rank = outputs[output_index].shape.size();
+  if (out_shape == nullptr && capacity > 0) return null_argument(function, "out_shape");
+  if (capacity < rank)
+    return fail(KILN_ERROR_INVALID_ARGUMENT, std::string(function) + ": capacity " + std::to_string(capacity) +
+                                                 " is less than the rank of output '" + outputs[output_index].name +
+                                                 "' (" + std::to_string(rank) + ")");
+  return guarded(function, [&] {
+    // Computed aside, so that out_shape is untouched on an error.
+    int64_t shape[kiln::limits::kMaxTensorRank];
+    plan->runner.output_shape(inputs, input_count, output_index, shape, function);
+    std::copy(shape, shape + rank, out_shape);
+    if (out_rank) *out_rank = rank;
+  });
 }
 
 kiln_status kiln_plan_run(const kiln_plan* plan, const kiln_tensor* inputs, size_t input_count,

@@ -60,7 +60,9 @@ void print_bench_help(std::ostream& out) {
          "  --seed N        seed of the random inputs (default 0)\n"
          "  --profile       time each kernel launch and print the per-kernel table\n"
          "  --trace FILE    write the timed runs as a Chrome trace (Perfetto) to FILE\n"
-         "  --shape SPEC... shapes for a model's symbolic dimensions: INPUT=D1,D2 or SYMBOL=N\n"
+         "  --shape SPEC... shapes for a model's symbolic dimensions: INPUT=D1,D2 or SYMBOL=N;\n"
+         "                  for a symbolic plan, its variables' values: VARIABLE=N (default: each\n"
+         "                  variable's maximum, the largest run the plan allows)\n"
          "  -h, --help      show this help\n";
 }
 
@@ -146,19 +148,78 @@ bool has_suffix(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// A tensor the benchmark owns: its shape (pointing into the plan) and a buffer.
+// A tensor the benchmark owns: its shape (pointing into the plan, or for a symbolic plan into
+// `shape`) and a buffer.
 struct Binding {
   kiln_tensor view{};
+  std::vector<int64_t> shape;
   AlignedBuffer buffer;
 };
 
-std::vector<Binding> bind_tensors(const kiln_plan* plan, bool outputs, std::mt19937_64& random) {
+// A symbolic plan's input shapes for the benchmark: each variable at its --shape VARIABLE=N value,
+// else at its maximum; a dimension that is an expression of the variables is evaluated with the
+// plan's own size program. Empty for a fixed-shape plan.
+std::vector<std::vector<int64_t>> symbolic_input_shapes(const std::string& plan_path, const kiln_plan* plan,
+                                                        const std::vector<std::string>& specs) {
+  size_t variable_count = kiln_plan_variable_count(plan);
+  if (variable_count == 0) return {};
+  std::vector<int64_t> values(variable_count);
+  std::vector<std::string> names(variable_count);
+  std::vector<std::pair<int64_t, int64_t>> ranges(variable_count);
+  for (size_t v = 0; v < variable_count; ++v) {
+    const char* name;
+    kiln_plan_variable_info(plan, v, &name, &ranges[v].first, &ranges[v].second);
+    names[v] = name;
+    values[v] = ranges[v].second;
+  }
+  for (const std::string& spec : specs) {
+    size_t equals = spec.find('=');
+    size_t v = std::find(names.begin(), names.end(), spec.substr(0, equals)) - names.begin();
+    char* end = nullptr;
+    long long value = equals == std::string::npos ? 0 : std::strtoll(spec.c_str() + equals + 1, &end, 10);
+    if (v == names.size() || end == nullptr || *end != '\0' || end == spec.c_str() + equals + 1)
+      throw UserError(str_cat("--shape '", spec, "' is not VARIABLE=N for a variable of the plan"));
+    if (value < ranges[v].first || value > ranges[v].second)
+      throw UserError(str_cat("--shape ", spec, ": the plan allows ", names[v], " in ", ranges[v].first, "..",
+                              ranges[v].second));
+    values[v] = value;
+  }
+  PlanBytes bytes = PlanBytes::map_file(plan_path);
+  PlanShapes shapes(*verify_plan(bytes.data(), bytes.size()).metadata);
+  std::vector<std::vector<int64_t>> result;
+  for (const std::vector<PlanDim>& dims : shapes.input_dims()) {
+    std::vector<int64_t> shape;
+    for (const PlanDim& dim : dims)
+      shape.push_back(dim.size >= 0 ? dim.size : PlanShapes::evaluate(dim.program, values, "kiln bench", [] {
+        return std::string("an input dimension");
+      }));
+    result.push_back(std::move(shape));
+  }
+  return result;
+}
+
+// `input_shapes`: a symbolic plan's (symbolic_input_shapes); its output shapes then come from
+// kiln_plan_output_shape for `inputs`.
+std::vector<Binding> bind_tensors(const kiln_plan* plan, bool outputs, std::mt19937_64& random,
+                                  const std::vector<std::vector<int64_t>>& input_shapes,
+                                  const std::vector<kiln_tensor>& inputs = {}) {
   size_t count = outputs ? kiln_plan_output_count(plan) : kiln_plan_input_count(plan);
   std::vector<Binding> bindings(count);
   for (size_t i = 0; i < count; ++i) {
     kiln_tensor& view = bindings[i].view;
     if (outputs) kiln_plan_output_info(plan, i, &view.name, &view.dtype, &view.rank, &view.shape);
     else kiln_plan_input_info(plan, i, &view.name, &view.dtype, &view.rank, &view.shape);
+    if (!input_shapes.empty()) {
+      std::vector<int64_t>& shape = bindings[i].shape;
+      if (outputs) {
+        shape.resize(view.rank);
+        kiln_status status = kiln_plan_output_shape(plan, inputs.data(), inputs.size(), i, shape.data(), view.rank, nullptr);
+        if (status != KILN_OK) throw UserError(str_cat(kiln_error_message(), " (", kiln_status_string(status), ")"));
+      } else {
+        shape = input_shapes[i];
+      }
+      view.shape = shape.data();
+    }
     size_t elements = 1;
     for (size_t d = 0; d < view.rank; ++d) elements *= static_cast<size_t>(view.shape[d]);
     view.byte_size = elements * kiln_dtype_size(view.dtype);
@@ -247,8 +308,6 @@ int bench(const Options& options) {
     compile_model(options.path, temporary, options.shapes);
     compile_ms = milliseconds_since(start);
     plan_path = temporary;
-  } else if (!options.shapes.empty()) {
-    std::cerr << "kiln bench: note: --shape applies to ONNX models only; a plan's shapes are fixed\n";
   }
   struct RemoveTemporary {
     std::string path;
@@ -268,10 +327,15 @@ int bench(const Options& options) {
   }
   std::unique_ptr<kiln_plan, PlanDeleter> plan(loaded);
   std::mt19937_64 random(options.seed);
-  std::vector<Binding> inputs = bind_tensors(plan.get(), false, random);
-  std::vector<Binding> outputs = bind_tensors(plan.get(), true, random);
+  // A symbolic plan takes --shape as its variables' values; a compiled model's --shape was used up.
+  std::vector<std::vector<int64_t>> input_shapes =
+      symbolic_input_shapes(plan_path, plan.get(), temporary.empty() ? options.shapes : std::vector<std::string>{});
+  if (input_shapes.empty() && temporary.empty() && !options.shapes.empty())
+    std::cerr << "kiln bench: note: --shape applies to ONNX models and symbolic plans only; this plan's shapes are fixed\n";
+  std::vector<Binding> inputs = bind_tensors(plan.get(), false, random, input_shapes);
   std::vector<kiln_tensor> input_views, output_views;
   for (const Binding& binding : inputs) input_views.push_back(binding.view);
+  std::vector<Binding> outputs = bind_tensors(plan.get(), true, random, input_shapes, input_views);
   for (const Binding& binding : outputs) output_views.push_back(binding.view);
 
   auto run_once = [&]() {

@@ -12,6 +12,8 @@
 
 #include "plan/plan_dtype.h"
 #include "plan/plan_reader.h"
+#include "plan/size_program.h"
+#include "plan/symbolic_metadata.h"
 #include "kiln/kiln.h"
 #include "compile_onnx_file.h"
 #include "npy_file.h"
@@ -102,6 +104,16 @@ int inspect(const std::string& path) {
   size_t kernels = 0;
   kiln_plan_describe(handle.plan, &triple, &cpu, &arena, &weights, &kernels);
   std::cout << "plan: " << path << "\ntarget: " << triple << " (cpu " << cpu << ")\n";
+  size_t variable_count = kiln_plan_variable_count(handle.plan);
+  std::vector<std::string> variable_names;  // for the kernels' extents below
+  if (variable_count > 0) std::cout << "variables:\n";
+  for (size_t v = 0; v < variable_count; ++v) {
+    const char* name;
+    int64_t min, max;
+    kiln_plan_variable_info(handle.plan, v, &name, &min, &max);
+    std::cout << "  " << name << ": " << min << ".." << max << "\n";
+    variable_names.push_back(name);
+  }
   for (int output = 0; output < 2; ++output) {
     size_t count = output ? kiln_plan_output_count(handle.plan) : kiln_plan_input_count(handle.plan);
     std::cout << (output ? "outputs:\n" : "inputs:\n");
@@ -110,12 +122,17 @@ int inspect(const std::string& path) {
       kiln_dtype dtype;
       size_t rank;
       const int64_t* shape;
-      if (output) kiln_plan_output_info(handle.plan, i, &name, &dtype, &rank, &shape);
-      else kiln_plan_input_info(handle.plan, i, &name, &dtype, &rank, &shape);
-      std::cout << "  " << name << ": " << kiln_dtype_name(dtype) << " " << shape_text(shape, rank) << "\n";
+      const char* const* dims;
+      if (output) kiln_plan_output_info_v2(handle.plan, i, &name, &dtype, &rank, &shape, &dims, nullptr);
+      else kiln_plan_input_info_v2(handle.plan, i, &name, &dtype, &rank, &shape, &dims, nullptr);
+      // "(batch, 3)": a symbolic dimension by its variable or expression, as the plan states it.
+      std::string text = "(";
+      for (size_t d = 0; d < rank; ++d) text += (d ? ", " : "") + (dims[d] ? std::string(dims[d]) : std::to_string(shape[d]));
+      std::cout << "  " << name << ": " << kiln_dtype_name(dtype) << " " << text << ")\n";
     }
   }
-  std::cout << "arena: " << arena << " bytes\nweights: " << weights << " bytes\nkernels: " << kernels << "\n";
+  std::cout << "arena: " << arena << " bytes" << (variable_count > 0 ? " (every variable at its maximum)" : "")
+            << "\nweights: " << weights << " bytes\nkernels: " << kernels << "\n";
   // The cost estimates and sources are not in kiln.h: read them from the metadata, verified again.
   PlanBytes bytes = PlanBytes::map_file(path);
   const auto& metadata = *verify_plan(bytes.data(), bytes.size()).metadata->kernels();
@@ -123,8 +140,11 @@ int inspect(const std::string& path) {
     const char* symbol;
     int64_t extent;
     kiln_plan_kernel_info(handle.plan, k, &symbol, &extent);
-    std::cout << "  " << symbol << " (parallel extent " << extent;
     const plan_fb::Kernel* kernel = metadata.Get(static_cast<flatbuffers::uoffset_t>(k));
+    std::cout << "  " << symbol << " (parallel extent ";
+    if (kernel->parallel_extent_program() != nullptr)
+      std::cout << plan::size_program_text(program_of(kernel->parallel_extent_program()), variable_names) << ", at most ";
+    std::cout << extent;
     if (kernel->estimated_flops() > 0 || kernel->estimated_bytes() > 0) {
       char work[96];
       std::snprintf(work, sizeof work, ", ~%.3g MFLOP, ~%.3g MB", kernel->estimated_flops() / 1e6,
@@ -226,6 +246,7 @@ int run(const std::string& path, const std::map<std::string, std::string>& input
                       inputs[i].bytes.data(), inputs[i].bytes.size()};
   size_t output_count = kiln_plan_output_count(handle.plan);
   outputs.resize(output_count);
+  bool symbolic = kiln_plan_variable_count(handle.plan) > 0;
   for (size_t i = 0; i < output_count; ++i) {
     const char* name;
     kiln_dtype dtype;
@@ -234,6 +255,16 @@ int run(const std::string& path, const std::map<std::string, std::string>& input
     kiln_plan_output_info(handle.plan, i, &name, &dtype, &rank, &shape);
     outputs[i].name = name;
     outputs[i].shape.assign(shape, shape + rank);
+    // A symbolic plan's output shapes follow from the inputs' shapes (read from the input files).
+    if (symbolic) {
+      kiln_status status = kiln_plan_output_shape(handle.plan, input_views.data(), input_views.size(), i,
+                                                  outputs[i].shape.data(), rank, nullptr);
+      if (status != KILN_OK) {
+        std::cerr << "kiln run: " << kiln_error_message() << " (" << kiln_status_string(status) << ")\n";
+        return kExitError;
+      }
+    }
+    shape = outputs[i].shape.data();
     size_t count = 1;
     for (size_t d = 0; d < rank; ++d) count *= static_cast<size_t>(shape[d]);
     outputs[i].bytes.resize(count * kiln_dtype_size(dtype));

@@ -61,7 +61,8 @@ std::vector<std::pair<std::string, Tensor>> ViaPlanRunner::run(const std::vector
                            input_bytes[i].data(), input_bytes[i].size()});
   }
 
-  // Outputs: buffers sized from the plan's own description of each output.
+  // Outputs: buffers sized from the plan's own description of each output (a symbolic plan's
+  // shapes computed for these inputs).
   size_t output_count = kiln_plan_output_count(plan);
   std::vector<std::string> output_bytes(output_count);
   std::vector<kiln_tensor> output_views;
@@ -76,6 +77,11 @@ std::vector<std::pair<std::string, Tensor>> ViaPlanRunner::run(const std::vector
     std::optional<ScalarType> type = plan::scalar_type_of_plan_dtype(dtype);
     if (!type) throw UserError(str_cat("output '", name, "' has a dtype (", static_cast<int>(dtype), ") kiln does not know"));
     Shape dims(shape, shape + rank);
+    // A symbolic plan (stage 4 compiles one per model) computes its output shapes from the inputs'.
+    if (kiln_plan_variable_count(plan) > 0) {
+      status = kiln_plan_output_shape(plan, input_views.data(), input_views.size(), i, dims.data(), rank, nullptr);
+      if (status != KILN_OK) throw_c_api_error(str_cat("computing the shape of output '", name, "'"), status);
+    }
     size_t count = 1;
     for (int64_t size : dims) count *= static_cast<size_t>(size);
     output_bytes[i].resize(count * kiln_dtype_size(dtype));

@@ -131,6 +131,8 @@ KILN_API size_t kiln_plan_output_count(const kiln_plan* plan);
 /* Describes input (or output) `index`: its name, element type, rank and shape. Every out-pointer
  * may be NULL (that item is not reported). *out_name and *out_shape point into the plan and stay
  * valid until kiln_plan_free; out_shape has *out_rank elements. Thread-safe.
+ * In a symbolic plan (kiln_plan_variable_count > 0) a dimension known only at run time is -1 here;
+ * kiln_plan_input_info_v2 / _output_info_v2 say what it is.
  * Errors: KILN_ERROR_INVALID_ARGUMENT (NULL plan, index out of range). */
 KILN_API kiln_status kiln_plan_input_info(const kiln_plan* plan, size_t index, const char** out_name,
                                           kiln_dtype* out_dtype, size_t* out_rank, const int64_t** out_shape);
@@ -139,7 +141,9 @@ KILN_API kiln_status kiln_plan_output_info(const kiln_plan* plan, size_t index, 
 
 /* A caller-owned dense row-major tensor passed to kiln_plan_run. `name` NULL binds by position;
  * otherwise by name (each plan input or output exactly once, in any order). The dtype, rank and
- * shape must equal the plan's, and byte_size must be at least the tensor's size in bytes. `data`
+ * shape must equal the plan's (in a symbolic plan: each variable within its range, the same value
+ * wherever it appears, every other dimension as the plan computes it; an output's shape as
+ * kiln_plan_output_shape gives it), and byte_size must be at least the tensor's size in bytes. `data`
  * may be NULL only for an empty tensor. Buffers that are 64-byte aligned are used in place; others
  * are copied through the plan's staging memory (correct, but a copy per run). */
 typedef struct kiln_tensor {
@@ -162,7 +166,14 @@ typedef struct kiln_tensor {
  * Errors: KILN_ERROR_INVALID_ARGUMENT naming the tensor and what is wrong (count, unknown or
  * repeated name, dtype, rank, shape, too small a buffer, NULL data, an output that overlaps an
  * input or another output), and
- * KILN_ERROR_OUT_OF_MEMORY. Outputs are unspecified after an error. */
+ * KILN_ERROR_OUT_OF_MEMORY. Outputs are unspecified after an error.
+ * Symbolic plans (since 0.2.0): inputs of any shapes within the variables' ranges; also
+ * KILN_ERROR_INVALID_ARGUMENT for a variable out of its range (naming input, axis and variable:
+ * "input 'ids' axis 1 (sequence) is 600; the plan allows 1..512"), two inputs giving one variable
+ * different values ("'ids' gives batch=2, 'mask' gives batch=3"), a dimension that is not its
+ * expression's value, an output whose shape is not the one kiln_plan_output_shape computes; and
+ * KILN_ERROR_INVALID_PLAN when the plan's sizes fail at these shapes (see kiln_plan_output_shape).
+ * After any error the plan stays usable. */
 KILN_API kiln_status kiln_plan_run(const kiln_plan* plan, const kiln_tensor* inputs, size_t input_count,
                                    const kiln_tensor* outputs, size_t output_count);
 
@@ -305,6 +316,57 @@ KILN_API kiln_status kiln_tensor_from_dlpack(const DLManagedTensor* managed, con
 KILN_API kiln_status kiln_tensor_to_dlpack(const kiln_tensor* tensor, void (*release)(void* release_user_data),
                                            void* release_user_data, DLManagedTensor** out_managed);
 
+/* ---- Symbolic shapes --------------------------------------------------------------------------- */
+
+/* A symbolic plan has variables: sizes known only at run time (a batch, a sequence length), each
+ * with a range, that a run reads off its inputs' shapes (an input dimension that is exactly the
+ * variable gives its value). Its other sizes are expressions over them: "2 * sequence". A plan
+ * made for fixed shapes has none. See docs/plan-format.md, "Symbolic plans". */
+
+/* The number of variables of the plan; 0 for a fixed-shape plan and for a NULL plan. Thread-safe.
+ * Since 0.2.0. */
+KILN_API size_t kiln_plan_variable_count(const kiln_plan* plan);
+
+/* Describes variable `index` (the variables are sorted by name): its name and the range
+ * [min, max] a run accepts. Every out-pointer may be NULL. *out_name points into the plan and stays
+ * valid until kiln_plan_free. Thread-safe. Since 0.2.0.
+ * Errors: KILN_ERROR_INVALID_ARGUMENT (NULL plan, index out of range). */
+KILN_API kiln_status kiln_plan_variable_info(const kiln_plan* plan, size_t index, const char** out_name,
+                                             int64_t* out_min, int64_t* out_max);
+
+/* kiln_plan_input_info / kiln_plan_output_info with each dimension's symbolic form. *out_shape
+ * has -1 where a dimension is symbolic. *out_dims (*out_rank strings): NULL for a fixed
+ * dimension, else its text: a variable's name where the dimension is exactly that variable
+ * ("batch"), else an expression over the variables ("2 * sequence"; operators + - * // % and
+ * min(a, b), max(a, b), // truncating). *out_variables (*out_rank entries): the index of that
+ * variable (kiln_plan_variable_info) where the dimension is exactly one, else -1. Every
+ * out-pointer may be NULL; the arrays and strings point into the plan and stay valid until
+ * kiln_plan_free. For a fixed-shape plan every entry of *out_dims is NULL and of *out_variables
+ * -1. Thread-safe. Since 0.2.0.
+ * Errors: KILN_ERROR_INVALID_ARGUMENT (NULL plan, index out of range). */
+KILN_API kiln_status kiln_plan_input_info_v2(const kiln_plan* plan, size_t index, const char** out_name,
+                                             kiln_dtype* out_dtype, size_t* out_rank, const int64_t** out_shape,
+                                             const char* const** out_dims, const int64_t** out_variables);
+KILN_API kiln_status kiln_plan_output_info_v2(const kiln_plan* plan, size_t index, const char** out_name,
+                                              kiln_dtype* out_dtype, size_t* out_rank, const int64_t** out_shape,
+                                              const char* const** out_dims, const int64_t** out_variables);
+
+/* The shape output `output_index` has when the plan runs on inputs of these shapes, so that the
+ * caller can size the output buffers before kiln_plan_run. `inputs` (input_count of them) are
+ * given as to kiln_plan_run and checked as it checks them (count, names, dtypes, ranks, shapes and
+ * every variable's range and agreement), but only their name, dtype, rank and shape are read: data
+ * may be NULL and byte_size 0. Writes the output's rank to *out_rank (may be NULL) and its
+ * dimensions to out_shape[0 .. rank), which has room for `capacity` (the rank is fixed:
+ * kiln_plan_output_info reports it). For a fixed-shape plan it checks the inputs and gives the
+ * stored shape. Thread-safe. Since 0.2.0.
+ * Errors: KILN_ERROR_INVALID_ARGUMENT (NULL plan; output_index out of range; NULL out_shape with
+ * capacity > 0; capacity below the output's rank; an input error of kiln_plan_run, with its
+ * message); KILN_ERROR_INVALID_PLAN (the plan's size program fails at these shapes: overflow or a
+ * negative size; only a plan whose sizes are not monotone in its variables can do that). */
+KILN_API kiln_status kiln_plan_output_shape(const kiln_plan* plan, const kiln_tensor* inputs, size_t input_count,
+                                            size_t output_index, int64_t* out_shape, size_t capacity,
+                                            size_t* out_rank);
+
 /* Plan facts for tools (`kiln inspect`). Every out-pointer may be NULL. Strings point into the plan
  * and stay valid until kiln_plan_free. Thread-safe.
  * Errors: KILN_ERROR_INVALID_ARGUMENT (NULL plan). Unstable: may change before 1.0. */
@@ -313,7 +375,8 @@ KILN_API kiln_status kiln_plan_describe(const kiln_plan* plan, const char** out_
                                         uint64_t* out_weights_bytes, size_t* out_kernel_count);
 
 /* The symbol of kernel `index` in launch order and its parallel extent (either out-pointer may be
- * NULL). Errors: KILN_ERROR_INVALID_ARGUMENT (NULL plan, index out of range). Unstable. */
+ * NULL; a symbolic kernel's extent with every variable at its maximum).
+ * Errors: KILN_ERROR_INVALID_ARGUMENT (NULL plan, index out of range). Unstable. */
 KILN_API kiln_status kiln_plan_kernel_info(const kiln_plan* plan, size_t index, const char** out_symbol,
                                            int64_t* out_parallel_extent);
 

@@ -87,6 +87,13 @@ _RUNTIME_SIGNATURES: _Signatures = {
     "kiln_plan_output_info": (ctypes.c_int, _INFO_ARGUMENTS),
     "kiln_plan_run": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_Tensor), ctypes.c_size_t,
                                      ctypes.POINTER(_Tensor), ctypes.c_size_t]),
+    # Symbolic plans (kiln.h since 0.2.0).
+    "kiln_plan_variable_count": (ctypes.c_size_t, [ctypes.c_void_p]),
+    "kiln_plan_variable_info": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p),
+                                               ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)]),
+    "kiln_plan_output_shape": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_Tensor), ctypes.c_size_t,
+                                              ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t,
+                                              _SIZE_P]),
 }
 _COMPILER_SIGNATURES: _Signatures = {
     "kiln_compile_options_init": (None, [ctypes.POINTER(_CompileOptions)]),

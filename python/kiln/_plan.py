@@ -57,10 +57,14 @@ class Plan:
     libkiln's message when it fails. A plan is code: load only plans you trust. `run` may be called
     from many threads at once (ctypes releases the GIL during the call).
 
-    Attributes: `inputs` and `outputs`, lists of TensorInfo in the plan's order."""
+    Attributes: `inputs` and `outputs`, lists of TensorInfo in the plan's order; `variables`,
+    {name: (min, max)} of a symbolic plan's run-time sizes (empty for a fixed-shape plan), whose
+    symbolic dimensions are -1 in the TensorInfo shapes: run() then takes inputs of any shapes in
+    range and makes outputs of the shapes libkiln computes (kiln_plan_output_shape)."""
 
     inputs: List[TensorInfo]
     outputs: List[TensorInfo]
+    variables: Dict[str, Tuple[int, int]]
 
     def __init__(self, source: PlanSource) -> None:
         lib = _library.runtime()
@@ -74,6 +78,12 @@ class Plan:
         self._handle: Optional[ctypes.c_void_p] = handle
         self.inputs = self._infos(lib.kiln_plan_input_count, lib.kiln_plan_input_info)
         self.outputs = self._infos(lib.kiln_plan_output_count, lib.kiln_plan_output_info)
+        self.variables = {}
+        for index in range(lib.kiln_plan_variable_count(handle)):
+            name, low, high = ctypes.c_char_p(), ctypes.c_int64(), ctypes.c_int64()
+            _library.check(lib.kiln_plan_variable_info(handle, index, ctypes.byref(name), ctypes.byref(low),
+                                                       ctypes.byref(high)), lib)
+            self.variables[(name.value or b"").decode()] = (low.value, high.value)
         # Per thread, kiln_tensor arrays filled in once with the plan's own names, dtypes and shapes:
         # a run whose arrays match them only sets the data pointers (see run()). Per thread because
         # ctypes releases the GIL during kiln_plan_run, so threads may run one plan at once.
@@ -112,6 +122,9 @@ class Plan:
 
     def empty_outputs(self) -> Dict[str, np.ndarray]:
         """{name: array}: 64-byte aligned output arrays to pass as `run(..., outputs=...)`."""
+        if self.variables:
+            raise Error("empty_outputs: the plan is symbolic (its output shapes follow from the inputs' "
+                        "shapes); call run() without outputs", "KILN_ERROR_INVALID_ARGUMENT")
         return {info.name: aligned_empty(info.shape, info.dtype) for info in self.outputs}
 
     def _prepared_tensors(self) -> Tuple[Any, Any, List[Any]]:
@@ -181,7 +194,7 @@ class Plan:
         # The common case (the plan's inputs by name, in order, as matching arrays; outputs new or
         # given as matching writeable arrays) reuses prepared kiln_tensors; anything else takes the
         # general path below, where libkiln's checks name what is wrong.
-        if (isinstance(inputs, dict) and len(inputs) == len(self.inputs)
+        if (not self.variables and isinstance(inputs, dict) and len(inputs) == len(self.inputs)
                 and all(name == info.name for name, info in zip(inputs, self.inputs))):
             if outputs is None:
                 output_arrays = [np.empty(info.shape, info.dtype) for info in self.outputs]
@@ -204,7 +217,8 @@ class Plan:
             input_tensors[k] = tensor
             keep += [array, shape, tensor]
         if outputs is None:
-            outputs = {info.name: np.empty(info.shape, info.dtype) for info in self.outputs}
+            outputs = {info.name: np.empty(self._output_shape(k, input_tensors, len(inputs)), info.dtype)
+                       for k, info in enumerate(self.outputs)}
         elif not isinstance(outputs, Mapping):
             outputs = {info.name: value for info, value in zip(self.outputs, outputs)}
         output_tensors = (_Tensor * max(len(outputs), 1))()
@@ -218,6 +232,18 @@ class Plan:
         _library.check(self._lib.kiln_plan_run(self._handle, input_tensors, len(inputs), output_tensors,
                                                len(outputs)), self._lib)
         return {info.name: outputs[info.name] for info in self.outputs if info.name in outputs}
+
+
+    def _output_shape(self, index: int, input_tensors: Any, input_count: int) -> Tuple[int, ...]:
+        """Output `index`'s shape for these inputs: the stored one, or libkiln's computation for a
+        symbolic plan (its errors name the input at fault)."""
+        info = self.outputs[index]
+        if not self.variables:
+            return info.shape
+        shape = (ctypes.c_int64 * max(len(info.shape), 1))()
+        _library.check(self._lib.kiln_plan_output_shape(self._handle, input_tensors, input_count, index, shape,
+                                                        len(info.shape), None), self._lib)
+        return tuple(shape[d] for d in range(len(info.shape)))
 
 
 def _from_dlpack(name: str, value: Any) -> Any:

@@ -9,9 +9,14 @@
 
 namespace kiln::plan {
 
-// The format version this build writes and the newest it reads. Bump it for any change an older
-// reader would misread (see "Versioning" in docs/plan-format.md).
-constexpr uint32_t kPlanFormatVersion = 1;
+// The newest format version this build reads and writes. Bump it for any change an older reader
+// would misread (see "Versioning" in docs/plan-format.md). Version 2 added symbolic sizes; a plan
+// without variables is written as version 1 (kPlanFormatVersionFixedShapes), so fixed-shape plans
+// stay byte-identical and an older libkiln still reads them.
+constexpr uint32_t kPlanFormatVersion = 2;
+constexpr uint32_t kPlanFormatVersionFixedShapes = 1;
+// The first version whose plans may carry variables and size programs.
+constexpr uint32_t kPlanFormatVersionSymbolic = 2;
 
 constexpr char kPlanMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 constexpr uint64_t kPlanHeaderSize = 128;

@@ -16,15 +16,14 @@
 
 #include "kiln/version.h"
 #include "plan/plan_format.h"
+#include "plan/symbolic_metadata.h"
 #include "runtime/cpu/cpu_features.h"
 #include "support/limits.h"
 
 namespace kiln {
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) {
-  throw PlanError(KILN_ERROR_INVALID_PLAN, "invalid plan: " + message);
-}
+[[noreturn]] void invalid(const std::string& message) { invalid_plan(message); }
 
 std::string number(uint64_t value) { return std::to_string(value); }
 
@@ -47,6 +46,8 @@ void check_value(const plan_fb::Value* value, const char* what) {
   if (value->shape() != nullptr && value->shape()->size() > static_cast<uint64_t>(limits::kMaxTensorRank))
     invalid(std::string(what) + " '" + name + "' has rank " + number(value->shape()->size()) + ", more than kiln's limit of " +
             number(limits::kMaxTensorRank));
+  // A symbolic value's dims (-1 in its shape) and byte size are check_symbolic_metadata's.
+  if (value->dims() != nullptr) return;
   // The element count is checked against the byte limit at each step, so it cannot wrap around
   // (a wrapped count could match a small byte_size and let a huge shape through).
   uint64_t count = 1;
@@ -73,10 +74,14 @@ void check_unique_names(const flatbuffers::Vector<flatbuffers::Offset<plan_fb::V
 }
 
 // What the verifier cannot know: that every index and offset the runtime will follow is in range.
-void check_consistency(const plan_fb::Plan& plan, uint64_t weights_size) {
+void check_consistency(const plan_fb::Plan& plan, uint32_t version, uint64_t weights_size) {
   if (plan.kiln_version() == nullptr || plan.target_triple() == nullptr || plan.cpu_name() == nullptr ||
       plan.inputs() == nullptr || plan.outputs() == nullptr || plan.kernels() == nullptr)
     invalid("the metadata lacks a required field");
+  // An older reader would ignore the version-2 fields and run a symbolic plan as a fixed one.
+  if (version < plan::kPlanFormatVersionSymbolic && has_symbolic_fields(plan))
+    invalid("a plan of format version " + number(version) + " carries variables or size programs (format version " +
+            number(plan::kPlanFormatVersionSymbolic) + " fields)");
   for (const plan_fb::Value* value : *plan.inputs()) check_value(value, "input");
   for (size_t i = 0; i < plan.outputs()->size(); ++i) {
     const plan_fb::Value* value = plan.outputs()->Get(static_cast<flatbuffers::uoffset_t>(i));
@@ -131,6 +136,7 @@ void check_consistency(const plan_fb::Plan& plan, uint64_t weights_size) {
       if (!ok) invalid("kernel " + symbol + " has an argument slot out of range");
     }
   }
+  if (version >= plan::kPlanFormatVersionSymbolic) check_symbolic_metadata(plan);
 }
 
 void check_target(const plan_fb::Plan& plan) {
@@ -157,6 +163,8 @@ void check_target(const plan_fb::Plan& plan) {
 }
 
 }  // namespace
+
+void invalid_plan(const std::string& message) { throw PlanError(KILN_ERROR_INVALID_PLAN, "invalid plan: " + message); }
 
 std::string shape_text(const int64_t* shape, size_t rank) {
   std::string text = "(";
@@ -260,7 +268,7 @@ VerifiedPlan verify_plan(const unsigned char* data, size_t size) {
   if (!plan_fb::VerifyPlanBuffer(verifier)) invalid("the metadata fails the flatbuffers verifier");
   const plan_fb::Plan* metadata = plan_fb::GetPlan(data + sections[0].offset);
   if (metadata->format_version() != version) invalid("the metadata and the header disagree on the format version");
-  check_consistency(*metadata, sections[1].size);
+  check_consistency(*metadata, version, sections[1].size);
   check_target(*metadata);
 
   VerifiedPlan plan;

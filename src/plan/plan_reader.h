@@ -23,6 +23,10 @@ class PlanError : public std::runtime_error {
   kiln_status status_;
 };
 
+// Throws PlanError KILN_ERROR_INVALID_PLAN with "invalid plan: MESSAGE": the one wording of every
+// metadata check (plan_reader.cpp, symbolic_metadata.cpp).
+[[noreturn]] void invalid_plan(const std::string& message);
+
 // The bytes of one plan, page-aligned and read-only: an mmap of the file, or an aligned copy of a
 // caller's buffer. Move-only.
 class PlanBytes {

@@ -1,11 +1,10 @@
-// write_plan: schedule → buffer classes → kernel objects → LLD → flatbuffers metadata → one file.
+// write_plan: schedule → buffer classes → kernel objects → LLD → PlanContents → serialize_plan.
 // Everything that reaches the file is ordered by the schedule (never by pointers or hash maps), so
 // two compiles of one model give the same bytes.
 #include "plan/plan_writer.h"
 
 #include <algorithm>
 #include <map>
-#include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -14,9 +13,9 @@
 #include "kiln/kiln.h"
 #include "passes/pipeline.h"
 #include "plan/link_shared_object.h"
+#include "plan/plan_contents.h"
 #include "plan/plan_dtype.h"
 #include "plan/plan_format.h"
-#include "plan/plan_generated.h"
 #include "schedule/schedule.h"
 #include "support/error.h"
 #include "tensor/tensor_internal.h"
@@ -34,6 +33,36 @@ int kiln_dtype_of(DType dtype) {
 
 uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
 
+PlanValueContents value_contents(const std::string& name, const Tensor& tensor, int same_as) {
+  PlanValueContents value;
+  value.name = name;
+  value.dtype = kiln_dtype_of(tensor.data().dtype);
+  value.shape = dims_of(tensor);  // symbolic where the tensor's shape is
+  value.same_as_output = same_as;
+  return value;
+}
+
+// The plan's variables: every size variable the kernels read or an input's shape names, by name.
+std::vector<PlanVariableContents> plan_variables(const Schedule& schedule, const std::vector<PlanValueContents>& inputs) {
+  std::map<std::string, VariableSpec> found;
+  auto add = [&](const VariableSpec& spec) {
+    auto [at, added] = found.emplace(spec.name, spec);
+    if (!added && !(at->second == spec))
+      throw UserError(str_cat("size variable '", spec.name, "' has two ranges: ", at->second.min, "..", at->second.max,
+                              " and ", spec.min, "..", spec.max));
+  };
+  for (const ScheduledKernel& kernel : schedule.kernels)
+    for (const VariableSpec& spec : kernel.variables) add(spec);
+  for (const PlanValueContents& input : inputs)
+    for (const Dim& dim : input.shape)
+      if (!dim.is_known())
+        for (const UOp* node : toposort(dim.expression()))
+          if (node->op() == Ops::DEFINE_VAR) add(node->arg_variable());
+  std::vector<PlanVariableContents> variables;
+  for (const auto& [name, spec] : found) variables.push_back({name, spec.min, spec.max});
+  return variables;
+}
+
 // The data of every BUFFER the graphs of `roots` read, by buffer id (found through the handles'
 // inputs); placeholders (graph inputs) have none and are left out.
 std::unordered_map<int64_t, const HostBuffer*> data_buffers(const std::vector<const TensorData*>& roots) {
@@ -48,17 +77,6 @@ std::unordered_map<int64_t, const HostBuffer*> data_buffers(const std::vector<co
     for (const auto& input : data->inputs) stack.push_back(input.get());
   }
   return buffers;
-}
-
-// "+avx2,+fma,-sse4a,..." → the enabled features, sorted.
-std::vector<std::string> enabled_features(const std::string& features) {
-  std::vector<std::string> enabled;
-  std::stringstream stream(features);
-  std::string feature;
-  while (std::getline(stream, feature, ','))
-    if (feature.size() > 1 && feature[0] == '+') enabled.push_back(feature.substr(1));
-  std::sort(enabled.begin(), enabled.end());
-  return enabled;
 }
 
 }  // namespace
@@ -119,17 +137,22 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
     if (owner < 0) owner = static_cast<int>(i);
     else same_as_output[i] = owner;
   }
-  std::string weights;
+  PlanContents contents;
+  std::string& weights = contents.weights;
   std::map<int64_t, uint64_t> weight_offset_of_buffer;  // data buffer id → offset in `weights`
-  std::vector<std::pair<uint64_t, uint64_t>> weight_ranges;
-  std::vector<plan_fb::Slot> buffer_slots(schedule.buffers.size());
+  std::vector<PlanSlotContents> buffer_slots(schedule.buffers.size());
+  auto slot = [](plan_fb::SlotKind kind, int index, int64_t offset, const Dim& size) {
+    return PlanSlotContents{kind, index, offset, size};
+  };
   for (size_t b = 0; b < schedule.buffers.size(); ++b) {
     const ScheduledBuffer& buffer = schedule.buffers[b];
-    auto bytes = static_cast<int64_t>(buffer.bytes());
+    // The bytes a kernel touches: exact per run where the count is symbolic (the arena holds the
+    // count at the variables' maxima, buffer.bytes()).
+    Dim bytes = buffer.elements.is_known() ? Dim(buffer.bytes()) : buffer.elements * buffer.dtype.scalar_bytes();
     switch (buffer.kind) {
       case ScheduledBuffer::Kind::Input: {
         if (auto found = input_of_buffer.find(buffer.input_id); found != input_of_buffer.end()) {
-          buffer_slots[b] = plan_fb::Slot(plan_fb::SlotKind_GraphInput, found->second, 0, bytes);
+          buffer_slots[b] = slot(plan_fb::SlotKind_GraphInput, found->second, 0, bytes);
           break;
         }
         auto data = buffer_data.find(buffer.input_id);
@@ -143,17 +166,17 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
           at->second = align_up(weights.size(), plan::kPlanWeightAlignment);
           weights.resize(at->second, '\0');
           weights.append(static_cast<const char*>(data->second->data()), data->second->bytes());
-          weight_ranges.emplace_back(at->second, data->second->bytes());
+          contents.weight_ranges.emplace_back(at->second, data->second->bytes());
         }
-        buffer_slots[b] = plan_fb::Slot(plan_fb::SlotKind_Weight, 0, static_cast<int64_t>(at->second), bytes);
+        buffer_slots[b] = slot(plan_fb::SlotKind_Weight, 0, static_cast<int64_t>(at->second), bytes);
         break;
       }
       case ScheduledBuffer::Kind::Output:
         KILN_ASSERT(output_of_buffer[b] >= 0, "an output buffer that no output names");
-        buffer_slots[b] = plan_fb::Slot(plan_fb::SlotKind_GraphOutput, output_of_buffer[b], 0, bytes);
+        buffer_slots[b] = slot(plan_fb::SlotKind_GraphOutput, output_of_buffer[b], 0, bytes);
         break;
       case ScheduledBuffer::Kind::Intermediate:
-        buffer_slots[b] = plan_fb::Slot(plan_fb::SlotKind_Arena, 0, buffer.arena_offset, bytes);
+        buffer_slots[b] = slot(plan_fb::SlotKind_Arena, 0, buffer.arena_offset, bytes);
         break;
     }
   }
@@ -171,74 +194,35 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   }
   // A graph that folds away completely (every output a weight or an input's known shape) has no
   // kernels: its code section is empty, and the runtime loads no library for it.
-  std::string code;
   if (!objects.empty()) {
     progress(str_cat("linking ", objects.size(), " kernel objects"));
-    code = link_shared_object(objects);
+    contents.code = link_shared_object(objects);
   }
 
-  // Metadata.
-  flatbuffers::FlatBufferBuilder builder;
-  auto make_value = [&](const std::string& name, const Tensor& tensor, int same_as) {
-    std::vector<int64_t> shape(tensor.shape().begin(), tensor.shape().end());
-    DType dtype = tensor.data().dtype;
-    int64_t byte_size = tensor.numel() * dtype.scalar_bytes();
-    return plan_fb::CreateValueDirect(builder, name.c_str(), kiln_dtype_of(dtype), &shape, byte_size, same_as);
-  };
-  std::vector<flatbuffers::Offset<plan_fb::Value>> input_values, output_values;
-  for (const auto& [name, tensor] : inputs) input_values.push_back(make_value(name, tensor, -1));
+  // The layout: sizes are Dims, symbolic where the graph's are (a plan with variables is written
+  // as format version 2).
+  set_host_target(contents);
+  for (const auto& [name, tensor] : inputs) contents.inputs.push_back(value_contents(name, tensor, -1));
   for (size_t i = 0; i < outputs.size(); ++i)
-    output_values.push_back(make_value(outputs[i].first, outputs[i].second, same_as_output[i]));
-  std::vector<flatbuffers::Offset<plan_fb::Weight>> weight_values;
-  for (const auto& [offset, size] : weight_ranges)
-    weight_values.push_back(plan_fb::CreateWeight(builder, static_cast<int64_t>(offset), static_cast<int64_t>(size)));
-  std::vector<flatbuffers::Offset<plan_fb::Kernel>> kernel_values;
+    contents.outputs.push_back(value_contents(outputs[i].first, outputs[i].second, same_as_output[i]));
   for (const ScheduledKernel& kernel : schedule.kernels) {
-    std::vector<plan_fb::Slot> slots;
-    for (int buffer : kernel.buffers) slots.push_back(buffer_slots[static_cast<size_t>(buffer)]);
-    std::vector<flatbuffers::Offset<flatbuffers::String>> sources;
-    for (const std::string& source : kernel.sources) sources.push_back(builder.CreateString(source));
-    kernel_values.push_back(plan_fb::CreateKernelDirect(builder, kernel.name().c_str(), &slots,
-                                                        kernel.parallel_extent.value("a plan kernel"), kernel_minimum_chunk(kernel),
-                                                        kernel.estimated_flops, kernel.estimated_bytes, &sources));
+    PlanKernelContents entry;
+    entry.symbol = kernel.name();
+    for (int buffer : kernel.buffers) entry.slots.push_back(buffer_slots[static_cast<size_t>(buffer)]);
+    entry.parallel_extent = kernel.parallel_extent;
+    entry.minimum_chunk = kernel_minimum_chunk(kernel);
+    entry.estimated_flops = kernel.estimated_flops;
+    entry.estimated_bytes = kernel.estimated_bytes;
+    entry.sources = kernel.sources;
+    for (const VariableSpec& variable : kernel.variables) entry.variables.push_back(variable.name);
+    contents.kernels.push_back(std::move(entry));
   }
-  const CpuTarget& target = CpuTarget::host();
-  std::vector<std::string> features = enabled_features(target.features());
-  std::vector<flatbuffers::Offset<flatbuffers::String>> feature_strings;
-  for (const std::string& feature : features) feature_strings.push_back(builder.CreateString(feature));
-  auto root = plan_fb::CreatePlanDirect(builder, plan::kPlanFormatVersion, KILN_VERSION_STRING,
-                                        target.triple().c_str(), target.cpu().c_str(), &feature_strings,
-                                        &input_values, &output_values, &weight_values, schedule.arena_bytes,
-                                        &kernel_values);
-  builder.Finish(root, plan_fb::PlanIdentifier());
-  std::string metadata(reinterpret_cast<const char*>(builder.GetBufferPointer()), builder.GetSize());
-
-  // File: header | metadata | (page) weights | (page) code.
-  uint64_t metadata_offset = plan::kPlanHeaderSize;
-  uint64_t weights_offset = align_up(metadata_offset + metadata.size(), plan::kPlanSectionAlignment);
-  uint64_t code_offset = align_up(weights_offset + weights.size(), plan::kPlanSectionAlignment);
-  uint64_t file_size = code_offset + code.size();
-  std::string file(file_size, '\0');
-  auto* bytes = reinterpret_cast<unsigned char*>(file.data());
-  std::copy(metadata.begin(), metadata.end(), file.begin() + static_cast<std::ptrdiff_t>(metadata_offset));
-  std::copy(weights.begin(), weights.end(), file.begin() + static_cast<std::ptrdiff_t>(weights_offset));
-  std::copy(code.begin(), code.end(), file.begin() + static_cast<std::ptrdiff_t>(code_offset));
-  namespace field = plan::header_field;
-  std::copy(std::begin(plan::kPlanMagic), std::end(plan::kPlanMagic), file.begin());
-  plan::write_u32(bytes + field::format_version, plan::kPlanFormatVersion);
-  plan::write_u32(bytes + field::header_size, static_cast<uint32_t>(plan::kPlanHeaderSize));
-  plan::write_u64(bytes + field::file_size, file_size);
-  plan::write_u64(bytes + field::metadata_offset, metadata_offset);
-  plan::write_u64(bytes + field::metadata_size, metadata.size());
-  plan::write_u64(bytes + field::weights_offset, weights_offset);
-  plan::write_u64(bytes + field::weights_size, weights.size());
-  plan::write_u64(bytes + field::code_offset, code_offset);
-  plan::write_u64(bytes + field::code_size, code.size());
-  plan::write_u64(bytes + field::content_hash,
-                  plan::plan_content_hash(bytes + plan::kPlanHeaderSize, file_size - plan::kPlanHeaderSize));
+  contents.arena_bytes = schedule.arena_bytes;  // laid out at the variables' maxima
+  contents.variables = plan_variables(schedule, contents.inputs);
+  std::string file = serialize_plan(contents);
   progress(str_cat("plan: ", schedule.kernels.size(), " kernel launches (", objects.size(), " distinct, ",
                    from_cache_count, " from the disk cache), ", weights.size(), " bytes of weights, arena ",
-                   schedule.arena_bytes, " bytes, ", file_size, " bytes in all"));
+                   schedule.arena_bytes, " bytes, ", file.size(), " bytes in all"));
   return file;
 }
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
+#include <vector>
 
 namespace kiln::plan {
 namespace {
@@ -80,6 +82,55 @@ std::optional<int64_t> evaluate_size_program(std::span<const int64_t> program, s
   }
   if (depth != 1) return std::nullopt;
   return stack[0];
+}
+
+int64_t size_program_variable(std::span<const int64_t> program) {
+  if (program.size() != 2 || program[0] != static_cast<int64_t>(SizeOp::kVariable)) return -1;
+  return program[1];
+}
+
+std::string size_program_text(std::span<const int64_t> program, const std::vector<std::string>& names) {
+  // Each stack entry is a text and its outermost operator (kPush for an atom or a call), so that
+  // parentheses appear only where the order of evaluation needs them.
+  auto precedence = [](SizeOp op) {
+    return op == SizeOp::kAdd || op == SizeOp::kSub ? 1 : op == SizeOp::kMul || op == SizeOp::kDiv || op == SizeOp::kMod ? 2 : 3;
+  };
+  std::vector<std::pair<std::string, SizeOp>> stack;
+  for (size_t i = 0; i + 1 < program.size(); i += 2) {
+    auto op = static_cast<SizeOp>(program[i]);
+    int64_t operand = program[i + 1];
+    if (op == SizeOp::kPush || op == SizeOp::kVariable) {
+      bool named = op == SizeOp::kVariable && operand >= 0 && static_cast<uint64_t>(operand) < names.size();
+      std::string text = op == SizeOp::kPush ? std::to_string(operand)
+                         : named             ? names[static_cast<size_t>(operand)]
+                                             : "v" + std::to_string(operand);
+      stack.emplace_back(std::move(text), SizeOp::kPush);
+      continue;
+    }
+    if (stack.size() < 2) return "?";
+    auto right = std::move(stack.back());
+    stack.pop_back();
+    auto left = std::move(stack.back());
+    stack.pop_back();
+    if (op == SizeOp::kMin || op == SizeOp::kMax) {
+      stack.emplace_back(std::string(op == SizeOp::kMin ? "min(" : "max(") + left.first + ", " + right.first + ")",
+                         SizeOp::kPush);
+      continue;
+    }
+    const char* symbol = op == SizeOp::kAdd ? " + " : op == SizeOp::kSub ? " - " : op == SizeOp::kMul ? " * "
+                         : op == SizeOp::kDiv ? " // " : " % ";
+    // The right operand needs parentheses at equal precedence too, except where regrouping keeps
+    // the value: a + (b - c) is a + b - c and a * (b * c) is a * b * c, but a - (b + c),
+    // a * (b // c) and a // (b * c) are not.
+    bool regroups = op == SizeOp::kAdd || (op == SizeOp::kMul && right.second == SizeOp::kMul);
+    int p = precedence(op);
+    std::string a = precedence(left.second) < p ? "(" + left.first + ")" : left.first;
+    std::string b = precedence(right.second) < p || (precedence(right.second) == p && !regroups)
+                        ? "(" + right.first + ")"
+                        : right.first;
+    stack.emplace_back(a + symbol + b, op);
+  }
+  return stack.size() == 1 ? stack[0].first : "?";
 }
 
 }  // namespace kiln::plan

@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace kiln::plan {
 
@@ -40,5 +41,13 @@ std::string check_size_program(std::span<const int64_t> program, size_t variable
 // The value of a checked program for these variable values; nothing when a step overflows int64 or
 // divides by zero (a plan whose variables respect their ranges never does; a hostile one might).
 std::optional<int64_t> evaluate_size_program(std::span<const int64_t> program, std::span<const int64_t> variables);
+
+// The variable that a program is exactly (one kVariable instruction), or -1. An input dimension
+// that is exactly a variable is where a run reads the variable's value.
+int64_t size_program_variable(std::span<const int64_t> program);
+
+// A checked program as infix text with its variables named by `names` (one per variable):
+// "n", "2 * n", "(n + 1) // 2", "max(a, b)". For messages, `kiln inspect` and the C API.
+std::string size_program_text(std::span<const int64_t> program, const std::vector<std::string>& names);
 
 }  // namespace kiln::plan

@@ -41,6 +41,14 @@ constexpr int64_t kMaxLoopIterations = 100000;
 // deepest real trees are about 100 levels.
 constexpr int64_t kMaxTreeDepth = 2048;
 
+// The largest maximum a symbolic plan's variable may have (docs/plan-format.md, "Symbolic plans"):
+// far above any real dimension, and small enough that sizes built from a few variables stay far
+// from int64 overflow.
+constexpr int64_t kMaxPlanVariableValue = int64_t{1} << 31;
+
+// The most variables one symbolic plan may have: each run reads them all off the inputs.
+constexpr uint64_t kMaxPlanVariables = 1024;
+
 // A symbolic dimension (an ONNX dim_param) that `kiln compile` is given no size or range for
 // becomes a size variable over this range (docs/symbolic-shapes.md, decision 3; docs/limits.md).
 constexpr int64_t kDefaultSizeVariableMin = 1;

@@ -165,6 +165,30 @@ Area capi_area(const std::string& work) {
       [plan] { return outcome_of(kiln_plan_kernel_info(plan.get(), 100000, nullptr, nullptr)); });
   add("capi_describe_null", INVALID, {"kiln_plan_describe: plan is NULL"},
       [] { return outcome_of(kiln_plan_describe(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr)); });
+  // The symbolic-shape queries (kiln.h since 0.2.0) on a fixed-shape plan.
+  add("capi_variable_info_range", INVALID, {"kiln_plan_variable_info: index 0 is out of range (the plan has 0 variables)"},
+      [plan] { return outcome_of(kiln_plan_variable_info(plan.get(), 0, nullptr, nullptr, nullptr)); });
+  add("capi_input_info_v2_range", INVALID, {"kiln_plan_input_info_v2: index 1 is out of range (the plan has 1 input)"},
+      [plan] {
+        return outcome_of(kiln_plan_input_info_v2(plan.get(), 1, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr));
+      });
+  add("capi_output_shape_capacity", INVALID, {"kiln_plan_output_shape: capacity 1 is less than the rank of output 'y' (2)"},
+      [plan] {
+        Io io;
+        int64_t shape[1];
+        return outcome_of(kiln_plan_output_shape(plan.get(), &io.input, 1, 0, shape, 1, nullptr));
+      });
+  add("capi_output_shape_wrong_input", INVALID,
+      {"kiln_plan_output_shape: input 'x' has shape (2, 5), the plan expects (2, 4)"}, [plan] {
+        Io io;
+        io.x_shape[1] = 5;
+        int64_t shape[2];
+        return outcome_of(kiln_plan_output_shape(plan.get(), &io.input, 1, 0, shape, 2, nullptr));
+      });
+  add("capi_output_shape_null_shape", INVALID, {"kiln_plan_output_shape: out_shape is NULL"}, [plan] {
+    Io io;
+    return outcome_of(kiln_plan_output_shape(plan.get(), &io.input, 1, 0, nullptr, 2, nullptr));
+  });
   add("capi_cancel_create_null", INVALID, {"out_cancel is NULL"}, [] { return outcome_of(kiln_cancel_create(nullptr)); });
 
   // ---- DLPack views.

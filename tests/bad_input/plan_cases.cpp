@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 
 #include "catalogue.h"
 #include "fixtures.h"
@@ -19,6 +20,7 @@ namespace {
 
 namespace field = kiln::plan::header_field;
 namespace fb = kiln::plan_fb;
+using kiln::plan::read_u32;
 using kiln::plan::read_u64;
 using kiln::plan::write_u32;
 using kiln::plan::write_u64;
@@ -39,14 +41,14 @@ std::string section(std::string& plan, size_t offset_field, size_t size_field) {
 uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
 
 // header | metadata | (page) weights | (page) code, as the writer lays a plan out, sealed.
-std::string assemble(const std::string& metadata, const std::string& weights, const std::string& code) {
+std::string assemble(const std::string& metadata, const std::string& weights, const std::string& code, uint32_t version) {
   uint64_t metadata_offset = kiln::plan::kPlanHeaderSize;
   uint64_t weights_offset = align_up(metadata_offset + metadata.size(), kiln::plan::kPlanSectionAlignment);
   uint64_t code_offset = align_up(weights_offset + weights.size(), kiln::plan::kPlanSectionAlignment);
   std::string plan(code_offset + code.size(), '\0');
   std::memcpy(plan.data(), kiln::plan::kPlanMagic, sizeof kiln::plan::kPlanMagic);
   unsigned char* at = bytes_of(plan);
-  write_u32(at + field::format_version, kiln::plan::kPlanFormatVersion);
+  write_u32(at + field::format_version, version);
   write_u32(at + field::header_size, kiln::plan::kPlanHeaderSize);
   write_u64(at + field::file_size, plan.size());
   write_u64(at + field::metadata_offset, metadata_offset);
@@ -61,16 +63,18 @@ std::string assemble(const std::string& metadata, const std::string& weights, co
   return reseal(plan);
 }
 
-// The good plan with its metadata edited by `edit`, laid out and sealed again.
-std::string with_metadata(std::string good, const std::function<void(fb::PlanT&)>& edit) {
+// The good plan with its metadata edited by `edit`, laid out and sealed again; its header keeps the
+// good plan's format version unless `version` says otherwise.
+std::string with_metadata(std::string good, const std::function<void(fb::PlanT&)>& edit, uint32_t version = 0) {
   std::string metadata = section(good, field::metadata_offset, field::metadata_size);
   std::unique_ptr<fb::PlanT> plan = fb::UnPackPlan(metadata.data());
   edit(*plan);
   flatbuffers::FlatBufferBuilder builder;
   fb::FinishPlanBuffer(builder, fb::Plan::Pack(builder, plan.get()));
   std::string edited(reinterpret_cast<const char*>(builder.GetBufferPointer()), builder.GetSize());
+  if (version == 0) version = kiln::plan::read_u32(bytes_of(good) + field::format_version);
   return assemble(edited, section(good, field::weights_offset, field::weights_size),
-                  section(good, field::code_offset, field::code_size));
+                  section(good, field::code_offset, field::code_size), version);
 }
 
 // The good plan with header field `at` set to `value` (u64, or u32 when `narrow`), sealed again.
@@ -98,6 +102,33 @@ fb::Slot& first_slot_of_kind(fb::PlanT& plan, fb::SlotKind kind) {
 
 void set_slot(fb::Slot& slot, fb::SlotKind kind, int index, int64_t offset, int64_t size) {
   slot = fb::Slot(kind, index, offset, size);
+}
+
+// Size programs (src/plan/size_program.h): (opcode, operand) pairs.
+constexpr int64_t kPush = 1, kVariable = 2, kMul = 5;
+
+std::unique_ptr<fb::SizeProgramT> program(std::vector<int64_t> code) {
+  auto table = std::make_unique<fb::SizeProgramT>();
+  table->code = std::move(code);
+  return table;
+}
+
+// The good plan's metadata made symbolic (format version 2): its input x [2, 4] becomes
+// [rows, 4] with the variable rows in 1..2, so that every size at the maxima is the good plan's.
+// Its kernels read no variable, and the cases that use it only load it.
+void make_symbolic(fb::PlanT& plan) {
+  plan.format_version = 2;
+  auto rows = std::make_unique<fb::VariableT>();
+  rows->name = "rows";
+  rows->min = 1;
+  rows->max = plan.inputs[0]->shape[0];
+  plan.variables.push_back(std::move(rows));
+  fb::ValueT& x = *plan.inputs[0];
+  int64_t inner = x.shape[1];
+  x.shape[0] = -1;
+  x.dims.push_back(program({kVariable, 0}));
+  x.dims.push_back(program({kPush, inner}));
+  x.byte_size_program = program({kVariable, 0, kPush, inner * 4, kMul, 0});
 }
 
 }  // namespace
@@ -251,6 +282,83 @@ Area plan_area(const std::string& work) {
     fb::Slot& slot = first_slot_of_kind(p, fb::SlotKind_Arena);
     set_slot(slot, slot.kind(), slot.index(), p.arena_bytes, 64);
   });
+
+  // ---- Symbolic plans (format version 2: variables and size programs), from the good plan made
+  // symbolic by make_symbolic, one field at a time.
+  auto symbolic = [&](std::string name, kiln_status status, std::vector<std::string> fragments,
+                      std::function<void(fb::PlanT&)> change, uint32_t version = 2) {
+    add(std::move(name), status, std::move(fragments), [good, change, version] {
+      return with_metadata(good, [&](fb::PlanT& p) {
+        make_symbolic(p);
+        change(p);
+      }, version);
+    });
+  };
+  symbolic("sym_loads", KILN_OK, {}, [](fb::PlanT&) {});
+  symbolic("sym_version_1", INVALID, {"a plan of format version 1 carries variables or size programs"},
+           [](fb::PlanT& p) { p.format_version = 1; }, 1);
+  symbolic("sym_unknown_opcode", INVALID, {"input 'x' dimension 0: size program instruction 0: unknown opcode 99"},
+           [](fb::PlanT& p) { p.inputs[0]->dims[0]->code = {99, 0}; });
+  symbolic("sym_stack_underflow", INVALID,
+           {"input 'x' byte size: size program instruction 1: a binary op with fewer than two values on the stack"},
+           [](fb::PlanT& p) { p.inputs[0]->byte_size_program->code = {kVariable, 0, kMul, 0}; });
+  symbolic("sym_variable_out_of_range", INVALID, {"input 'x' dimension 0: size program instruction 0: variable 1 of 1"},
+           [](fb::PlanT& p) { p.inputs[0]->dims[0]->code = {kVariable, 1}; });
+  symbolic("sym_overflow_at_max", INVALID,
+           {"input 'x' byte size overflows or divides by zero with every variable at its maximum"},
+           [](fb::PlanT& p) { p.inputs[0]->byte_size_program->code = {kVariable, 0, kPush, INT64_MAX, kMul, 0}; });
+  symbolic("sym_byte_size_wrong", INVALID, {"input 'x' has a byte size (32, its program 64)"},
+           [](fb::PlanT& p) { p.inputs[0]->byte_size_program->code = {kVariable, 0, kPush, 32, kMul, 0}; });
+  symbolic("sym_fixed_dim_wrong", INVALID, {"input 'x' dimension 1 is 4 in its shape but 5 in its program"},
+           [](fb::PlanT& p) { p.inputs[0]->dims[1]->code = {kPush, 5}; });
+  symbolic("sym_dims_count", INVALID, {"input 'x' has 1 dimension programs for rank 2"},
+           [](fb::PlanT& p) { p.inputs[0]->dims.pop_back(); });
+  symbolic("sym_variable_unbound", INVALID, {"variable 'rows' is no input's dimension"},
+           [](fb::PlanT& p) { p.inputs[0]->dims[0]->code = {kVariable, 0, kPush, 1, kMul, 0}; });
+  symbolic("sym_variables_unsorted", INVALID, {"the variables are not sorted by name ('rows' before 'batch')"},
+           [](fb::PlanT& p) {
+             auto batch = std::make_unique<fb::VariableT>();
+             batch->name = "batch";
+             batch->min = batch->max = 1;
+             p.variables.push_back(std::move(batch));
+           });
+  symbolic("sym_variable_twice", INVALID, {"two variables are named 'rows'"}, [](fb::PlanT& p) {
+    p.variables.push_back(std::make_unique<fb::VariableT>(*p.variables[0]));
+  });
+  symbolic("sym_variable_range", INVALID, {"variable 'rows' has the range 3..2"},
+           [](fb::PlanT& p) { p.variables[0]->min = 3; });
+  symbolic("sym_variable_huge", INVALID, {"variable 'rows' has the range 1..4294967296"},
+           [](fb::PlanT& p) { p.variables[0]->max = int64_t{1} << 32; });
+  symbolic("sym_too_many_variables", INVALID, {"the plan has 1025 variables, more than 1024"}, [](fb::PlanT& p) {
+    for (int v = 0; v < 1024; ++v) {
+      auto extra = std::make_unique<fb::VariableT>();
+      extra->name = "v" + std::to_string(1000 + v);
+      extra->min = extra->max = 1;
+      p.variables.push_back(std::move(extra));
+    }
+  });
+  symbolic("sym_variable_unnamed", INVALID, {"a variable without a name"},
+           [](fb::PlanT& p) { p.variables[0]->name.clear(); });
+  symbolic("sym_kernel_variable_index", INVALID, {"lists variable 3, out of range or out of name order"},
+           [](fb::PlanT& p) { p.kernels[0]->variables = {3}; });
+  symbolic("sym_kernel_extent_program", INVALID, {"parallel extent is 4 with every variable at its maximum"},
+           [](fb::PlanT& p) {
+             p.kernels[0]->parallel_extent_program = program({kVariable, 0, kPush, 2, kMul, 0});
+             p.kernels[0]->parallel_extent = 3;
+           });
+  // An arena slot whose program passes the arena at the maxima (Slot.size, which the section check
+  // covers, left as it was): refused because the program and the slot disagree.
+  symbolic("sym_arena_slot_past_arena", INVALID, {"with every variable at its maximum, but the slot says"},
+           [](fb::PlanT& p) {
+             for (auto& kernel : p.kernels) {
+               for (const fb::Slot& slot : kernel->slots) kernel->slot_sizes.push_back(program({kPush, slot.size()}));
+               for (size_t s = 0; s < kernel->slots.size(); ++s)
+                 if (kernel->slots[s].kind() == fb::SlotKind_Arena)
+                   kernel->slot_sizes[s] = program({kVariable, 0, kPush, p.arena_bytes, kMul, 0});
+             }
+           });
+  symbolic("sym_slot_sizes_count", INVALID, {"slot size programs for"},
+           [](fb::PlanT& p) { p.kernels[0]->slot_sizes.push_back(program({kPush, 0})); });
 
   // ---- Resource limits: scratch memory per run (kiln_plan_options.max_memory_bytes).
   std::string big = compile_plan(big_intermediate_model(), work, "big_intermediate");

@@ -10,6 +10,7 @@ Every seed is tiny and made here; nothing is copied from ../shared/data. The pla
 KILN_CPU_TARGET=avx2 so that the replay test loads them on any x86-64 machine with AVX2.
 """
 import io
+import json
 import os
 import random
 import shutil
@@ -126,6 +127,47 @@ def plan_seeds(kiln, models):
             write("plan", name + ".kiln", plan)
             # fuzz_plan_metadata pairs any metadata with add_relu's weights and code (its base plan).
             write("plan_metadata", name + ".fbs", plan_sections(plan))
+            if name == "add_relu":
+                symbolic_metadata_seed(plan_sections(plan))
+
+
+# Size program opcodes (src/plan/size_program.h).
+PUSH, VARIABLE, MUL = 1, 2, 5
+
+
+def symbolic_metadata_seed(metadata):
+    """add_relu's metadata made symbolic (format version 2): x and z become [rows, 3] with rows in
+    1..2, the kernel reads rows and its extent and input/output slot sizes are programs. Every size
+    at the maximum is add_relu's, so the plan loads with add_relu's code, and the fuzzer starts from
+    metadata that reaches the checks of the version-2 fields (docs/plan-format.md). Edited as JSON
+    with flatc (flatbuffers-compiler), so no flatbuffers Python package is needed."""
+    schema = os.path.join(HERE, "..", "..", "src", "plan", "plan.fbs")
+    with tempfile.TemporaryDirectory() as scratch:
+        base = os.path.join(scratch, "base.bin")
+        with open(base, "wb") as out:
+            out.write(metadata)
+        subprocess.run(["flatc", "--json", "--strict-json", "--raw-binary", "-o", scratch, schema, "--", base], check=True)
+        with open(os.path.join(scratch, "base.json")) as source:
+            plan = json.load(source)
+        plan["format_version"] = 2
+        plan["variables"] = [{"name": "rows", "min": 1, "max": 2}]
+        for value in plan["inputs"] + plan["outputs"]:
+            inner = value["shape"][1]
+            value["shape"][0] = -1
+            value["dims"] = [{"code": [VARIABLE, 0]}, {"code": [PUSH, inner]}]
+            value["byte_size_program"] = {"code": [VARIABLE, 0, PUSH, inner * 4, MUL, 0]}
+        for kernel in plan["kernels"]:
+            kernel["variables"] = [0]
+            kernel["parallel_extent_program"] = {"code": [VARIABLE, 0]}
+            kernel["slot_sizes"] = [
+                {"code": [VARIABLE, 0, PUSH, slot["size"] // 2, MUL, 0] if slot["kind"] != "Weight" else [PUSH, slot["size"]]}
+                for slot in kernel["slots"]]
+        edited = os.path.join(scratch, "add_relu_symbolic.json")
+        with open(edited, "w") as out:
+            json.dump(plan, out)
+        subprocess.run(["flatc", "--binary", "-o", scratch, schema, edited], check=True)
+        with open(os.path.join(scratch, "add_relu_symbolic.bin"), "rb") as built:
+            write("plan_metadata", "add_relu_symbolic.fbs", built.read())
 
 
 def npy_seeds():

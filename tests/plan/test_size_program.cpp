@@ -117,3 +117,29 @@ TEST_CASE("write_size_program names what it cannot write") {
   CHECK_THROWS_WITH_AS(write_size_program(variable("k", 1, 8), numbers),
                        "a size expression reads variable 'k', which the plan does not define", UserError);
 }
+
+TEST_CASE("size programs print as infix text with only the parentheses evaluation needs") {
+  std::vector<std::string> names{"batch", "n"};
+  auto text = [&](std::vector<int64_t> program) {
+    REQUIRE(check(program, names.size()).empty());
+    return size_program_text(program, names);
+  };
+  int64_t push = op(SizeOp::kPush), var = op(SizeOp::kVariable);
+  CHECK(text({var, 1}) == "n");
+  CHECK(text({push, 2, var, 1, op(SizeOp::kMul), 0}) == "2 * n");
+  CHECK(text({var, 1, push, 1, op(SizeOp::kAdd), 0, push, 2, op(SizeOp::kDiv), 0}) == "(n + 1) // 2");
+  // a - (b + c) and a * (b // c) keep their parentheses; a + (b - c) and a * (b * c) need none.
+  CHECK(text({var, 0, var, 1, push, 1, op(SizeOp::kAdd), 0, op(SizeOp::kSub), 0}) == "batch - (n + 1)");
+  CHECK(text({var, 0, var, 1, push, 2, op(SizeOp::kDiv), 0, op(SizeOp::kMul), 0}) == "batch * (n // 2)");
+  CHECK(text({var, 0, var, 1, push, 1, op(SizeOp::kSub), 0, op(SizeOp::kAdd), 0}) == "batch + n - 1");
+  CHECK(text({var, 0, var, 1, push, 3, op(SizeOp::kMul), 0, op(SizeOp::kMul), 0}) == "batch * n * 3");
+  CHECK(text({var, 0, push, 4, op(SizeOp::kMod), 0, var, 1, op(SizeOp::kMax), 0}) == "max(batch % 4, n)");
+  CHECK(text({push, -3, var, 0, op(SizeOp::kMin), 0}) == "min(-3, batch)");
+}
+
+TEST_CASE("a program is exactly one variable only when it is one kVariable instruction") {
+  CHECK(size_program_variable(std::vector<int64_t>{op(SizeOp::kVariable), 3}) == 3);
+  CHECK(size_program_variable(std::vector<int64_t>{op(SizeOp::kPush), 3}) == -1);
+  CHECK(size_program_variable(std::vector<int64_t>{op(SizeOp::kVariable), 0, op(SizeOp::kPush), 1,
+                                                   op(SizeOp::kMul), 0}) == -1);
+}

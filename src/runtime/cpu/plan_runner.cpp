@@ -15,7 +15,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "plan/symbolic_metadata.h"
 #include "runtime/thread_pool.h"
+#include "support/limits.h"
 
 namespace kiln {
 
@@ -27,6 +29,14 @@ struct PlanRunner::RunContext {
   std::vector<void*> input_data, output_data;    // what the kernels see, per plan input / output
   std::vector<void*> output_destination;         // the caller's buffer when output_data is staging
   std::vector<const kiln_tensor*> bound_inputs, bound_outputs;
+  // This run's sizes: each input's and output's bytes and each launch's extent (a fixed-shape
+  // plan's, set once). Symbolic plans: the variables' values, scratch for reading them, and the
+  // arrays the kernels read them from.
+  std::vector<uint64_t> input_bytes, output_bytes;
+  std::vector<int64_t> extents;
+  std::vector<int64_t> variable_values;
+  std::vector<int> first_binder;
+  std::vector<int64_t> kernel_variables;
   ~RunContext() { runner.free_context_memory(memory); }
 };
 
@@ -49,17 +59,27 @@ std::vector<PlanValue> values_of(const flatbuffers::Vector<flatbuffers::Offset<p
   return result;
 }
 
-[[noreturn]] void bad_argument(const std::string& message) {
-  throw PlanError(KILN_ERROR_INVALID_ARGUMENT, "kiln_plan_run: " + message);
+[[noreturn]] void bad_argument(const char* function, const std::string& message) {
+  throw PlanError(KILN_ERROR_INVALID_ARGUMENT, std::string(function) + ": " + message);
 }
+
+[[noreturn]] void inconsistent_plan(const char* function, const std::string& message) {
+  throw PlanError(KILN_ERROR_INVALID_PLAN, std::string(function) + ": " + message);
+}
+
+constexpr const char* kRun = "kiln_plan_run";
 
 }  // namespace
 
-PlanRunner::PlanRunner(PlanBytes bytes, const PlanRunnerOptions& options) : bytes_(std::move(bytes)), options_(options) {
-  plan_ = verify_plan(bytes_.data(), bytes_.size());
+PlanRunner::PlanRunner(PlanBytes bytes, const PlanRunnerOptions& options)
+    : bytes_(std::move(bytes)),
+      plan_(verify_plan(bytes_.data(), bytes_.size())),
+      shapes_(*plan_.metadata),
+      options_(options) {
   const plan_fb::Plan& meta = *plan_.metadata;
   inputs_ = values_of(*meta.inputs());
   outputs_ = values_of(*meta.outputs());
+  for (const PlanValue& input : inputs_) input_names_.push_back(input.name);
   lay_out_context();  // before any code is loaded: a plan over the memory limit loads nothing
   if (plan_.code_size > 0) load_code();
 
@@ -126,9 +146,16 @@ void PlanRunner::load_launches() {
     launch.first_argument = argument_count_;
     launch.parallel_extent = kernel->parallel_extent();
     launch.minimum_chunk = kernel->minimum_chunk();
+    launch.kernel = kernel;
     for (const plan_fb::Slot* slot : *kernel->slots()) {
       if (slot->kind() == plan_fb::SlotKind_GraphInput || slot->kind() == plan_fb::SlotKind_GraphOutput)
         io_slots_.push_back({argument_count_, slot->kind() == plan_fb::SlotKind_GraphOutput, slot->index()});
+      ++argument_count_;
+    }
+    // A kernel that reads variables takes one more argument after its slots: their values.
+    if (kernel->variables() != nullptr && kernel->variables()->size() > 0) {
+      launch.variables_at = kernel_variable_count_;
+      kernel_variable_count_ += kernel->variables()->size();
       ++argument_count_;
     }
     launches_.push_back(launch);
@@ -196,16 +223,25 @@ std::unique_ptr<PlanRunner::RunContext> PlanRunner::new_context() const {
   if (context->memory == nullptr)
     throw PlanError(KILN_ERROR_OUT_OF_MEMORY, "cannot allocate the plan's arena (" + std::to_string(context_bytes_) + " bytes)");
   context->arguments.assign(argument_count_, nullptr);
-  size_t argument = 0;
+  context->kernel_variables.assign(kernel_variable_count_, 0);
   auto* arena = static_cast<unsigned char*>(context->memory);
-  for (const plan_fb::Kernel* kernel : *plan_.metadata->kernels())
-    for (const plan_fb::Slot* slot : *kernel->slots()) {
+  for (const Launch& launch : launches_) {
+    size_t argument = launch.first_argument;
+    for (const plan_fb::Slot* slot : *launch.kernel->slots()) {
       if (slot->kind() == plan_fb::SlotKind_Weight)
         context->arguments[argument] = const_cast<unsigned char*>(plan_.weights) + slot->offset();
       else if (slot->kind() == plan_fb::SlotKind_Arena)
         context->arguments[argument] = arena + slot->offset();
       ++argument;
     }
+    if (launch.kernel->variables() != nullptr && launch.kernel->variables()->size() > 0)
+      context->arguments[argument] = context->kernel_variables.data() + launch.variables_at;
+  }
+  for (const PlanValue& value : inputs_) context->input_bytes.push_back(value.byte_size);
+  for (const PlanValue& value : outputs_) context->output_bytes.push_back(value.byte_size);
+  for (const Launch& launch : launches_) context->extents.push_back(launch.parallel_extent);
+  context->variable_values.assign(shapes_.variables().size(), 0);
+  context->first_binder.assign(shapes_.variables().size(), -1);
   context->input_data.assign(inputs_.size(), nullptr);
   context->output_data.assign(outputs_.size(), nullptr);
   context->output_destination.assign(outputs_.size(), nullptr);
@@ -215,7 +251,8 @@ std::unique_ptr<PlanRunner::RunContext> PlanRunner::new_context() const {
 }
 
 void PlanRunner::bind(const kiln_tensor* given, size_t count, const std::vector<PlanValue>& expected, bool outputs,
-                      RunContext& context) const {
+                      RunContext& context, const char* function, bool shapes_only) const {
+  auto bad_argument = [function](const std::string& message) { kiln::bad_argument(function, message); };
   const char* kind = outputs ? "output" : "input";
   auto& bound = outputs ? context.bound_outputs : context.bound_inputs;
   std::fill(bound.begin(), bound.end(), nullptr);
@@ -245,16 +282,122 @@ void PlanRunner::bind(const kiln_tensor* given, size_t count, const std::vector<
     if (tensor.dtype != value.dtype)
       bad_argument(label() + " has dtype " + kiln_dtype_name(tensor.dtype) + ", the plan expects " +
                    kiln_dtype_name(value.dtype));
+    if (shapes_.symbolic()) {
+      // The dims themselves are checked once the variables are known (bind_symbolic_*).
+      if (tensor.rank != value.shape.size() || (tensor.rank > 0 && tensor.shape == nullptr)) {
+        const auto& dims = (outputs ? shapes_.output_dims() : shapes_.input_dims())[index];
+        std::string shape = tensor.rank > 0 && tensor.shape == nullptr ? "NULL" : shape_text(tensor.shape, tensor.rank);
+        bad_argument(label() + " has shape " + shape + ", rank " + std::to_string(tensor.rank) +
+                     "; the plan expects rank " + std::to_string(value.shape.size()) + ": " + PlanShapes::shape_text(dims));
+      }
+      continue;
+    }
     if (tensor.rank != value.shape.size() || (tensor.rank > 0 && tensor.shape == nullptr) ||
         (tensor.rank > 0 && std::memcmp(tensor.shape, value.shape.data(), tensor.rank * sizeof(int64_t)) != 0)) {
       std::string shape = tensor.rank > 0 && tensor.shape == nullptr ? "NULL" : shape_text(tensor.shape, tensor.rank);
       bad_argument(label() + " has shape " + shape + ", the plan expects " +
                    shape_text(value.shape.data(), value.shape.size()));
     }
+    if (shapes_only) continue;
     if (tensor.byte_size < value.byte_size)
       bad_argument(label() + " has a buffer of " + std::to_string(tensor.byte_size) + " bytes, it needs " +
                    std::to_string(value.byte_size));
     if (tensor.data == nullptr && value.byte_size > 0) bad_argument(label() + " has NULL data");
+  }
+}
+
+namespace {
+
+// A caller's buffer against the bytes this run needs of it (the symbolic twin of bind's checks).
+void check_buffer(const char* function, const char* kind, const std::string& name, const kiln_tensor& tensor,
+                  uint64_t bytes) {
+  if (tensor.byte_size < bytes)
+    bad_argument(function, std::string(kind) + " '" + name + "' has a buffer of " + std::to_string(tensor.byte_size) +
+                               " bytes, it needs " + std::to_string(bytes));
+  if (tensor.data == nullptr && bytes > 0) bad_argument(function, std::string(kind) + " '" + name + "' has NULL data");
+}
+
+}  // namespace
+
+void PlanRunner::bind_symbolic_inputs(RunContext& context, const char* function, bool shapes_only) const {
+  shapes_.bind_variables(context.bound_inputs.data(), input_names_, context.variable_values, context.first_binder,
+                         function);
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    std::span<const int64_t> program = shapes_.input_bytes(i);
+    if (program.empty()) continue;  // a fixed input: its bytes never change
+    int64_t bytes = PlanShapes::evaluate(program, context.variable_values, function,
+                                         [&] { return "the byte size of input '" + inputs_[i].name + "'"; });
+    // The staging space holds the bytes at the maxima; a non-monotone program must not pass them.
+    if (bytes < 0 || static_cast<uint64_t>(bytes) > inputs_[i].byte_size)
+      inconsistent_plan(function, "input '" + inputs_[i].name + "' needs " + std::to_string(bytes) +
+                                      " bytes at these shapes, outside 0.." + std::to_string(inputs_[i].byte_size));
+    context.input_bytes[i] = static_cast<uint64_t>(bytes);
+  }
+  if (shapes_only) return;
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    check_buffer(function, "input", inputs_[i].name, *context.bound_inputs[i], context.input_bytes[i]);
+}
+
+void PlanRunner::bind_symbolic_outputs(RunContext& context, const char* function) const {
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const PlanValue& value = outputs_[i];
+    const kiln_tensor& tensor = *context.bound_outputs[i];
+    // Ranks are at most kMaxTensorRank (checked at load): the computed shape fits on the stack.
+    int64_t shape[limits::kMaxTensorRank];
+    shapes_.output_shape(i, context.variable_values, shape, function);
+    if (tensor.rank > 0 && std::memcmp(tensor.shape, shape, tensor.rank * sizeof(int64_t)) != 0)
+      bad_argument(function, "output '" + value.name + "' has shape " + shape_text(tensor.shape, tensor.rank) +
+                                 ", the plan computes " + shape_text(shape, tensor.rank) + " for these inputs");
+    std::span<const int64_t> program = shapes_.output_bytes(i);
+    if (!program.empty()) {
+      int64_t bytes = PlanShapes::evaluate(program, context.variable_values, function,
+                                           [&] { return "the byte size of output '" + value.name + "'"; });
+      if (bytes < 0 || static_cast<uint64_t>(bytes) > value.byte_size)
+        inconsistent_plan(function, "output '" + value.name + "' needs " + std::to_string(bytes) +
+                                        " bytes at these shapes, outside 0.." + std::to_string(value.byte_size));
+      context.output_bytes[i] = static_cast<uint64_t>(bytes);
+    }
+    // A copied output is its source's value: the copy must not read past the source.
+    if (value.same_as_output >= 0 && context.output_bytes[i] != context.output_bytes[static_cast<size_t>(value.same_as_output)])
+      inconsistent_plan(function, "output '" + value.name + "' copies an output of another size at these shapes");
+    check_buffer(function, "output", value.name, tensor, context.output_bytes[i]);
+  }
+}
+
+void PlanRunner::prepare_symbolic_launches(RunContext& context) const {
+  for (size_t k = 0; k < launches_.size(); ++k) {
+    const Launch& launch = launches_[k];
+    const plan_fb::Kernel& kernel = *launch.kernel;
+    auto name = [&] { return "kernel " + kernel.symbol()->str(); };
+    if (kernel.parallel_extent_program() != nullptr) {
+      int64_t extent = PlanShapes::evaluate(program_of(kernel.parallel_extent_program()), context.variable_values, kRun,
+                                            [&] { return "the parallel extent of " + name(); });
+      if (extent < 0) inconsistent_plan(kRun, name() + " has a negative parallel extent at these shapes");
+      context.extents[k] = extent;
+    }
+    if (kernel.slot_sizes() != nullptr) {
+      // Defence in depth: the maxima were checked against every buffer at load, but a size that is
+      // not monotone in the variables could still pass its buffer at smaller values.
+      for (flatbuffers::uoffset_t s = 0; s < kernel.slots()->size(); ++s) {
+        const plan_fb::Slot& slot = *kernel.slots()->Get(s);
+        int64_t size = PlanShapes::evaluate(program_of(kernel.slot_sizes()->Get(s)), context.variable_values, kRun,
+                                            [&] { return "the size of " + name() + " slot " + std::to_string(s); });
+        uint64_t room = 0;
+        switch (slot.kind()) {
+          case plan_fb::SlotKind_GraphInput: room = context.input_bytes[static_cast<size_t>(slot.index())]; break;
+          case plan_fb::SlotKind_GraphOutput: room = context.output_bytes[static_cast<size_t>(slot.index())]; break;
+          case plan_fb::SlotKind_Weight: room = plan_.weights_size - static_cast<uint64_t>(slot.offset()); break;
+          default: room = static_cast<uint64_t>(plan_.metadata->arena_bytes() - slot.offset()); break;
+        }
+        if (size < 0 || static_cast<uint64_t>(size) > room)
+          inconsistent_plan(kRun, name() + " slot " + std::to_string(s) + " would touch " + std::to_string(size) +
+                                      " bytes at these shapes, where its buffer has " + std::to_string(room));
+      }
+    }
+    if (kernel.variables() != nullptr)
+      for (flatbuffers::uoffset_t v = 0; v < kernel.variables()->size(); ++v)
+        context.kernel_variables[launch.variables_at + v] =
+            context.variable_values[static_cast<size_t>(kernel.variables()->Get(v))];
   }
 }
 
@@ -268,11 +411,11 @@ void PlanRunner::check_overlaps(const RunContext& context) const {
   for (size_t i = 0; i < outputs_.size(); ++i) {
     const kiln_tensor& output = *context.bound_outputs[i];
     for (size_t j = 0; j < inputs_.size(); ++j)
-      if (overlap(output, outputs_[i].byte_size, *context.bound_inputs[j], inputs_[j].byte_size))
-        bad_argument("output '" + outputs_[i].name + "' overlaps input '" + inputs_[j].name + "'");
+      if (overlap(output, context.output_bytes[i], *context.bound_inputs[j], context.input_bytes[j]))
+        bad_argument(kRun, "output '" + outputs_[i].name + "' overlaps input '" + inputs_[j].name + "'");
     for (size_t j = 0; j < i; ++j)
-      if (overlap(output, outputs_[i].byte_size, *context.bound_outputs[j], outputs_[j].byte_size))
-        bad_argument("output '" + outputs_[i].name + "' overlaps output '" + outputs_[j].name + "'");
+      if (overlap(output, context.output_bytes[i], *context.bound_outputs[j], context.output_bytes[j]))
+        bad_argument(kRun, "output '" + outputs_[i].name + "' overlaps output '" + outputs_[j].name + "'");
   }
 }
 
@@ -316,41 +459,70 @@ bool cancelled(const std::atomic<int>* cancel) {
 
 }  // namespace
 
+// A run context taken from the pool (a new one when every context is busy) and given back when the
+// lease ends, whatever the call's outcome: a failed call leaves the plan as it found it.
+class PlanRunner::ContextLease {
+ public:
+  explicit ContextLease(const PlanRunner& runner) : runner_(runner) {
+    {
+      std::lock_guard lock(runner.pool_mutex_);
+      if (!runner.pool_.empty()) {
+        context_ = std::move(runner.pool_.back());
+        runner.pool_.pop_back();
+      }
+    }
+    if (!context_) {  // more concurrent runs than ever before
+      context_ = runner.new_context();
+      if (runner.options_.log != nullptr && runner.options_.log_level <= KILN_LOG_DEBUG)
+        runner.log(KILN_LOG_DEBUG, "more concurrent runs than before: allocated one more run context (" +
+                                       std::to_string(runner.context_bytes_) + " bytes)");
+    }
+  }
+  ~ContextLease() {
+    std::lock_guard lock(runner_.pool_mutex_);
+    runner_.pool_.push_back(std::move(context_));
+  }
+  ContextLease(const ContextLease&) = delete;
+  ContextLease& operator=(const ContextLease&) = delete;
+  RunContext& operator*() const { return *context_; }
+  RunContext* operator->() const { return context_.get(); }
+
+ private:
+  const PlanRunner& runner_;
+  std::unique_ptr<RunContext> context_;
+};
+
+void PlanRunner::output_shape(const kiln_tensor* inputs, size_t input_count, size_t index, int64_t* out,
+                              const char* function) const {
+  ContextLease context(*this);
+  bind(inputs, input_count, inputs_, false, *context, function, true);
+  const PlanValue& output = outputs_[index];
+  if (!shapes_.symbolic()) {
+    std::copy(output.shape.begin(), output.shape.end(), out);
+    return;
+  }
+  bind_symbolic_inputs(*context, function, true);
+  shapes_.output_shape(index, context->variable_values, out, function);
+}
+
 void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_tensor* outputs,
                      size_t output_count, const RunSettings& settings) const {
   if (cancelled(settings.cancel)) throw_cancelled(0, launches_.size());
-  std::unique_ptr<RunContext> context;
-  {
-    std::lock_guard lock(pool_mutex_);
-    if (!pool_.empty()) {
-      context = std::move(pool_.back());
-      pool_.pop_back();
-    }
+  ContextLease context(*this);
+  bind(inputs, input_count, inputs_, false, *context, kRun);
+  if (shapes_.symbolic()) bind_symbolic_inputs(*context, kRun, false);
+  bind(outputs, output_count, outputs_, true, *context, kRun);
+  if (shapes_.symbolic()) {
+    bind_symbolic_outputs(*context, kRun);
+    prepare_symbolic_launches(*context);
   }
-  if (!context) {  // more concurrent runs than ever before
-    context = new_context();
-    if (options_.log != nullptr && options_.log_level <= KILN_LOG_DEBUG)
-      log(KILN_LOG_DEBUG, "more concurrent runs than before: allocated one more run context (" +
-                              std::to_string(context_bytes_) + " bytes)");
-  }
-  struct ReturnToPool {
-    const PlanRunner* runner;
-    std::unique_ptr<RunContext>& context;
-    ~ReturnToPool() {
-      std::lock_guard lock(runner->pool_mutex_);
-      runner->pool_.push_back(std::move(context));
-    }
-  } return_to_pool{this, context};
-
-  bind(inputs, input_count, inputs_, false, *context);
-  bind(outputs, output_count, outputs_, true, *context);
   check_overlaps(*context);
   auto* memory = static_cast<unsigned char*>(context->memory);
   for (size_t i = 0; i < inputs_.size(); ++i) {
     void* data = context->bound_inputs[i]->data;
     if (reinterpret_cast<uintptr_t>(data) % kAlignment != 0) {
       void* staging = memory + staging_offsets_[i];
-      std::memcpy(staging, data, inputs_[i].byte_size);
+      std::memcpy(staging, data, context->input_bytes[i]);
       data = staging;
     }
     context->input_data[i] = data;
@@ -375,7 +547,7 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
   auto run_launch = [&](const Launch& launch, size_t kernel) {
     void* const* args = arguments + launch.first_argument;
     KernelFunction function = launch.function;
-    int64_t extent = launch.parallel_extent;
+    int64_t extent = context->extents[kernel];
     if (extent <= 0) return;
     int64_t minimum_chunk = std::max<int64_t>(launch.minimum_chunk, 1);
     if (pool == nullptr) {
@@ -420,11 +592,11 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
   if (cancelled(cancel)) throw_cancelled(launches_.size(), launches_.size());
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (context->output_destination[i] != nullptr)
-      std::memcpy(context->output_destination[i], context->output_data[i], outputs_[i].byte_size);
+      std::memcpy(context->output_destination[i], context->output_data[i], context->output_bytes[i]);
   for (size_t i = 0; i < outputs_.size(); ++i)
-    if (outputs_[i].same_as_output >= 0 && outputs_[i].byte_size > 0)
+    if (outputs_[i].same_as_output >= 0 && context->output_bytes[i] > 0)
       std::memcpy(context->bound_outputs[i]->data,
-                  context->bound_outputs[static_cast<size_t>(outputs_[i].same_as_output)]->data, outputs_[i].byte_size);
+                  context->bound_outputs[static_cast<size_t>(outputs_[i].same_as_output)]->data, context->output_bytes[i]);
 }
 
 }  // namespace kiln

@@ -12,6 +12,7 @@
 
 #include "kiln/kiln.h"
 #include "plan/plan_reader.h"
+#include "runtime/cpu/plan_shapes.h"
 
 namespace kiln {
 
@@ -70,6 +71,8 @@ class PlanRunner {
 
   const std::vector<PlanValue>& inputs() const { return inputs_; }
   const std::vector<PlanValue>& outputs() const { return outputs_; }
+  // Variables and symbolic dims (docs/plan-format.md, "Symbolic plans"); a fixed-shape plan has none.
+  const PlanShapes& shapes() const { return shapes_; }
   const plan_fb::Plan& metadata() const { return *plan_.metadata; }
   uint64_t weights_bytes() const { return plan_.weights_size; }
 
@@ -79,6 +82,12 @@ class PlanRunner {
   void run(const kiln_tensor* inputs, size_t input_count, const kiln_tensor* outputs, size_t output_count,
            const RunSettings& settings = {}) const;
 
+  // The shape of output `index` (out has room for its rank) for inputs of these shapes: the inputs
+  // are checked as run() checks them, except that their data and byte sizes are not read. Throws
+  // PlanError KILN_ERROR_INVALID_ARGUMENT prefixed with `function`. Thread-safe.
+  void output_shape(const kiln_tensor* inputs, size_t input_count, size_t index, int64_t* out,
+                    const char* function) const;
+
  private:
   struct RunContext;
   struct IoSlot {
@@ -86,6 +95,7 @@ class PlanRunner {
     bool output;
     int index;
   };
+  class ContextLease;
   std::unique_ptr<RunContext> new_context() const;
   void load_code();
   void load_launches();
@@ -94,24 +104,40 @@ class PlanRunner {
   void log(kiln_log_level level, const std::string& message) const;
   void* allocate_context_memory() const;
   void free_context_memory(void* memory) const;
+  // Names, count, dtypes and ranks; for a fixed-shape plan also shapes, byte sizes and data (unless
+  // `shapes_only`). The symbolic checks follow in bind_symbolic_inputs / _outputs.
   void bind(const kiln_tensor* given, size_t count, const std::vector<PlanValue>& expected, bool outputs,
-            RunContext& context) const;
+            RunContext& context, const char* function, bool shapes_only = false) const;
+  // Symbolic plans: the variables read off the inputs, each input's bytes for this run (and with
+  // `shapes_only` false, its buffer size and data checked).
+  void bind_symbolic_inputs(RunContext& context, const char* function, bool shapes_only) const;
+  // Symbolic plans: every output's shape and bytes for this run, checked against the caller's.
+  void bind_symbolic_outputs(RunContext& context, const char* function) const;
+  // Symbolic plans: each launch's extent, slot sizes (checked against their buffers) and variables.
+  void prepare_symbolic_launches(RunContext& context) const;
   void check_overlaps(const RunContext& context) const;  // PlanError naming the two tensors
 
   PlanBytes bytes_;
   VerifiedPlan plan_;
   std::vector<PlanValue> inputs_, outputs_;
+  std::vector<std::string> input_names_;
+  PlanShapes shapes_;
   int code_fd_ = -1;
   void* library_ = nullptr;
   using KernelFunction = void (*)(void* const* buffers, int64_t begin, int64_t end);
   struct Launch {
     KernelFunction function;
     size_t first_argument;
-    int64_t parallel_extent;
+    int64_t parallel_extent;  // a symbolic kernel's: at the maxima (each run computes its own)
     int64_t minimum_chunk;
+    const plan_fb::Kernel* kernel;
+    // Kernels that read variables: their values' place in RunContext::kernel_variables, which
+    // buffers[slot count] points at.
+    size_t variables_at = 0;
   };
   std::vector<Launch> launches_;
   size_t argument_count_ = 0;
+  size_t kernel_variable_count_ = 0;  // the values all kernels read, one array per kernel
   std::vector<IoSlot> io_slots_;
   // Staging space after the plan's arena, for inputs and outputs whose buffers are not 64-byte
   // aligned (kernels assume 64-byte alignment): offsets per input, then per output.

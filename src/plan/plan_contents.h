@@ -1,0 +1,72 @@
+// What a plan file holds, before it is bytes (compiler side): write_plan lays a schedule out into
+// a PlanContents and serialize_plan writes it (docs/plan-format.md). Sizes are Dims, so the same
+// structure describes fixed-shape plans and symbolic ones; tests build it by hand.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plan/plan_generated.h"
+#include "tensor/dim.h"
+
+namespace kiln {
+
+// A run-time size (a DEFINE_VAR of the kernels, by name) and its bounds.
+struct PlanVariableContents {
+  std::string name;
+  int64_t min = 1, max = 1;
+};
+
+struct PlanValueContents {
+  std::string name;
+  int dtype = 0;           // a kiln_dtype
+  std::vector<Dim> shape;  // each known, or an expression over the plan's variables
+  int same_as_output = -1;  // outputs only: a copy of this earlier output
+};
+
+// One kernel argument: Slot's kind, index and offset, and the bytes the kernel may touch there.
+struct PlanSlotContents {
+  plan_fb::SlotKind kind = plan_fb::SlotKind_Arena;
+  int index = 0;
+  int64_t offset = 0;
+  Dim size = 0;
+};
+
+struct PlanKernelContents {
+  std::string symbol;
+  std::vector<PlanSlotContents> slots;
+  Dim parallel_extent = 1;
+  int64_t minimum_chunk = 1;
+  double estimated_flops = 0, estimated_bytes = 0;
+  std::vector<std::string> sources;
+  // The DEFINE_VARs the kernel reads (any order; written in name order, the order of its values
+  // array at buffers[slots.size()]).
+  std::vector<std::string> variables;
+};
+
+struct PlanContents {
+  std::string target_triple, cpu_name;
+  std::vector<std::string> cpu_features;  // the enabled ones, sorted
+  std::vector<PlanVariableContents> variables;  // any order; written sorted by name
+  std::vector<PlanValueContents> inputs, outputs;
+  std::string weights;  // the weights section
+  std::vector<std::pair<uint64_t, uint64_t>> weight_ranges;  // (offset, size) of each weight in it
+  std::vector<PlanKernelContents> kernels;
+  int64_t arena_bytes = 0;  // laid out with every variable at its maximum
+  std::string code;         // the linked shared object; empty when there are no kernels
+};
+
+// The host CPU's triple, name and enabled features, as write_plan records them.
+void set_host_target(PlanContents& contents);
+
+// The plan file. A plan without variables is format version 1, byte for byte what the first
+// writer wrote; one with variables is version 2, its symbolic sizes written as size programs
+// (write_size_program) and their maxima where version 1 has plain numbers. Throws UserError for
+// contents the reader would refuse that the compiler could have produced: a variable named twice
+// or with a bad range, a symbolic size over a variable the plan does not define, a variable no
+// input dimension is exactly.
+std::string serialize_plan(const PlanContents& contents);
+
+}  // namespace kiln

@@ -1,0 +1,240 @@
+// serialize_plan: PlanContents → flatbuffers metadata → header | metadata | weights | code.
+// The flatbuffers calls of a fixed-shape plan are made in exactly the order of the first writer
+// (values, weights, kernels, features, plan), so such plans keep their bytes; the version-2 tables
+// are made only for plans with variables.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "codegen/llvm/llvm_target.h"
+#include "kiln/kiln.h"
+#include "plan/plan_contents.h"
+#include "plan/plan_format.h"
+#include "plan/size_program.h"
+#include "plan/size_program_writer.h"
+#include "plan/symbolic_metadata.h"
+#include "support/error.h"
+#include "support/limits.h"
+
+namespace kiln {
+namespace {
+
+uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
+
+// The symbolic half of a plan: its variables in name order, and every Dim as a program.
+class SymbolicWriter {
+ public:
+  SymbolicWriter(flatbuffers::FlatBufferBuilder& builder, std::vector<PlanVariableContents> variables)
+      : builder_(builder), variables_(std::move(variables)) {
+    if (variables_.size() > limits::kMaxPlanVariables)
+      throw UserError(str_cat("a plan of ", variables_.size(), " variables (at most ", limits::kMaxPlanVariables, ")"));
+    std::sort(variables_.begin(), variables_.end(),
+              [](const PlanVariableContents& a, const PlanVariableContents& b) { return a.name < b.name; });
+    for (const PlanVariableContents& variable : variables_) {
+      if (variable.name.empty()) throw UserError("a plan variable without a name");
+      if (!numbers_.emplace(variable.name, static_cast<int64_t>(maxima_.size())).second)
+        throw UserError(str_cat("two plan variables are named '", variable.name, "'"));
+      if (variable.min < 0 || variable.min > variable.max || variable.max > limits::kMaxPlanVariableValue)
+        throw UserError(str_cat("plan variable '", variable.name, "' has the range ", variable.min, "..", variable.max,
+                                " (a range within 0..", limits::kMaxPlanVariableValue, " is required)"));
+      maxima_.push_back(variable.max);
+    }
+  }
+
+  bool symbolic() const { return !variables_.empty(); }
+
+  std::vector<int64_t> program(const Dim& dim) const {
+    if (dim.is_known()) return {static_cast<int64_t>(plan::SizeOp::kPush), dim.value()};
+    return plan::write_size_program(dim.expression(), numbers_);
+  }
+  // `what` names the size in the error a program that fails at the maxima gets.
+  int64_t at_maxima(const std::vector<int64_t>& code, const std::string& what) const {
+    std::optional<int64_t> value = plan::evaluate_size_program(code, maxima_);
+    if (!value) throw UserError(str_cat(what, " overflows with every variable at its maximum"));
+    return *value;
+  }
+  flatbuffers::Offset<plan_fb::SizeProgram> table(const std::vector<int64_t>& code) {
+    return plan_fb::CreateSizeProgramDirect(builder_, &code);
+  }
+  // The plan indices of a kernel's variables, ascending: the kernel's name order.
+  std::vector<int32_t> indices(const std::vector<std::string>& names, const std::string& kernel) const {
+    std::set<int32_t> found;
+    for (const std::string& name : names) {
+      auto at = numbers_.find(name);
+      if (at == numbers_.end())
+        throw UserError(str_cat("kernel ", kernel, " reads variable '", name, "', which the plan does not define"));
+      found.insert(static_cast<int32_t>(at->second));
+    }
+    return {found.begin(), found.end()};
+  }
+  int64_t number(const std::string& name) const { return numbers_.at(name); }
+  std::vector<flatbuffers::Offset<plan_fb::Variable>> variable_tables() {
+    std::vector<flatbuffers::Offset<plan_fb::Variable>> tables;
+    for (const PlanVariableContents& variable : variables_)
+      tables.push_back(plan_fb::CreateVariableDirect(builder_, variable.name.c_str(), variable.min, variable.max));
+    return tables;
+  }
+  const std::vector<PlanVariableContents>& variables() const { return variables_; }
+
+ private:
+  flatbuffers::FlatBufferBuilder& builder_;
+  std::vector<PlanVariableContents> variables_;
+  std::map<std::string, int64_t> numbers_;
+  std::vector<int64_t> maxima_;
+};
+
+bool any_symbolic(const std::vector<Dim>& dims) {
+  return std::any_of(dims.begin(), dims.end(), [](const Dim& dim) { return !dim.is_known(); });
+}
+
+flatbuffers::Offset<plan_fb::Value> write_value(flatbuffers::FlatBufferBuilder& builder, SymbolicWriter& symbols,
+                                                const PlanValueContents& value, const char* what) {
+  auto element_bytes = static_cast<int64_t>(kiln_dtype_size(static_cast<kiln_dtype>(value.dtype)));
+  if (element_bytes == 0) throw UserError(str_cat(what, " '", value.name, "' has no kiln_dtype"));
+  if (!any_symbolic(value.shape)) {
+    std::vector<int64_t> shape;
+    int64_t count = 1;
+    for (const Dim& dim : value.shape) {
+      shape.push_back(dim.value());
+      count *= dim.value();
+    }
+    return plan_fb::CreateValueDirect(builder, value.name.c_str(), value.dtype, &shape, count * element_bytes,
+                                      value.same_as_output);
+  }
+  std::string label = str_cat(what, " '", value.name, "'");
+  std::vector<int64_t> shape;
+  std::vector<flatbuffers::Offset<plan_fb::SizeProgram>> dims;
+  Dim bytes = element_bytes;
+  for (const Dim& dim : value.shape) {
+    shape.push_back(dim.is_known() ? dim.value() : -1);
+    dims.push_back(symbols.table(symbols.program(dim)));
+    bytes = bytes * dim;
+  }
+  std::vector<int64_t> byte_program = symbols.program(bytes);
+  int64_t byte_size = symbols.at_maxima(byte_program, label + " byte size");
+  auto byte_table = symbols.table(byte_program);
+  return plan_fb::CreateValueDirect(builder, value.name.c_str(), value.dtype, &shape, byte_size, value.same_as_output,
+                                    &dims, byte_table);
+}
+
+flatbuffers::Offset<plan_fb::Kernel> write_kernel(flatbuffers::FlatBufferBuilder& builder, SymbolicWriter& symbols,
+                                                  const PlanKernelContents& kernel) {
+  std::vector<Dim> slot_sizes;
+  for (const PlanSlotContents& slot : kernel.slots) slot_sizes.push_back(slot.size);
+  bool symbolic_slots = any_symbolic(slot_sizes);
+  bool symbolic_extent = !kernel.parallel_extent.is_known();
+  if (!symbolic_slots && !symbolic_extent && kernel.variables.empty()) {
+    std::vector<plan_fb::Slot> slots;
+    for (const PlanSlotContents& slot : kernel.slots)
+      slots.emplace_back(slot.kind, slot.index, slot.offset, slot.size.value());
+    std::vector<flatbuffers::Offset<flatbuffers::String>> sources;
+    for (const std::string& source : kernel.sources) sources.push_back(builder.CreateString(source));
+    return plan_fb::CreateKernelDirect(builder, kernel.symbol.c_str(), &slots, kernel.parallel_extent.value(),
+                                       kernel.minimum_chunk, kernel.estimated_flops, kernel.estimated_bytes, &sources);
+  }
+  std::string label = "kernel " + kernel.symbol;
+  std::vector<plan_fb::Slot> slots;
+  std::vector<flatbuffers::Offset<plan_fb::SizeProgram>> size_tables;
+  for (size_t s = 0; s < kernel.slots.size(); ++s) {
+    const PlanSlotContents& slot = kernel.slots[s];
+    std::vector<int64_t> code = symbols.program(slot.size);
+    slots.emplace_back(slot.kind, slot.index, slot.offset, symbols.at_maxima(code, str_cat(label, " slot ", s, " size")));
+    if (symbolic_slots) size_tables.push_back(symbols.table(code));
+  }
+  std::vector<int64_t> extent_code = symbols.program(kernel.parallel_extent);
+  int64_t extent = symbols.at_maxima(extent_code, label + " parallel extent");
+  flatbuffers::Offset<plan_fb::SizeProgram> extent_table = symbolic_extent ? symbols.table(extent_code) : 0;
+  std::vector<int32_t> variables = symbols.indices(kernel.variables, kernel.symbol);
+  std::vector<flatbuffers::Offset<flatbuffers::String>> sources;
+  for (const std::string& source : kernel.sources) sources.push_back(builder.CreateString(source));
+  return plan_fb::CreateKernelDirect(builder, kernel.symbol.c_str(), &slots, extent, kernel.minimum_chunk,
+                                     kernel.estimated_flops, kernel.estimated_bytes, &sources,
+                                     variables.empty() ? nullptr : &variables, symbolic_slots ? &size_tables : nullptr,
+                                     extent_table);
+}
+
+// The reader refuses a plan whose variable no input dimension is exactly (a run could not know it).
+void check_every_variable_bound(const SymbolicWriter& symbols, const std::vector<PlanValueContents>& inputs) {
+  std::set<int64_t> bound;
+  for (const PlanValueContents& input : inputs)
+    for (const Dim& dim : input.shape)
+      if (!dim.is_known()) {
+        int64_t variable = plan::size_program_variable(symbols.program(dim));
+        if (variable >= 0) bound.insert(variable);
+      }
+  for (const PlanVariableContents& variable : symbols.variables())
+    if (bound.count(symbols.number(variable.name)) == 0)
+      throw UserError(str_cat("plan variable '", variable.name,
+                              "' is no input's dimension, so a run could not know its value"));
+}
+
+std::string assemble(const std::string& metadata, const PlanContents& contents, uint32_t version) {
+  uint64_t metadata_offset = plan::kPlanHeaderSize;
+  uint64_t weights_offset = align_up(metadata_offset + metadata.size(), plan::kPlanSectionAlignment);
+  uint64_t code_offset = align_up(weights_offset + contents.weights.size(), plan::kPlanSectionAlignment);
+  uint64_t file_size = code_offset + contents.code.size();
+  std::string file(file_size, '\0');
+  auto* bytes = reinterpret_cast<unsigned char*>(file.data());
+  std::copy(metadata.begin(), metadata.end(), file.begin() + static_cast<std::ptrdiff_t>(metadata_offset));
+  std::copy(contents.weights.begin(), contents.weights.end(), file.begin() + static_cast<std::ptrdiff_t>(weights_offset));
+  std::copy(contents.code.begin(), contents.code.end(), file.begin() + static_cast<std::ptrdiff_t>(code_offset));
+  namespace field = plan::header_field;
+  std::copy(std::begin(plan::kPlanMagic), std::end(plan::kPlanMagic), file.begin());
+  plan::write_u32(bytes + field::format_version, version);
+  plan::write_u32(bytes + field::header_size, static_cast<uint32_t>(plan::kPlanHeaderSize));
+  plan::write_u64(bytes + field::file_size, file_size);
+  plan::write_u64(bytes + field::metadata_offset, metadata_offset);
+  plan::write_u64(bytes + field::metadata_size, metadata.size());
+  plan::write_u64(bytes + field::weights_offset, weights_offset);
+  plan::write_u64(bytes + field::weights_size, contents.weights.size());
+  plan::write_u64(bytes + field::code_offset, code_offset);
+  plan::write_u64(bytes + field::code_size, contents.code.size());
+  plan::write_u64(bytes + field::content_hash,
+                  plan::plan_content_hash(bytes + plan::kPlanHeaderSize, file_size - plan::kPlanHeaderSize));
+  return file;
+}
+
+}  // namespace
+
+void set_host_target(PlanContents& contents) {
+  const CpuTarget& target = CpuTarget::host();
+  contents.target_triple = target.triple();
+  contents.cpu_name = target.cpu();
+  // "+avx2,+fma,-sse4a,..." → the enabled features, sorted.
+  contents.cpu_features.clear();
+  const std::string& features = target.features();
+  for (size_t begin = 0; begin < features.size();) {
+    size_t end = std::min(features.find(',', begin), features.size());
+    if (end - begin > 1 && features[begin] == '+') contents.cpu_features.push_back(features.substr(begin + 1, end - begin - 1));
+    begin = end + 1;
+  }
+  std::sort(contents.cpu_features.begin(), contents.cpu_features.end());
+}
+
+std::string serialize_plan(const PlanContents& contents) {
+  flatbuffers::FlatBufferBuilder builder;
+  SymbolicWriter symbols(builder, contents.variables);
+  if (symbols.symbolic()) check_every_variable_bound(symbols, contents.inputs);
+  std::vector<flatbuffers::Offset<plan_fb::Value>> inputs, outputs;
+  for (const PlanValueContents& input : contents.inputs) inputs.push_back(write_value(builder, symbols, input, "input"));
+  for (const PlanValueContents& output : contents.outputs)
+    outputs.push_back(write_value(builder, symbols, output, "output"));
+  std::vector<flatbuffers::Offset<plan_fb::Weight>> weights;
+  for (const auto& [offset, size] : contents.weight_ranges)
+    weights.push_back(plan_fb::CreateWeight(builder, static_cast<int64_t>(offset), static_cast<int64_t>(size)));
+  std::vector<flatbuffers::Offset<plan_fb::Kernel>> kernels;
+  for (const PlanKernelContents& kernel : contents.kernels) kernels.push_back(write_kernel(builder, symbols, kernel));
+  std::vector<flatbuffers::Offset<flatbuffers::String>> features;
+  for (const std::string& feature : contents.cpu_features) features.push_back(builder.CreateString(feature));
+  uint32_t version = symbols.symbolic() ? plan::kPlanFormatVersionSymbolic : plan::kPlanFormatVersionFixedShapes;
+  std::vector<flatbuffers::Offset<plan_fb::Variable>> variables = symbols.variable_tables();
+  auto root = plan_fb::CreatePlanDirect(builder, version, KILN_VERSION_STRING, contents.target_triple.c_str(),
+                                        contents.cpu_name.c_str(), &features, &inputs, &outputs, &weights,
+                                        contents.arena_bytes, &kernels, symbols.symbolic() ? &variables : nullptr);
+  builder.Finish(root, plan_fb::PlanIdentifier());
+  std::string metadata(reinterpret_cast<const char*>(builder.GetBufferPointer()), builder.GetSize());
+  return assemble(metadata, contents, version);
+}
+
+}  // namespace kiln
