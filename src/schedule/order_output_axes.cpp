@@ -14,6 +14,8 @@ namespace {
 
 // Reordering only pays when what axis 0 re-reads leaves the near caches; below this it stays put.
 constexpr double kRereadWorthMoving = 1 << 20;
+// A constant output axis at least this long goes before a symbolic axis 0 (see below).
+constexpr int64_t kWideEnoughToSplit = 64;
 
 }  // namespace
 
@@ -27,6 +29,23 @@ OrderedKernel order_output_axes(const UOpPtr& kernel) {
   }
   std::sort(axes.begin(), axes.end(), [](const UOp* a, const UOp* b) { return a->arg_int() < b->arg_int(); });
   OrderedKernel result{kernel, axes.empty() ? Dim(1) : Dim(axes[0]->src(0))};
+  // Axis 0 is split across threads. A symbolic one may be 1 at run time (a batch of one), which
+  // would run the whole kernel on one thread: the widest constant output axis goes first instead,
+  // when it has work for several threads (BERT's hidden columns under a symbolic batch and sequence).
+  if (axes.size() >= 2 && !axes[0]->src(0)->is_const()) {
+    const UOp* widest = nullptr;
+    for (const UOp* axis : axes)
+      if (axis->src(0)->is_const() && (widest == nullptr || axis->src(0)->const_int() > widest->src(0)->const_int()))
+        widest = axis;
+    if (widest != nullptr && widest->src(0)->const_int() >= kWideEnoughToSplit) {
+      std::unordered_map<const UOp*, UOpPtr> renumbered;
+      int64_t position = 1;
+      renumbered.emplace(widest, range(widest->src(0), 0));
+      for (const UOp* axis : axes)
+        if (axis != widest) renumbered.emplace(axis, range(axis->src(0), position++));
+      return OrderedKernel{substitute(kernel, renumbered), Dim(widest->src(0))};
+    }
+  }
   if (!reduces || axes.size() < 2 || axes.size() > 64) return result;
 
   // Which output axes each node depends on, as a bit mask over `axes`.

@@ -536,18 +536,34 @@ class Rangeifier {
       case Ops::RESHAPE: {
         const UOp* source = node->src(0).get();
         const Dims& source_shape = shapes_.of(source);
-        UOpPtr flat = flatten_index(index, shape);
-        std::vector<Dim> strides = strides_of(source_shape);
-        Index source_index;
-        for (size_t i = 0; i < source_shape.size(); ++i) {
-          if (source_shape[i].is(1)) {
+        // With symbolic sizes, axes equal at the front and at the back map one to one, and only the
+        // middle is flattened and split again: (batch, seq, 768) → (batch, seq, 12, 64) must not
+        // divide by batch·seq·768 at run time (the simplifier cannot see that seq's index stays
+        // below seq). Fixed shapes keep the plain form (their divisions by constants simplify).
+        size_t front = 0, back = 0;
+        if (!all_known(shape) || !all_known(source_shape)) {
+          while (front < shape.size() && front < source_shape.size() && shape[front] == source_shape[front]) ++front;
+          while (back < shape.size() - front && back < source_shape.size() - front &&
+                 shape[shape.size() - 1 - back] == source_shape[source_shape.size() - 1 - back])
+            ++back;
+        }
+        Index middle(index.begin() + static_cast<std::ptrdiff_t>(front), index.end() - static_cast<std::ptrdiff_t>(back));
+        UOpPtr flat = flatten_index(middle, Dims(shape.begin() + static_cast<std::ptrdiff_t>(front),
+                                                 shape.end() - static_cast<std::ptrdiff_t>(back)));
+        Dims source_middle(source_shape.begin() + static_cast<std::ptrdiff_t>(front),
+                           source_shape.end() - static_cast<std::ptrdiff_t>(back));
+        std::vector<Dim> strides = strides_of(source_middle);
+        Index source_index(index.begin(), index.begin() + static_cast<std::ptrdiff_t>(front));
+        for (size_t i = 0; i < source_middle.size(); ++i) {
+          if (source_middle[i].is(1)) {
             source_index.push_back(index_const(0));
             continue;
           }
           UOpPtr component = strides[i].is(1) ? flat : flat / strides[i].expression();
-          if (i > 0) component = component % source_shape[i].expression();
+          if (i > 0) component = component % source_middle[i].expression();
           source_index.push_back(simplify(component));
         }
+        source_index.insert(source_index.end(), index.end() - static_cast<std::ptrdiff_t>(back), index.end());
         return lower(source, source_index, valid, through_expand, kernel);
       }
       case Ops::PERMUTE: {
