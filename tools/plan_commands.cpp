@@ -47,7 +47,10 @@ void print_compile_help(std::ostream& out) {
          "                     docs/tuning.md) when DB has the kernel; only read, so the same model\n"
          "                     and DB give a byte-identical plan\n"
          "  --shape SPEC...    shapes for inputs with symbolic or unknown dimensions: INPUT=D1,D2,...\n"
-         "                     (a whole input shape) or SYMBOL=N (one dim_param everywhere)\n"
+         "                     (a whole input shape), SYMBOL=N (one dim_param everywhere), or\n"
+         "                     SYMBOL=MIN..MAX: the dim_param stays symbolic and the plan runs at any\n"
+         "                     size in that range (docs/symbolic-shapes.md; scratch memory is laid out\n"
+         "                     for the maxima). A dim_param no SPEC names is an error.\n"
          "  -h, --help         show this help\n";
 }
 

@@ -62,8 +62,9 @@ struct ShapeSpec {
 
 // What bind_input_dims does with a symbolic dimension that no spec gives a size or a range.
 enum class UnboundSymbols {
-  Error,      // a UserError listing every such dimension (a plan of fixed shapes)
-  Variables,  // a size variable over the default range (support/limits.h)
+  Error,           // a UserError listing every such dimension, suggesting a size or a range
+  ErrorFixedOnly,  // the same, suggesting a size (bind_input_shapes: ranges are refused there)
+  Variables,       // a size variable over the default range (support/limits.h)
 };
 
 // Parses `NAME=D1,D2,...` (a whole input shape; `NAME=` is a scalar), `SYMBOL=N` (one dim_param) or

@@ -83,7 +83,8 @@ std::vector<std::pair<std::string, Shape>> OnnxModel::bind_input_shapes(const st
       throw UserError(str_cat("'", spec.name, "=", spec.range->first, "..", spec.range->second,
                               "': a range keeps a dimension symbolic, and this needs fixed shapes (give one size)"));
   std::vector<std::pair<std::string, Shape>> shapes;
-  for (auto& [name, dims] : bind_input_dims(specs, UnboundSymbols::Error)) shapes.emplace_back(name, known_sizes(dims));
+  for (auto& [name, dims] : bind_input_dims(specs, UnboundSymbols::ErrorFixedOnly))
+    shapes.emplace_back(name, known_sizes(dims));
   return shapes;
 }
 
@@ -187,7 +188,11 @@ std::vector<std::pair<std::string, Dims>> OnnxModel::bind_input_dims(const std::
                               ? str_cat("input '", info.name, "' dimension ", axis, " has no size or name in the model ",
                                         dims_text(*info.dims), " (give '", info.name, "=D1,D2,...')")
                               : str_cat("input '", info.name, "' dimension ", axis, " ('", dim.symbol, "') in ",
-                                        dims_text(*info.dims), " (give '", dim.symbol, "=N')"));
+                                        dims_text(*info.dims), " (give '", dim.symbol, "=N'",
+                                        unbound_symbols == UnboundSymbols::Error
+                                            ? str_cat(", or '", dim.symbol, "=MIN..MAX' to keep it symbolic")
+                                            : std::string(),
+                                        ")"));
         shape.push_back(0);
       }
     }

@@ -112,6 +112,11 @@ with tempfile.TemporaryDirectory() as folder:
     check(compiled.returncode == 0, "kiln compile with batch=1..8 and sequence=1..64")
     if compiled.returncode != 0:
         checks.finish()
+    unbound = checks.kiln("compile", model_path, "-o", plan_path + ".unbound")
+    check(unbound.returncode != 0 and "'batch=MIN..MAX' to keep it symbolic" in unbound.stderr,
+          "kiln compile without --shape names the unbound dims and suggests a range")
+    on_input = checks.kiln("compile", model_path, "-o", plan_path + ".bad", "--shape", "ids=1..4")
+    check(on_input.returncode != 0 and "'ids' is an input" in on_input.stderr, "a range for an input's name is refused")
     inspected = checks.kiln("inspect", plan_path)
     check("batch" in inspected.stdout and "sequence" in inspected.stdout and "1..64" in inspected.stdout,
           "kiln inspect shows the variables and their ranges")
