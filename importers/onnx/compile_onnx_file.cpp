@@ -29,9 +29,9 @@ OnnxGraph build_onnx_graph(const std::string& model_path, const OnnxCompileOptio
   OnnxModel model = OnnxModel::load_file(model_path);
   OnnxGraph graph;
   try {
-    // A dimension left symbolic (a --shape range, or an unbound one when options allow) becomes a
-    // size variable of the plan (docs/symbolic-shapes.md).
-    for (const auto& [name, dims] : model.bind_input_dims(options.shapes, options.unbound_symbols)) {
+    // A dimension given a range (--shape NAME=MIN..MAX) stays symbolic: a size variable of the
+    // plan (docs/symbolic-shapes.md).
+    for (const auto& [name, dims] : model.bind_input_dims(options.shapes, UnboundSymbols::Error)) {
       ScalarType dtype = ScalarType::Float32;  // an input the model leaves untyped
       for (const auto& info : model.inputs())
         if (info.name == name && info.dtype) dtype = *info.dtype;

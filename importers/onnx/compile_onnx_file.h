@@ -17,8 +17,7 @@ using CompileProgress = std::function<void(const std::string&)>;
 
 struct OnnxCompileOptions {
   std::vector<ShapeSpec> shapes;  // --shape values (parse_shape_spec)
-  // Symbolic dimensions that no --shape names: an error, or size variables over the default range.
-  UnboundSymbols unbound_symbols = UnboundSymbols::Error;
+
   // A tuning database written by `kiln tune` (--tuning; src/opt/tuning_db.h): its kernels get its
   // Opts. Only read. Empty: the heuristics choose every kernel's Opts.
   std::string tuning_path;

@@ -60,11 +60,14 @@ struct ShapeSpec {
   std::optional<std::pair<int64_t, int64_t>> range = std::nullopt;
 };
 
-// What bind_input_dims does with a symbolic dimension that no spec gives a size or a range.
+// How bind_input_dims reports a symbolic dimension that no spec gives a size or a range: always a
+// UserError listing every such dimension, whose hint suggests a size and, where symbolic shapes
+// are taken (kiln compile), a range. (No default range: a plan is laid out for its variables'
+// maxima, and a default such as 1..4096 for a batch and a sequence would make arenas of their
+// product; docs/symbolic-shapes.md, decision 3.)
 enum class UnboundSymbols {
-  Error,           // a UserError listing every such dimension, suggesting a size or a range
-  ErrorFixedOnly,  // the same, suggesting a size (bind_input_shapes: ranges are refused there)
-  Variables,       // a size variable over the default range (support/limits.h)
+  Error,           // suggests 'NAME=N' or 'NAME=MIN..MAX'
+  ErrorFixedOnly,  // suggests 'NAME=N' (bind_input_shapes: ranges are refused there)
 };
 
 // Parses `NAME=D1,D2,...` (a whole input shape; `NAME=` is a scalar), `SYMBOL=N` (one dim_param) or
@@ -99,9 +102,8 @@ class OnnxModel {
   // UserError names the input and dimension left unbound, a spec naming no input or symbol, and a
   // spec that contradicts a fixed dimension, the rank or another spec.
   std::vector<std::pair<std::string, Shape>> bind_input_shapes(const std::vector<ShapeSpec>& specs) const;
-  // The same, where symbolic dimensions may stay symbolic: one that a spec gives a range, and with
-  // UnboundSymbols::Variables one that no spec mentions, becomes a size variable named after it
-  // (one variable per name, shared by every input that uses it).
+  // The same, where symbolic dimensions may stay symbolic: one that a spec gives a range becomes a
+  // size variable named after it (one variable per name, shared by every input that uses it).
   std::vector<std::pair<std::string, Dims>> bind_input_dims(const std::vector<ShapeSpec>& specs,
                                                             UnboundSymbols unbound_symbols) const;
 

@@ -10,7 +10,6 @@
 #include "onnx_model.h"
 #include "op_helpers.h"
 #include "support/error.h"
-#include "support/limits.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -179,10 +178,6 @@ std::vector<std::pair<std::string, Dims>> OnnxModel::bind_input_dims(const std::
         shape.push_back(it->second.size);
       } else if (auto variable = variables.find(dim.symbol); !dim.symbol.empty() && variable != variables.end()) {
         shape.push_back(variable->second);
-      } else if (!dim.symbol.empty() && unbound_symbols == UnboundSymbols::Variables) {
-        Dim size = size_variable(dim.symbol, limits::kDefaultSizeVariableMin, limits::kDefaultSizeVariableMax);
-        variables.emplace(dim.symbol, size);
-        shape.push_back(size);
       } else {
         unbound.push_back(dim.symbol.empty()
                               ? str_cat("input '", info.name, "' dimension ", axis, " has no size or name in the model ",

@@ -49,9 +49,4 @@ constexpr int64_t kMaxPlanVariableValue = int64_t{1} << 31;
 // The most variables one symbolic plan may have: each run reads them all off the inputs.
 constexpr uint64_t kMaxPlanVariables = 1024;
 
-// A symbolic dimension (an ONNX dim_param) that `kiln compile` is given no size or range for
-// becomes a size variable over this range (docs/symbolic-shapes.md, decision 3; docs/limits.md).
-constexpr int64_t kDefaultSizeVariableMin = 1;
-constexpr int64_t kDefaultSizeVariableMax = 4096;
-
 }  // namespace kiln::limits
