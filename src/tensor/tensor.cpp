@@ -48,9 +48,12 @@ Tensor make_tensor(UOpPtr node, Shape shape, DType dtype, std::vector<const Tens
 
 Tensor make_tensor_dims(UOpPtr node, const Dims& dims, DType dtype, std::vector<const Tensor*> inputs) {
   if (all_known(dims)) return make_tensor(std::move(node), known_sizes(dims), dtype, std::move(inputs));
-  Tensor t = make_tensor(std::move(node), {}, dtype, std::move(inputs));
-  const_cast<TensorData&>(t.data()).dims = dims;  // (just made: no one else holds it yet)
-  return t;
+  auto data = std::make_shared<TensorData>();
+  data->node = std::move(node);
+  data->dims = dims;
+  data->dtype = dtype;
+  for (const Tensor* input : inputs) data->inputs.push_back(input->data_pointer());
+  return Tensor(std::move(data));
 }
 
 Dims dims_of(const Tensor& t) {
@@ -241,11 +244,13 @@ Tensor symbolic_graph_input(std::string name, const Dims& dims, ScalarType type)
   int64_t id = next_buffer_id.fetch_add(1);
   UOpPtr node = UOp::make(Ops::BUFFER, dtype, {}, std::vector<int64_t>{id, encode_dim(count)});
   if (!(dims.size() == 1 && dims[0] == count)) node = movement(Ops::RESHAPE, node, encode_dims(dims));
-  Tensor t = make_tensor_dims(node, dims, dtype, {});
-  auto& data = const_cast<TensorData&>(t.data());  // (just made)
-  data.buffer_id = id;
-  data.graph_input_name = std::move(name);
-  return t;
+  auto data = std::make_shared<TensorData>();
+  data->node = node;
+  data->dims = dims;
+  data->dtype = dtype;
+  data->buffer_id = id;
+  data->graph_input_name = std::move(name);
+  return Tensor(std::move(data));
 }
 
 bool reads_graph_input(const Tensor& t) {
