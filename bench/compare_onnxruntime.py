@@ -41,6 +41,10 @@ options:
     --kiln PATH        the kiln CLI (default build/tools/kiln next to this script's repository)
     --tuning DB        compile with `kiln compile --tuning DB` (a database from `kiln tune`, made
                        with the same --threads; docs/tuning.md); without it, the heuristics' plans
+    --shape SPEC       passed to `kiln compile --shape` (repeat it): `sequence=128` fixes a dim_param,
+                       `sequence=1..512` keeps it symbolic (docs/symbolic-shapes.md)
+    --bench-shape SPEC passed to `kiln bench --shape`: a symbolic plan's variables for the timed runs
+                       (`sequence=128`); give the sizes the model's test inputs have
     --work-dir DIR     where plans, input files and kiln's outputs go (default: a temporary folder)
     --csv FILE         also write the table as CSV
     -v, --verbose      print each step
@@ -299,21 +303,27 @@ def kiln_failure(what, completed):
     return RuntimeError(f"kiln {what}: {text.splitlines()[-1]}")
 
 
-def kiln_compile(kiln, model_path, plan_path, tuning=None):
-    """Compiles MODEL to PLAN (with the tuning database `tuning`, when given); returns the wall time in
-    ms. KILN_CACHE=0: a cold compile, every kernel generated (otherwise kernels compiled by an earlier
-    run come from the disk cache)."""
+def shape_arguments(specs):
+    return ["--shape", *specs] if specs else []
+
+
+def kiln_compile(kiln, model_path, plan_path, tuning=None, shapes=None):
+    """Compiles MODEL to PLAN (with the tuning database `tuning` and the `--shape` specs `shapes`,
+    when given); returns the wall time in ms. KILN_CACHE=0: a cold compile, every kernel generated
+    (otherwise kernels compiled by an earlier run come from the disk cache)."""
     command = [kiln, "compile", model_path, "-o", plan_path] + (["--tuning", tuning] if tuning else [])
+    command += shape_arguments(shapes)
     completed, wall_ms, _ = run_child(command, env=dict(os.environ, KILN_CACHE="0"))
     if completed.returncode != 0:
         raise kiln_failure("compile", completed)
     return wall_ms
 
 
-def kiln_bench_round(kiln, plan_path, iterations, threads, warmup):
-    """One `kiln bench` round: {"median_ms", "p90_ms", "min_ms", "load_ms", "compile_ms", "peak_rss"}."""
+def kiln_bench_round(kiln, plan_path, iterations, threads, warmup, shapes=None):
+    """One `kiln bench` round: {"median_ms", "p90_ms", "min_ms", "load_ms", "compile_ms", "peak_rss"}.
+    `shapes`: the variables of a symbolic plan (`kiln bench --shape`)."""
     completed, _, peak = run_child([kiln, "bench", plan_path, "--iterations", str(iterations),
-                                    "--threads", str(threads), "--warmup", str(warmup)])
+                                    "--threads", str(threads), "--warmup", str(warmup)] + shape_arguments(shapes))
     if completed.returncode != 0:
         raise kiln_failure("bench", completed)
     figures = {}
@@ -383,7 +393,7 @@ def measure(name, model_path, args, kiln_ready, work_dir):
         if kiln_ok:
             try:
                 log(f"{name}: kiln compile")
-                row["kiln_compile_ms"] = kiln_compile(args.kiln, model_path, plan, args.tuning)
+                row["kiln_compile_ms"] = kiln_compile(args.kiln, model_path, plan, args.tuning, args.shape)
             except Exception as error:
                 row["notes"].append(str(error))
                 kiln_ok = False
@@ -395,7 +405,8 @@ def measure(name, model_path, args, kiln_ready, work_dir):
             if kiln_ok:
                 log(f"{name}: round {round_index + 1}/{args.rounds}: kiln")
                 try:
-                    kiln_rounds.append(kiln_bench_round(args.kiln, plan, args.iterations, args.threads, args.warmup))
+                    kiln_rounds.append(kiln_bench_round(args.kiln, plan, args.iterations, args.threads, args.warmup,
+                                                         args.bench_shape))
                 except Exception as error:
                     row["notes"].append(str(error))
                     kiln_ok = False
@@ -481,6 +492,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--kiln", default=os.path.join(REPO_ROOT, "build", "tools", "kiln"))
     parser.add_argument("--tuning")
+    parser.add_argument("--shape", action="append", metavar="SPEC")
+    parser.add_argument("--bench-shape", action="append", metavar="SPEC")
     parser.add_argument("--statistic", choices=("median", "min"), default="median")
     parser.add_argument("--work-dir")
     parser.add_argument("--csv")

@@ -160,9 +160,10 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   for (const UOp* range : ranges) {
     AxisKind kind = axis_kind(range->arg_int());
     if (kind == AxisKind::Loop) outputs.push_back(range);
-    else if (kind == AxisKind::Reduce) reduces = true;
-    else return opts;  // already optimised
+    else if (kind != AxisKind::Reduce) return opts;  // already optimised
   }
+  // A symbolic reduction counts too (attention's P·V over the sequence), though not tunable itself.
+  for (const UOp* range : kernel_ranges(kernel)) reduces = reduces || axis_kind(range->arg_int()) == AxisKind::Reduce;
   int lanes = kernel_lanes(kernel, caps);
   // Kernels without a reduction are left to LLVM's loop vectoriser, which interleaves and unrolls
   // a streaming loop better than one explicit vector per iteration (c = a + b: 33-39 GB/s against
@@ -485,7 +486,10 @@ std::vector<Opt> transpose_opts(const UOpPtr& kernel) {
 
 }  // namespace
 
-std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
+namespace {
+
+// The opts of steps 1-3 (heuristics.h), over the kernel's constant loops.
+std::vector<Opt> constant_loop_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   if (alu_cost(kernel) < kExpensiveElementwise)
     if (std::vector<Opt> swap = transpose_opts(kernel); !swap.empty()) return swap;
   int lanes = kernel_lanes(kernel, caps);
@@ -571,6 +575,54 @@ std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
     }
   }
   return best;
+}
+
+// Rows per block of a symbolic row loop (step 0). A multiple of the AVX2 tile's 4 rows and of the
+// vector lanes; a sequence of 37 tokens computes 3 rows more.
+constexpr int64_t kSymbolicRowBlock = 8;
+
+// The symbolic output loop of a kernel with a reduction that step 0 splits: of those whose stores
+// step by a constant of more than one element (rows, not the contiguous axis, which would gather
+// lanes through the clamp), the one with the smallest step.
+const UOp* symbolic_row_loop(const UOpPtr& kernel) {
+  bool reduces = false;
+  for (const UOp* node : toposort(kernel)) reduces = reduces || node->op() == Ops::REDUCE;
+  if (!reduces) return nullptr;
+  const UOp* rows = nullptr;
+  int64_t rows_step = 0;
+  for (const UOp* range : kernel_ranges(kernel)) {
+    if (axis_kind(range->arg_int()) != AxisKind::Loop || range->src(0)->is_const()) continue;
+    if (range->src(0)->vmax() < 2 * kSymbolicRowBlock) continue;  // a batch of at most 4: one block would mostly repeat rows
+    std::optional<int64_t> step = store_stride(kernel, range);
+    if (!step || *step <= 1) continue;
+    if (rows == nullptr || *step < rows_step) {
+      rows = range;
+      rows_step = *step;
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
+  if (const UOp* rows = symbolic_row_loop(kernel)) {
+    Opt split{OptOp::Split, rows->arg_int(), kSymbolicRowBlock};
+    UOpPtr blocked = apply_opt(kernel, split);
+    std::vector<Opt> tiles = constant_loop_opts(blocked, caps);
+    std::vector<const UOp*> ranges = kernel_ranges(blocked);
+    int64_t block_axis = 0;
+    for (const UOp* range : ranges)
+      if (axis_kind(range->arg_int()) == AxisKind::Loop) block_axis = std::max(block_axis, range->arg_int());
+    bool tiles_rows = std::any_of(tiles.begin(), tiles.end(), [&](const Opt& opt) {
+      return opt.op == OptOp::Unroll && opt.axis == block_axis;
+    });
+    if (tiles_rows) {
+      tiles.insert(tiles.begin(), split);
+      return tiles;
+    }
+  }
+  return constant_loop_opts(kernel, caps);
 }
 
 }  // namespace kiln

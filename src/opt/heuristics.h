@@ -13,6 +13,10 @@
 //     R·C is sized to the target's register file. Failing such rows, a sliding window (a depthwise
 //     conv's output rows with its kernel rows unrolled).
 //  3. Loop order: the tile's columns outermost (SWAP) when their strip fits in half the L2.
+//  0. First, in a kernel with a reduction whose rows are a symbolic loop (a matmul over
+//     `batch·sequence` tokens), that loop is SPLIT into a symbolic outer loop and a constant inner
+//     loop of kSymbolicRowBlock rows, which 1-3 tile like any constant loop; kept only when the
+//     tile takes its rows from the inner loop.
 // docs/optimisation.md gives the reasons and measurements for each rule.
 // The Opt list, the new AST and the new extent of axis 0 (the thread split) replace the kernel's.
 #pragma once

@@ -25,7 +25,8 @@ std::string Opt::text() const {
                      : op == OptOp::Unroll ? "UNROLL"
                      : op == OptOp::Swap   ? "SWAP"
                      : op == OptOp::Merge  ? "MERGE"
-                                           : "PADTO";
+                     : op == OptOp::Padto  ? "PADTO"
+                                           : "SPLIT";
   return str_cat(name, "(axis ", axis, ", ", amount, ")");
 }
 
@@ -119,6 +120,31 @@ UOpPtr pad_range(const UOpPtr& kernel, const UOp* target, int64_t padded) {
   return simplify(rebuilt.at(kernel.get()));
 }
 
+// `kernel` with output loop `target` split into outer·amount + inner (SPLIT in opt.h): `inner` a new
+// output loop with id `inner_axis`; a remainder the simplifier cannot rule out pads the outer part.
+UOpPtr split_output_loop(const UOpPtr& kernel, const UOp* target, int64_t amount, int64_t inner_axis) {
+  const UOpPtr& end = target->src(0);
+  UOpPtr inner = range(amount, inner_axis);
+  UOpPtr remainder = simplify(end % amount);
+  if (remainder->is_const() && remainder->const_int() == 0)
+    return split_range(kernel, target, range(simplify(end / amount), target->arg_int()), inner);
+  UOpPtr outer = range(simplify((end + (amount - 1)) / amount), target->arg_int());
+  UOpPtr joined = outer * amount + inner;
+  UOpPtr clamped = substitute(kernel, {{target, minimum(joined, end - 1)}});
+  UOpPtr inside = lt(joined, end);
+  std::vector<UOpPtr> outputs;
+  for (const UOpPtr& store : clamped->srcs()) {
+    if (store->op() != Ops::STORE || store->src(0)->op() != Ops::INDEX)
+      throw InvalidOpt(str_cat("SPLIT(axis ", target->arg_int(), ", ", amount, "): the kernel's outputs are not indexed stores"));
+    const UOpPtr& index = store->src(0);
+    UOpPtr gate = index->src_count() == 3 ? (index->src(2) & inside) : inside;
+    std::vector<UOpPtr> sources = store->srcs();
+    sources[0] = index->with_srcs({index->src(0), index->src(1), gate});
+    outputs.push_back(store->with_srcs(std::move(sources)));
+  }
+  return simplify(clamped->with_srcs(std::move(outputs)));
+}
+
 }  // namespace
 
 UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
@@ -145,6 +171,13 @@ UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
     return simplify(substitute(kernel, {{target, merged / inner_extent}, {*other, merged % inner_extent}}));
   }
   if (kind != AxisKind::Loop && kind != AxisKind::Reduce) throw invalid("only loop and reduce axes can be split");
+  if (opt.op == OptOp::Split) {
+    if (kind != AxisKind::Loop) throw invalid("only output loops can be split into two output loops");
+    if (opt.amount < 2) throw invalid("the inner extent must be at least 2");
+    int64_t inner_axis = next_axis_in_band(ranges, 0);
+    if (inner_axis >= kFirstReduceAxis) throw invalid("the kernel has no free output axis id");
+    return split_output_loop(kernel, target, opt.amount, inner_axis);
+  }
   if (!target->src(0)->is_const()) throw invalid("the range's extent is not a constant");
   auto extent = static_cast<int64_t>(target->src(0)->const_int());
   if (opt.op == OptOp::Padto) {

@@ -14,6 +14,13 @@
 // (a 1x1 conv's 14×14 pixels become one axis of 196 that vectorises). PADTO rounds an output loop's
 // extent E up to a multiple of `amount`: every store and every load that depends on the loop gets the
 // valid `r < E` (loads yield 0 there), so the extra iterations read and write nothing.
+// SPLIT makes output loop r (extent E, constant or symbolic) two output loops, r = outer·amount +
+// inner: the outer keeps r's id and position, the inner is a new output loop of extent `amount`
+// (the next free id, so innermost among the output loops). When `amount` does not provably divide E
+// the outer runs ceil(E / amount) times; an extra iteration computes row E - 1 again (every use of r
+// reads min(r, E - 1), so loads stay in bounds without a mask inside the reduction) and its stores
+// are masked off. That gives the heuristics a constant loop to tile inside a symbolic one (a
+// matmul's `batch·sequence` rows: docs/symbolic-shapes.md, decision 7).
 #pragma once
 
 #include <cstdint>
@@ -42,13 +49,14 @@ enum class OptOp {
   Swap,    // two output loops trade places (`amount` is the other axis id): which one is outermost
   Merge,   // output loop `axis` absorbs the inner output loop `amount` (a·E + b becomes one range)
   Padto,   // output loop `axis` runs to the next multiple of `amount`; the extra iterations are masked
+  Split,   // output loop `axis` becomes outer × a new inner output loop of `amount` (padded, see above)
 };
 
 struct Opt {
   OptOp op = OptOp::Upcast;
   int64_t axis = 0;    // axis id of the RANGE to split
   int64_t amount = 1;  // extent of the new inner range (divides the range's extent); SWAP: the other axis
-  std::string text() const;  // "UPCAST(axis 1, 16)", "SWAP(axis 0, 1)", "MERGE(axis 1, 2)", "PADTO(axis 1, 16)"
+  std::string text() const;  // "UPCAST(axis 1, 16)", "SWAP(axis 0, 1)", "MERGE(axis 1, 2)", "PADTO(axis 1, 16)", "SPLIT(axis 1, 8)"
   friend bool operator==(const Opt&, const Opt&) = default;
 };
 

@@ -31,6 +31,7 @@ const char* op_name(OptOp op) {
     case OptOp::Swap: return "SWAP";
     case OptOp::Merge: return "MERGE";
     case OptOp::Padto: return "PADTO";
+    case OptOp::Split: return "SPLIT";
   }
   return "?";
 }
@@ -103,7 +104,8 @@ Opt parse_opt(const LineReader& reader, const std::vector<std::string>& words) {
   else if (name == "SWAP") opt.op = OptOp::Swap;
   else if (name == "MERGE") opt.op = OptOp::Merge;
   else if (name == "PADTO") opt.op = OptOp::Padto;
-  else reader.fail(str_cat("unknown Opt '", name, "' (UPCAST, UNROLL, SWAP, MERGE or PADTO)"));
+  else if (name == "SPLIT") opt.op = OptOp::Split;
+  else reader.fail(str_cat("unknown Opt '", name, "' (UPCAST, UNROLL, SWAP, MERGE, PADTO or SPLIT)"));
   opt.axis = parse_int(reader, words[2], "axis");
   opt.amount = parse_int(reader, words[3], "amount");
   // Opts split output loops (0…) and reduce loops (1000…), never the UPCAST/UNROLL ranges they make.

@@ -461,7 +461,8 @@ class KernelOracle {
 
 // Every Opt the oracle may draw for `ast` now: UPCAST of an output axis by 2/4/8/16, UNROLL of an
 // output or reduce axis by 2/3/4/5/7/8, each dividing the axis and within the expansion budget;
-// PADTO of an output axis to a multiple of 4/8/16; SWAP and MERGE of two output axes.
+// PADTO of an output axis to a multiple of 4/8/16; SPLIT of an output axis by 3 or 8 (padded where
+// that does not divide it); SWAP and MERGE of two output axes.
 std::vector<Opt> candidate_opts(const UOpPtr& ast, int64_t expansion) {
   std::vector<Opt> candidates;
   for (const UOp* range : kernel_ranges(ast)) {
@@ -479,6 +480,8 @@ std::vector<Opt> candidate_opts(const UOpPtr& ast, int64_t expansion) {
     if (kind != AxisKind::Loop) continue;
     for (int64_t multiple : {4, 8, 16})
       if (extent % multiple != 0 && extent < 4096) candidates.push_back({OptOp::Padto, range->arg_int(), multiple});
+    for (int64_t amount : {3, 8})
+      if (amount < extent) candidates.push_back({OptOp::Split, range->arg_int(), amount});
     for (const UOp* other : kernel_ranges(ast))
       if (other != range && axis_kind(other->arg_int()) == AxisKind::Loop && other->src(0)->is_const()) {
         candidates.push_back({OptOp::Swap, range->arg_int(), other->arg_int()});
@@ -640,7 +643,7 @@ TEST_CASE("apply_opt rejects the Opts that do not fit a kernel") {
   CHECK_NOTHROW(apply_opts(ast, {{OptOp::Upcast, 1, 8}, {OptOp::Unroll, 1, 2}, {OptOp::Unroll, reduce_axis, 3}}));
 }
 
-TEST_CASE("a loop that ends at a symbolic variable is neither split nor padded (docs/symbolic-shapes.md, decision 7)") {
+TEST_CASE("a loop that ends at a symbolic variable is neither upcast, unrolled nor padded (docs/symbolic-shapes.md, decision 7)") {
   UOpPtr n = variable("n", 1, 64);
   UOpPtr x = UOp::make(Ops::DEFINE_GLOBAL, dtypes::f32.ptr(AddrSpace::Global, 64), {}, int64_t{1});
   UOpPtr out = UOp::make(Ops::DEFINE_GLOBAL, dtypes::f32.ptr(AddrSpace::Global, 64), {}, int64_t{0});
@@ -653,24 +656,49 @@ TEST_CASE("a loop that ends at a symbolic variable is neither split nor padded (
   CHECK_THROWS_AS(apply_opt(ast, {OptOp::Upcast, 0, 8}), InvalidOpt);
   CHECK_THROWS_AS(apply_opt(ast, {OptOp::Unroll, 0, 2}), InvalidOpt);
   CHECK_THROWS_AS(apply_opt(ast, {OptOp::Padto, 0, 8}), InvalidOpt);
+  // SPLIT makes it a symbolic outer loop of ceil(n / 8) and a constant inner one.
+  UOpPtr split = apply_opt(ast, {OptOp::Split, 0, 8});
+  std::vector<const UOp*> ranges = kernel_ranges(split);
+  REQUIRE(ranges.size() == 2);
+  CHECK(!ranges[0]->src(0)->is_const());
+  CHECK(ranges[1]->arg_int() == 1);
+  CHECK(ranges[1]->src(0)->is_const());
+  CHECK(ranges[1]->src(0)->const_int() == 8);
+  CHECK_THROWS_AS(apply_opt(ast, {OptOp::Split, 1000, 8}), InvalidOpt);
+  CHECK_THROWS_AS(apply_opt(ast, {OptOp::Split, 0, 1}), InvalidOpt);
 }
 
-TEST_CASE("a kernel with one symbolic loop gets the heuristics' opts on its constant loops only") {
-  // (n, 64) · (64, 32) with n a size variable: the rows stay one plain loop, the columns are
-  // vectorised and tiled and the reduction unrolled as in a fixed-size matmul.
+TEST_CASE("a kernel with symbolic rows: a SPLIT of them into blocks, then the heuristics' opts on constant loops") {
+  // (n, 64) · (64, 32) with n a size variable: the rows are split into ceil(n / 8) blocks of 8,
+  // whose constant inner loop is the register tile's rows; the columns are vectorised and tiled as
+  // in a fixed-size matmul. tests/tensor/test_symbolic_tensor.cpp runs such kernels at several n.
   Tensor x = symbolic_graph_input("x", {size_variable("n", 1, 512), 64}, ScalarType::Float32);
   Schedule schedule = create_schedule({x.matmul(f32({64, 32}, 6)).data().node});
   REQUIRE(schedule.kernels.size() == 1);
   const UOpPtr& ast = schedule.kernels[0].ast;
   std::vector<Opt> opts = hand_coded_opts(ast, host_cpu_caps());
-  CHECK(!opts.empty());
-  for (const Opt& opt : opts) {
-    CAPTURE(opt.axis);
-    for (const UOp* range : kernel_ranges(ast))
-      if (range->arg_int() == opt.axis) CHECK(range->src(0)->is_const());
+  REQUIRE(opts.size() >= 2);
+  CHECK(opts[0].op == OptOp::Split);
+  CHECK(opts[0].amount == 8);
+  UOpPtr blocked = apply_opt(ast, opts[0]);
+  int64_t block_axis = -1;
+  for (const UOp* range : kernel_ranges(blocked))
+    if (axis_kind(range->arg_int()) == AxisKind::Loop) block_axis = std::max(block_axis, range->arg_int());
+  bool tiles_block = false;
+  for (size_t i = 1; i < opts.size(); ++i) {
+    CAPTURE(opts[i].text());
+    for (const UOp* range : kernel_ranges(blocked))
+      if (range->arg_int() == opts[i].axis) CHECK(range->src(0)->is_const());
+    tiles_block = tiles_block || (opts[i].op == OptOp::Unroll && opts[i].axis == block_axis);
   }
-  UOpPtr optimised = apply_opts(ast, opts);  // valid: no opt touches the symbolic loop
+  CHECK(tiles_block);
+  UOpPtr optimised = apply_opts(ast, opts);
   CHECK(!parallel_extent_of(optimised).is_known());
+  // Rows that never reach two blocks (a batch of at most 4) are not split.
+  Tensor few = symbolic_graph_input("x", {size_variable("b", 1, 4), 64}, ScalarType::Float32);
+  Schedule small = create_schedule({few.matmul(f32({64, 32}, 6)).data().node});
+  REQUIRE(small.kernels.size() == 1);
+  for (const Opt& opt : hand_coded_opts(small.kernels[0].ast, host_cpu_caps())) CHECK(opt.op != OptOp::Split);
 }
 
 TEST_CASE("the heuristics: a transposing copy swaps its loops; a matrix-vector product unrolls its reduction") {

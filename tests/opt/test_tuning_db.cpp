@@ -125,7 +125,7 @@ TEST_CASE("a damaged database gets a message naming the file and the line") {
   // Line numbers: 1 comment, 2 header, 3 blank, 4 entry, 5 target, 6 opt-version, 7 kernel-lines,
   // 8-9 kernel, 10 opt, 11 time-us, 12 end.
   CHECK(parse_error(replace(good, "opt UPCAST", "opt UPCASTX")) ==
-        "bad.db:10: unknown Opt 'UPCASTX' (UPCAST, UNROLL, SWAP, MERGE or PADTO)");
+        "bad.db:10: unknown Opt 'UPCASTX' (UPCAST, UNROLL, SWAP, MERGE, PADTO or SPLIT)");
   CHECK(parse_error(replace(good, "opt UPCAST 0 4", "opt UPCAST 1000 4")) ==
         "bad.db:10: bad axis 1000 for UPCAST (an output loop: 0 to 999)");
   CHECK(parse_error(replace(good, "opt UPCAST 0 4", "opt UNROLL 2001 4")).find("bad.db:10: bad axis 2001 for UNROLL") == 0);

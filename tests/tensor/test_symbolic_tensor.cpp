@@ -205,6 +205,18 @@ TEST_CASE("a matmul large enough to be vectorised and tiled along its constant a
                  {{{-1, 64}}}, {1, 7, 64, 100}, 128);
 }
 
+TEST_CASE("symbolic rows in blocks (padded, the extra rows stored nowhere), a symbolic reduction, merged symbolic axes") {
+  // P·V of attention: an (n, n) · (n, 16) matmul reduces over n and tiles its rows in blocks of 8
+  // (SPLIT), so n = 1, 9 and 20 leave a block partly past the end; the elementwise kernel over
+  // (n, n, 8) runs its two symbolic axes as one (order_output_axes).
+  Tensor w = weight({8}, 0.25f);
+  check_at_sizes(
+      [&](const std::vector<Tensor>& x) {
+        return std::vector<Tensor>{x[0].matmul(x[1]), (x[2] * w + 1.0f).relu(), x[0].softmax(-1).matmul(x[1]) + 1.0f};
+      },
+      {{{-1, -1}}, {{-1, 16}}, {{-1, -1, 8}}}, {1, 9, 20, 32}, 32);
+}
+
 TEST_CASE("an embedding lookup of a symbolic number of token ids, pooled") {
   Tensor table = weight({5, 4}, 0.75f);
   check_at_sizes(
