@@ -20,6 +20,7 @@
 #include "narrow_types.h"
 #include "onnx/onnx_pb.h"
 #include "op_helpers.h"
+#include "shape_values.h"
 #include "support/error.h"
 #include "support/large_stack.h"
 #include "support/limits.h"
@@ -592,6 +593,7 @@ void build_node(const BuildContext& context, const onnx::NodeProto& proto, Scope
         node.fail(str_cat("unsupported op '", proto.op_type(), "' (domain '", domain_label(domain), "', opset ",
                           *node_opset, ")"));
       results = (*builder)(node);
+      propagate_shape_values(node, results);
     }
   } catch (const Error& error) {
     // Tensor-level errors (shapes that do not broadcast, …) do not know the node: add it.

@@ -3,6 +3,7 @@
 #include "narrow_types.h"
 #include "onnx/onnx_pb.h"
 #include "op_registry.h"
+#include "shape_values.h"
 #include "support/error.h"
 
 namespace kiln::onnx_import {
@@ -72,6 +73,11 @@ std::vector<int64_t> OnnxNode::input_ints(size_t i) const {
 }
 
 std::vector<double> OnnxNode::input_doubles(size_t i) const { return input(i).to_vector<double>(); }
+
+Dims OnnxNode::input_dims(size_t i) const {
+  if (std::optional<Dims> values = shape_value_of(input(i))) return *values;
+  return to_dims(input_ints(i));
+}
 
 const onnx::AttributeProto* OnnxNode::find_attribute(const std::string& name) const {
   for (const auto& attribute : proto_.attribute())

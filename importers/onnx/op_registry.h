@@ -6,7 +6,8 @@
 // Constant folding of shape subgraphs happens by itself: every Tensor is lazy and computable, so a
 // builder that needs values (Reshape's shape, Slice's starts) asks for them with input_ints(), which
 // realizes that small tensor. Shape/Gather/Concat chains over static shapes therefore fold at
-// import time.
+// import time. Over symbolic shapes they fold into size expressions instead (shape_values.h), which
+// builders that take a shape read with input_dims().
 //
 // Values are OnnxValues (onnx_value.h): tensors for almost every op; sequences and optionals for
 // the sequence/optional ops and control flow, which register with add_value_op. If/Loop/Scan bodies
@@ -23,6 +24,7 @@
 
 #include "kiln/kiln.hpp"
 #include "onnx_value.h"
+#include "tensor/dim.h"
 
 namespace onnx {
 class NodeProto;
@@ -62,6 +64,9 @@ class OnnxNode {
   // The values of a (small) input as integers / doubles: realizes it. For shape-like inputs.
   std::vector<int64_t> input_ints(size_t i) const;
   std::vector<double> input_doubles(size_t i) const;
+  // A shape-like input as Dims: a shape value's (shape_values.h: computed from a symbolic shape, its
+  // elements are size expressions), otherwise input_ints.
+  Dims input_dims(size_t i) const;
 
   // Attributes, with defaults for the optional ones; a missing required one is a UserError.
   bool has_attribute(const std::string& name) const;

@@ -9,6 +9,7 @@
 #include "support/int128.h"
 #include "support/limits.h"
 #include "op_registry.h"
+#include "shape_values.h"
 #include "tensor/tensor_internal.h"
 
 namespace kiln::onnx_import {
@@ -18,20 +19,20 @@ using Outputs = std::vector<Tensor>;
 
 Outputs reshape(const OnnxNode& node) {
   const Tensor& x = node.input(0);
-  // Opset 5 moved the target shape from an attribute to an input.
-  std::vector<int64_t> shape = node.opset() < 5 ? node.attr_ints("shape") : node.input_ints(1);
+  // Opset 5 moved the target shape from an attribute to an input, which may be a shape value
+  // computed from a symbolic shape (its entries size expressions).
+  Dims target = node.opset() < 5 ? to_dims(node.attr_ints("shape")) : node.input_dims(1);
   // allowzero (opset 14): 0 is a real zero-size dimension; otherwise it copies the input's.
   bool allow_zero = node.opset() >= 14 && node.attr_int("allowzero", 0) != 0;
   // Dims: a 0 copies the input's dimension, which may be symbolic (a [batch, sequence] input).
-  Dims target = to_dims(shape);
   if (!allow_zero) {
-    for (size_t i = 0; i < shape.size(); ++i) {
-      if (shape[i] != 0) continue;
+    for (size_t i = 0; i < target.size(); ++i) {
+      if (!target[i].is(0)) continue;
       if (static_cast<int64_t>(i) >= x.ndim()) node.fail("shape entry 0 at position " + std::to_string(i) + " has no input dimension to copy");
       target[i] = dim_of(x, static_cast<int64_t>(i));
     }
   }
-  if (has_symbolic_shape(x)) return {reshape_to(x, target)};
+  if (has_symbolic_shape(x) || !all_known(target)) return {reshape_to(x, target)};
   return {x.reshape(known_sizes(target))};
 }
 
@@ -83,8 +84,20 @@ Outputs transpose(const OnnxNode& node) {
 
 Outputs expand(const OnnxNode& node) {
   const Tensor& x = node.input(0);
+  Dims target = node.input_dims(1);
   // ONNX Expand broadcasts both ways: a target 1 keeps the input's dimension.
-  return {x.expand(broadcast_shapes(node, x.shape(), node.input_ints(1)))};
+  if (all_known(target) && !has_symbolic_shape(x)) return {x.expand(broadcast_shapes(node, x.shape(), known_sizes(target)))};
+  Dims dims = dims_of(x);
+  size_t rank = std::max(dims.size(), target.size());
+  Dims result(rank, Dim(1));
+  for (size_t i = 0; i < rank; ++i) {
+    Dim a = i + dims.size() >= rank ? dims[i + dims.size() - rank] : Dim(1);
+    Dim b = i + target.size() >= rank ? target[i + target.size() - rank] : Dim(1);
+    if (a.is(1)) result[i] = b;
+    else if (b.is(1) || a == b) result[i] = a;
+    else node.fail(str_cat("cannot expand shape ", dims_string(dims), " to ", dims_string(target)));
+  }
+  return {broadcast_to(x, result)};
 }
 
 Outputs tile(const OnnxNode& node) {
@@ -239,7 +252,7 @@ Outputs center_crop_pad(const OnnxNode& node) {
 }
 
 Outputs shape(const OnnxNode& node) {
-  const Shape& dims = node.input(0).shape();
+  Dims dims = dims_of(node.input(0));
   auto rank = static_cast<int64_t>(dims.size());
   // start/end (opset 15) take a clamped sub-range of the dimensions.
   int64_t start = node.opset() >= 15 ? node.attr_int("start", 0) : 0;
@@ -248,25 +261,41 @@ Outputs shape(const OnnxNode& node) {
   if (end < 0) end += rank;
   start = std::clamp<int64_t>(start, 0, rank);
   end = std::clamp<int64_t>(end, 0, rank);
-  std::vector<int64_t> values;
-  for (int64_t i = start; i < end; ++i) values.push_back(dims[static_cast<size_t>(i)]);
-  return {int64_vector(values)};
+  // Of a symbolic shape: a shape value, whose entries later shape inputs read as expressions.
+  Dims values(dims.begin() + start, dims.begin() + std::max(start, end));
+  if (!all_known(values)) return {shape_value_tensor(values, false)};
+  return {int64_vector(known_sizes(values))};
 }
 
 Outputs size(const OnnxNode& node) {
-  return {Tensor::from_vector(std::vector<int64_t>{node.input(0).numel()}, {})};
+  Dim count = dims_numel(dims_of(node.input(0)));
+  if (!count.is_known()) return {shape_value_tensor({count}, true)};
+  return {Tensor::from_vector(std::vector<int64_t>{count.value()}, {})};
 }
 
 Outputs constant_of_shape(const OnnxNode& node) {
-  std::vector<int64_t> dims = node.input_ints(0);
-  if (!node.has_attribute("value")) return {Tensor::zeros(dims, ScalarType::Float32)};
-  Tensor value = node.attr_tensor("value");
+  Dims dims = node.input_dims(0);
+  Tensor value = node.has_attribute("value") ? node.attr_tensor("value") : Tensor::zeros({1}, ScalarType::Float32);
   if (value.numel() != 1) node.fail("value must hold one element");
-  return {value.reshape({}).expand(dims)};
+  if (!all_known(dims)) return {broadcast_to(value.reshape({}), dims)};
+  if (!node.has_attribute("value")) return {Tensor::zeros(known_sizes(dims), ScalarType::Float32)};
+  return {value.reshape({}).expand(known_sizes(dims))};
 }
 
 Outputs range(const OnnxNode& node) {
   ScalarType type = node.input(0).dtype();
+  // A limit computed from a symbolic shape (position ids: Range(0, sequence, 1)): start and delta
+  // must then be constants, delta positive; the count is max(ceil((limit - start) / delta), 0).
+  for (size_t i = 0; i < 3 && i < node.input_count(); ++i) {
+    if (!node.has_input(i) || !shape_value_of(node.input(i))) continue;
+    if (i != 1) node.fail("unsupported: a start or delta computed from a symbolic shape (only the limit may be)");
+    Dim limit = node.input_dims(1).at(0);
+    int64_t first = node.input_ints(0).at(0), step = node.input_ints(2).at(0);
+    if (step <= 0) node.fail("unsupported: a symbolic limit with a delta that is not positive");
+    Dim count = max(limit - first + (step - 1), Dim(0)) / step;
+    Tensor values = arange_dim(count, ScalarType::Int64) * int64_vector({step}).reshape({}) + int64_vector({first}).reshape({});
+    return {values.cast(type)};
+  }
   double start = node.input_doubles(0).at(0), limit = node.input_doubles(1).at(0), delta = node.input_doubles(2).at(0);
   if (delta == 0) node.fail("delta must not be zero");
   // ONNX: max(ceil((limit − start) / delta), 0) elements, start + i·delta.

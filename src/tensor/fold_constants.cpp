@@ -14,6 +14,7 @@
 //    kernel recomputes them cheaper than it loads them; except an explicit copy (CONTIGUOUS), a
 //    weight reordered for the kernel that reads it, up to 1 GiB;
 //  - arithmetic on constants alone with no buffer (arange, iota masks): index math, cheaper inline.
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -26,6 +27,18 @@
 
 namespace kiln {
 namespace {
+
+// Whether a node's value or shape depends on a size variable (docs/symbolic-shapes.md): a
+// DEFINE_VAR (a symbolic size used as a value), or a movement or arange whose sizes name a symbolic
+// dim. Such values are known only when a plan runs, so they are never folded.
+bool depends_on_size_variable(const UOp* node) {
+  if (node->op() == Ops::DEFINE_VAR) return true;
+  if (node->op() == Ops::SPECIAL) return node->src_count() == 1 && node->src(0)->is_const() &&
+                                         node->src(0)->const_int() < kFirstDimMarker;
+  if (!(op_group(node->op()) == OpGroup::Movement)) return false;
+  const std::vector<int64_t>& args = node->arg_list();
+  return std::any_of(args.begin(), args.end(), [](int64_t arg) { return arg < kFirstDimMarker; });
+}
 
 using detail::TensorData;
 
@@ -86,7 +99,7 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
       if (fact.constant) buffers_below[node] = {id};
       continue;
     }
-    fact.constant = true;
+    fact.constant = !depends_on_size_variable(node);
     fact.has_work = !is_movement(node->op()) && node->op() != Ops::CONST && node->op() != Ops::SPECIAL;
     std::unordered_set<int64_t> below;
     for (const UOpPtr& src : node->srcs()) {

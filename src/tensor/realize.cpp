@@ -83,7 +83,14 @@ void run_schedule(const Schedule& schedule, const std::vector<KernelFunction>& f
       extent = kernel.parallel_extent.value("running a kernel in process");
     } else {
       // The kernel's variables, in its order, after the buffers (docs/kernel-ast.md, "Variables").
-      KILN_ASSERT(variables != nullptr, str_cat("kernel ", kernel.name(), " has size variables and the run gives none"));
+      // Realizing in process (a value a builder needs now) cannot know them: the model's error,
+      // such as a shape computed from a symbolic shape by ops the importer does not follow.
+      if (variables == nullptr) {
+        std::string names;
+        for (const VariableSpec& spec : kernel.variables) names += (names.empty() ? "" : ", ") + spec.name;
+        throw UserError(str_cat("unsupported: this value depends on the symbolic size(s) ", names,
+                                ", known only when the plan runs, but is needed now (docs/symbolic-shapes.md, decision 9)"));
+      }
       values.clear();
       for (const VariableSpec& spec : kernel.variables) values.push_back(size_variable_value(*variables, spec));
       arguments.push_back(values.data());

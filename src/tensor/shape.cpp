@@ -26,8 +26,10 @@ Dims infer_shape(const UOp& node, const std::vector<const Dims*>& sources) {
     case Ops::BUFFER: return {decode_dim(node.arg_list().at(1))};
     case Ops::CONST: return {};
     case Ops::SPECIAL: {
-      Dim count(node.src(0));
-      return {count.is_known() && count.value() < 0 ? Dim(0) : count};
+      // The count is a CONST: a length, or a marker naming a symbolic one (arange_dim).
+      int64_t value = node.src(0)->const_int();
+      if (value < kFirstDimMarker) return {decode_dim(value)};
+      return {Dim(value < 0 ? 0 : value)};
     }
     case Ops::RESHAPE:
     case Ops::EXPAND: return decode_dims(node.arg_list());

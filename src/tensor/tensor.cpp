@@ -300,6 +300,13 @@ Tensor Tensor::arange(int64_t stop, ScalarType type) {
   return make_tensor(UOp::make(Ops::CAST, to_dtype(type), {node}), {stop}, to_dtype(type), {&indices});
 }
 
+Tensor arange_dim(const Dim& count, ScalarType type) {
+  if (count.is_known()) return Tensor::arange(count.value(), type);
+  UOpPtr node = UOp::make(Ops::SPECIAL, dtypes::index, {const_int(dtypes::index, encode_dim(count))}, std::string("arange"));
+  Tensor indices = make_tensor_dims(node, {count}, dtypes::index, {});
+  return make_tensor_dims(UOp::make(Ops::CAST, to_dtype(type), {node}), {count}, to_dtype(type), {&indices});
+}
+
 // ---- elementwise primitives ----
 
 Tensor Tensor::cast(ScalarType type) const {
@@ -531,6 +538,29 @@ Tensor Tensor::reshape(Shape new_shape) const {
   return make_tensor(movement(Ops::RESHAPE, data().node, new_shape), new_shape, data().dtype, {this});
 }
 
+namespace {
+
+// The size a -1 at `position` of `shape` stands for when reshaping `dims`: the element count over
+// the other sizes, with equal symbolic factors cancelled first ((batch, sequence, 2, 8) to (batch,
+// sequence, -1) gives 16, where batch·sequence·16 / (batch·sequence) does not simplify).
+Dim inferred_dim(const Dims& dims, const Dims& shape, std::ptrdiff_t position) {
+  Dims numerator = dims, denominator;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (static_cast<std::ptrdiff_t>(i) != position) denominator.push_back(shape[i]);
+  for (auto factor = denominator.begin(); factor != denominator.end();) {
+    auto match = factor->is_known() ? numerator.end() : std::find(numerator.begin(), numerator.end(), *factor);
+    if (match == numerator.end()) {
+      ++factor;
+      continue;
+    }
+    numerator.erase(match);
+    factor = denominator.erase(factor);
+  }
+  return dims_numel(numerator) / dims_numel(denominator);
+}
+
+}  // namespace
+
 Tensor reshape_to(const Tensor& t, const Dims& shape) {
   require_defined(t);
   if (!has_symbolic_shape(t) && all_known(shape)) return t.reshape(known_sizes(shape));
@@ -544,7 +574,7 @@ Tensor reshape_to(const Tensor& t, const Dims& shape) {
     if (known.is(0) || std::count_if(shape.begin(), shape.end(), [](const Dim& size) { return size.is(-1); }) > 1)
       throw UserError(str_cat("reshape: cannot infer -1 reshaping ", dims_string(dims), " to ", dims_string(shape)));
     Dims resolved = shape;
-    resolved[static_cast<size_t>(inferred - shape.begin())] = dims_numel(dims) / known;
+    resolved[static_cast<size_t>(inferred - shape.begin())] = inferred_dim(dims, shape, inferred - shape.begin());
     return reshape_to(t, resolved);
   }
   for (const Dim& size : shape)

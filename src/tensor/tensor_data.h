@@ -5,7 +5,8 @@
 //   BUFFER       arg [buffer id, element count]; dtype = element type; shape [count]. The data is
 //                a HostBuffer held by the TensorData that created the node (see `buffer`).
 //   CONST        a scalar (shape []); broadcast with RESHAPE + EXPAND.
-//   SPECIAL      arg "arange", src CONST n: the index along a shape-[n] axis, dtype index.
+//   SPECIAL      arg "arange", src CONST n: the index along a shape-[n] axis, dtype index (n may be
+//                a marker naming a symbolic length, dim.h's encode_dim).
 //   RESHAPE PERMUTE EXPAND PAD SHRINK FLIP   views, args as in ops.def; PAD fills with zero.
 //   ALU ops, CAST, BITCAST                   elementwise; sources already broadcast to one shape.
 //   REDUCE_AXIS  arg [reduce op (ADD, MUL, MAX), axes...]; reduced axes keep size 1.

@@ -32,6 +32,8 @@ bool has_symbolic_shape(const Tensor& t);
 Dim dim_of(const Tensor& t, int64_t axis);
 // A scalar holding a size (a symbolic one is computed from the run's variables).
 Tensor dim_tensor(const Dim& dim, ScalarType type);
+// Tensor::arange(count, type) for a count that may be symbolic: 0, 1, …, count - 1.
+Tensor arange_dim(const Dim& count, ScalarType type);
 // shrink with one (begin, end) per axis, which may be symbolic: a whole axis is (0, its size), and
 // a symbolic axis otherwise takes a fixed range within its smallest size.
 using DimRanges = std::vector<std::pair<Dim, Dim>>;
