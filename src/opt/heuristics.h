@@ -15,8 +15,9 @@
 //  3. Loop order: the tile's columns outermost (SWAP) when their strip fits in half the L2.
 //  0. First, in a kernel with a reduction whose rows are a symbolic loop (a matmul over
 //     `batch·sequence` tokens), that loop is SPLIT into a symbolic outer loop and a constant inner
-//     loop of kSymbolicRowBlock rows, which 1-3 tile like any constant loop; kept only when the
-//     tile takes its rows from the inner loop.
+//     loop of kRowBlock (8) rows, which 1-3 tile like any constant loop; kept only when the
+//     tile takes its rows from the inner loop. A constant row loop that no tile's row count divides
+//     (37 tokens) is offered the same SPLIT as one more padded candidate of step 1.
 // docs/optimisation.md gives the reasons and measurements for each rule.
 // The Opt list, the new AST and the new extent of axis 0 (the thread split) replace the kernel's.
 #pragma once

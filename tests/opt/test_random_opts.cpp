@@ -694,6 +694,17 @@ TEST_CASE("a kernel with symbolic rows: a SPLIT of them into blocks, then the he
   CHECK(tiles_block);
   UOpPtr optimised = apply_opts(ast, opts);
   CHECK(!parallel_extent_of(optimised).is_known());
+  // A constant row count that no tile divides (37, a prime) gets the same blocks, the last padded;
+  // one that a tile divides (40) keeps its plain tile.
+  auto first_opts = [](int64_t rows) {
+    Schedule fixed = create_schedule({f32({rows, 64}, 7).matmul(f32({64, 32}, 6)).data().node});
+    REQUIRE(fixed.kernels.size() == 1);
+    return hand_coded_opts(fixed.kernels[0].ast, host_cpu_caps());
+  };
+  std::vector<Opt> prime = first_opts(37), even = first_opts(40);
+  REQUIRE(!prime.empty());
+  CHECK(prime[0].op == OptOp::Split);
+  CHECK(std::none_of(even.begin(), even.end(), [](const Opt& opt) { return opt.op == OptOp::Split; }));
   // Rows that never reach two blocks (a batch of at most 4) are not split.
   Tensor few = symbolic_graph_input("x", {size_variable("b", 1, 4), 64}, ScalarType::Float32);
   Schedule small = create_schedule({few.matmul(f32({64, 32}, 6)).data().node});
