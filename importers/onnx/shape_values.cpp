@@ -46,7 +46,7 @@ ShapeValueTable& table() {
 }
 
 bool is_integer_type(ScalarType type) {
-  return type == ScalarType::Int64 || type == ScalarType::Int32 || type == ScalarType::Int16 ||
+  return type == ScalarType::Bool || type == ScalarType::Int64 || type == ScalarType::Int32 || type == ScalarType::Int16 ||
          type == ScalarType::Int8 || type == ScalarType::UInt8 || type == ScalarType::UInt16 ||
          type == ScalarType::UInt32 || type == ScalarType::UInt64;
 }
@@ -131,6 +131,32 @@ std::optional<Dims> output_values(const OnnxNode& node) {
     }
     return result;
   }
+  if (op == "Equal") {
+    // Decided only where it is the same for every value of the variables: equal expressions, or a
+    // constant outside a symbolic size's range (exporters compare a shape with -1 or 1).
+    std::optional<Dims> a = operand(node, 0), b = operand(node, 1);
+    if (!a || !b) return std::nullopt;
+    bool undecided = false;
+    std::optional<Dims> result = elementwise(*a, *b, [&](const Dim& x, const Dim& y) {
+      if (x == y) return Dim(1);
+      if (x.max() < y.min() || y.max() < x.min()) return Dim(0);
+      undecided = true;
+      return Dim(0);
+    });
+    if (undecided) return std::nullopt;
+    return result;
+  }
+  if (op == "Where") {
+    std::optional<Dims> condition = operand(node, 0), a = operand(node, 1), b = operand(node, 2);
+    if (!condition || !a || !b || !all_known(*condition)) return std::nullopt;
+    size_t n = std::max({condition->size(), a->size(), b->size()});
+    for (const Dims* operand_values : {&*condition, &*a, &*b})
+      if (operand_values->size() != 1 && operand_values->size() != n) return std::nullopt;
+    auto at = [](const Dims& values, size_t i) { return values[values.size() == 1 ? 0 : i]; };
+    Dims result;
+    for (size_t i = 0; i < n; ++i) result.push_back(at(*condition, i).is(0) ? at(*b, i) : at(*a, i));
+    return result;
+  }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
     std::optional<Dims> a = operand(node, 0), b = operand(node, 1);
     if (!a || !b) return std::nullopt;
@@ -170,7 +196,9 @@ void propagate_shape_values(const OnnxNode& node, const std::vector<OnnxValue>& 
   if (!reads_shape_value) return;
   std::optional<Dims> values = output_values(node);
   const Tensor& output = results[0].tensor();
-  if (!values || all_known(*values) || has_symbolic_shape(output) || output.ndim() > 1 ||
+  // Recorded even when every element is known (an Equal of a shape with -1): the tensor itself is
+  // computed from the variables, so consumers must read these Dims rather than realize it.
+  if (!values || has_symbolic_shape(output) || output.ndim() > 1 ||
       output.numel() != static_cast<int64_t>(values->size()))
     return;
   table().record(output, std::move(*values));

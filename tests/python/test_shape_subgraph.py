@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A model as exporters write it over [batch, sequence]: its shapes come from Shape → Gather →
 Unsqueeze → Concat chains (head split and merge by Reshape), Range(0, sequence) position ids,
-ConstantOfShape and Expand over computed shapes, and Size used as data. Compiled once with the
+ConstantOfShape and Expand over computed shapes (one through torch's Equal/Where for a -1), and Size
+used as data. Compiled once with the
 dims symbolic, those chains fold into size expressions (docs/symbolic-shapes.md, decision 9), and
 the plan runs at six shapes against onnxruntime. A shape value that a node needs as constants
 (Slice's ends) is refused with an error naming the node.
@@ -56,6 +57,7 @@ initializers = [
     ("emb", weight(VOCAB, WIDTH)), ("positions", weight(POSITIONS, WIDTH)), ("wq", weight(WIDTH, WIDTH)),
     ("i0", np.array(0, np.int64)), ("i1", np.array(1, np.int64)), ("axis0", ints(0)), ("heads", ints(2)),
     ("head_width", ints(8)), ("minus1", ints(-1)), ("zero", np.array(0, np.int64)), ("one", np.array(1, np.int64)),
+    ("width", ints(WIDTH)), ("row", weight(1, 1, WIDTH)),
 ]
 node = helper.make_node
 nodes = [
@@ -90,10 +92,20 @@ nodes = [
     node("Size", ["ids"], ["token_count"], name="token_count"),
     node("Cast", ["token_count"], ["token_count_f"], to=TensorProto.FLOAT, name="token_count_f"),
     node("Mul", ["pooled", "token_count_f"], ["summed"], name="summed"),
+    # torch's x.expand(batch, -1, 16): the -1 replaced by 1 through Equal and Where, then Expand.
+    node("Concat", ["batch_1d", "minus1", "width"], ["wanted"], axis=0, name="wanted"),
+    node("Equal", ["wanted", "minus1"], ["is_kept"], name="is_kept"),
+    node("Shape", ["wanted"], ["wanted_rank"], name="wanted_rank"),
+    node("ConstantOfShape", ["wanted_rank"], ["all_ones"], value=helper.make_tensor("o", TensorProto.INT64, [1], [1]),
+         name="all_ones"),
+    node("Where", ["is_kept", "all_ones", "wanted"], ["expand_shape"], name="expand_shape"),
+    node("Expand", ["row", "expand_shape"], ["rows"], name="rows"),
+    node("Mul", ["attended", "rows"], ["scaled_rows"], name="scaled_rows"),
 ]
 inputs = [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "sequence"])]
 outputs = [helper.make_tensor_value_info("attended", TensorProto.FLOAT, ["batch", "sequence", WIDTH]),
-           helper.make_tensor_value_info("summed", TensorProto.FLOAT, ["batch", WIDTH])]
+           helper.make_tensor_value_info("summed", TensorProto.FLOAT, ["batch", WIDTH]),
+           helper.make_tensor_value_info("scaled_rows", TensorProto.FLOAT, ["batch", "sequence", WIDTH])]
 
 with tempfile.TemporaryDirectory() as folder:
     model_path = os.path.join(folder, "exported.onnx")
@@ -108,7 +120,8 @@ with tempfile.TemporaryDirectory() as folder:
         for batch, sequence in [(1, 1), (1, 7), (2, 16), (3, 33), (4, 64), (2, 9)]:
             feed = {"ids": rng.integers(0, VOCAB, size=(batch, sequence), dtype=np.int64)}
             got = plan.run(feed)
-            for name, want in zip(["attended", "summed"], reference.run(["attended", "summed"], feed)):
+            names = ["attended", "summed", "scaled_rows"]
+            for name, want in zip(names, reference.run(names, feed)):
                 shape_ok = got[name].shape == want.shape
                 # `summed` is a mean times batch·sequence: its error grows with the token count.
                 scale = max(1.0, float(np.max(np.abs(want))))
