@@ -30,6 +30,13 @@ int64_t checked_at_maxima(const plan_fb::SizeProgram* table, const std::vector<i
   return *value;
 }
 
+// Whether a (checked) size program reads a variable: (opcode, operand) pairs.
+bool reads_a_variable(std::span<const int64_t> program) {
+  for (size_t i = 0; i + 1 < program.size(); i += 2)
+    if (program[i] == static_cast<int64_t>(plan::SizeOp::kVariable)) return true;
+  return false;
+}
+
 std::vector<int64_t> check_variables(const plan_fb::Plan& plan) {
   std::vector<int64_t> maxima;
   if (plan.variables() == nullptr) return maxima;
@@ -76,6 +83,10 @@ void check_value(const plan_fb::Value& value, const char* what, const std::vecto
       invalid_plan(dim + " is " + number(stored) + " in its shape but " + number(size) + " in its program");
     if (stored >= 0 && program_of(value.dims()->Get(index)).size() != 2)
       invalid_plan(dim + " is fixed (" + number(stored) + ") but its program is not that constant");
+    // A -1 is a size the run decides: a program that reads no variable is a constant, and the
+    // plan would load but refuse every input at that dim.
+    if (stored == -1 && !reads_a_variable(program_of(value.dims()->Get(index))))
+      invalid_plan(dim + " is symbolic (-1) in its shape but its program is the constant " + number(size));
     if (size < 0) invalid_plan(dim + " is negative with every variable at its maximum");
     if (size != 0 && count > limits::kMaxTensorBytes / static_cast<uint64_t>(size)) count = limits::kMaxTensorBytes + 1;
     else count *= static_cast<uint64_t>(size);

@@ -311,6 +311,8 @@ Area plan_area(const std::string& work) {
            [](fb::PlanT& p) { p.inputs[0]->byte_size_program->code = {kVariable, 0, kPush, 32, kMul, 0}; });
   symbolic("sym_fixed_dim_wrong", INVALID, {"input 'x' dimension 1 is 4 in its shape but 5 in its program"},
            [](fb::PlanT& p) { p.inputs[0]->dims[1]->code = {kPush, 5}; });
+  symbolic("sym_constant_symbolic_dim", INVALID, {"input 'x' dimension 0 is symbolic (-1) in its shape but its program is the constant 3"},
+           [](fb::PlanT& p) { p.inputs[0]->dims[0]->code = {kPush, 3}; });
   symbolic("sym_dims_count", INVALID, {"input 'x' has 1 dimension programs for rank 2"},
            [](fb::PlanT& p) { p.inputs[0]->dims.pop_back(); });
   symbolic("sym_variable_unbound", INVALID, {"variable 'rows' is no input's dimension"},
