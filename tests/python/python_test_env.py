@@ -62,6 +62,31 @@ def cli_arguments():
     return parser.parse_args()
 
 
+def binding_test_setup():
+    """The start of the tests that run plans through the Python binding against onnxruntime: parses
+    --source-root, --kiln, --libkiln and --python, re-runs under a Python with numpy and onnx (or
+    exits 77), exits 77 without onnxruntime, and points the binding at the build's libkiln and CLI.
+    Returns (args, onnxruntime module, kiln module)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--source-root", required=True)
+    parser.add_argument("--kiln", required=True)
+    parser.add_argument("--libkiln", required=True)
+    parser.add_argument("--python")
+    args = parser.parse_args()
+    require_numpy_and_onnx(args.python)
+    try:
+        import onnxruntime
+    except ImportError:
+        print("skip: onnxruntime is not installed (scripts/lib/python_env.sh installs it)")
+        sys.exit(77)
+    os.environ["KILN_LIBRARY"] = args.libkiln
+    os.environ["KILN_CLI"] = args.kiln
+    sys.path.insert(0, os.path.join(args.source_root, "python"))
+    import kiln
+
+    return args, onnxruntime, kiln
+
+
 class Checks:
     """Named checks that print ok/FAIL and are counted, and a runner for the kiln CLI."""
 

@@ -9,7 +9,6 @@ the plan runs at six shapes against onnxruntime. A shape value that a node needs
 
 Run by meson (test 'symbolic-shape-subgraph'); skipped (77) without numpy, onnx or onnxruntime.
 """
-import argparse
 import os
 import sys
 import tempfile
@@ -17,27 +16,10 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import python_test_env  # noqa: E402
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--source-root", required=True)
-parser.add_argument("--kiln", required=True)
-parser.add_argument("--libkiln", required=True)
-parser.add_argument("--python")
-args = parser.parse_args()
-python_test_env.require_numpy_and_onnx(args.python)
+args, onnxruntime, kiln = python_test_env.binding_test_setup()
 
 import numpy as np  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
-
-try:
-    import onnxruntime  # noqa: E402
-except ImportError:
-    print("skip: onnxruntime is not installed (scripts/lib/python_env.sh installs it)")
-    sys.exit(77)
-
-os.environ["KILN_LIBRARY"] = args.libkiln
-os.environ["KILN_CLI"] = args.kiln
-sys.path.insert(0, os.path.join(args.source_root, "python"))
-import kiln  # noqa: E402
 
 checks = python_test_env.Checks(args.kiln)
 check = checks.check

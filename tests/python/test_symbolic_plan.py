@@ -12,7 +12,6 @@ Transpose, a scaled and masked Softmax, a MatMul) and masked mean pooling over t
 
 usage: test_symbolic_plan.py --source-root DIR --kiln KILN_CLI --libkiln LIBKILN [--python VENV_PYTHON]
 """
-import argparse
 import os
 import sys
 import tempfile
@@ -20,27 +19,10 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import python_test_env  # noqa: E402
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--source-root", required=True)
-parser.add_argument("--kiln", required=True)
-parser.add_argument("--libkiln", required=True)
-parser.add_argument("--python")
-args = parser.parse_args()
-python_test_env.require_numpy_and_onnx(args.python)
+args, onnxruntime, kiln = python_test_env.binding_test_setup()
 
 import numpy as np  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
-
-try:
-    import onnxruntime  # noqa: E402
-except ImportError:
-    print("skip: onnxruntime is not installed (scripts/lib/python_env.sh installs it)")
-    sys.exit(77)
-
-os.environ["KILN_LIBRARY"] = args.libkiln
-os.environ["KILN_CLI"] = args.kiln
-sys.path.insert(0, os.path.join(args.source_root, "python"))
-import kiln  # noqa: E402
 
 checks = python_test_env.Checks(args.kiln)
 check = checks.check
