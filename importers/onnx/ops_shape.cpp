@@ -285,10 +285,9 @@ Outputs constant_of_shape(const OnnxNode& node) {
 Outputs range(const OnnxNode& node) {
   ScalarType type = node.input(0).dtype();
   // A limit computed from a symbolic shape (position ids: Range(0, sequence, 1)): start and delta
-  // must then be constants, delta positive; the count is max(ceil((limit - start) / delta), 0).
-  for (size_t i = 0; i < 3 && i < node.input_count(); ++i) {
-    if (!node.has_input(i) || !shape_value_of(node.input(i))) continue;
-    if (i != 1) node.fail("unsupported: a start or delta computed from a symbolic shape (only the limit may be)");
+  // must then be constants (input_ints refuses symbolic ones by name), delta positive; the count is
+  // max(ceil((limit - start) / delta), 0).
+  if (node.input_count() == 3 && node.has_input(1) && shape_value_of(node.input(1))) {
     Dim limit = node.input_dims(1).at(0);
     int64_t first = node.input_ints(0).at(0), step = node.input_ints(2).at(0);
     if (step <= 0) node.fail("unsupported: a symbolic limit with a delta that is not positive");

@@ -174,6 +174,10 @@ UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
   if (opt.op == OptOp::Split) {
     if (kind != AxisKind::Loop) throw invalid("only output loops can be split into two output loops");
     if (opt.amount < 2) throw invalid("the inner extent must be at least 2");
+    // Past the loop's largest extent a split only adds padded iterations (a tuning database's
+    // SPLIT by 2^40 would run that many).
+    if (opt.amount > target->src(0)->vmax())
+      throw invalid(str_cat("the inner extent is larger than the loop's largest extent ", static_cast<int64_t>(target->src(0)->vmax())));
     int64_t inner_axis = next_axis_in_band(ranges, 0);
     if (inner_axis >= kFirstReduceAxis) throw invalid("the kernel has no free output axis id");
     return split_output_loop(kernel, target, opt.amount, inner_axis);

@@ -35,7 +35,7 @@ bool depends_on_size_variable(const UOp* node) {
   if (node->op() == Ops::DEFINE_VAR) return true;
   if (node->op() == Ops::SPECIAL) return node->src_count() == 1 && node->src(0)->is_const() &&
                                          node->src(0)->const_int() < kFirstDimMarker;
-  if (!(op_group(node->op()) == OpGroup::Movement)) return false;
+  if (op_group(node->op()) != OpGroup::Movement) return false;
   const std::vector<int64_t>& args = node->arg_list();
   return std::any_of(args.begin(), args.end(), [](int64_t arg) { return arg < kFirstDimMarker; });
 }

@@ -666,6 +666,8 @@ TEST_CASE("a loop that ends at a symbolic variable is neither upcast, unrolled n
   CHECK(ranges[1]->src(0)->const_int() == 8);
   CHECK_THROWS_AS(apply_opt(ast, {OptOp::Split, 1000, 8}), InvalidOpt);
   CHECK_THROWS_AS(apply_opt(ast, {OptOp::Split, 0, 1}), InvalidOpt);
+  CHECK_THROWS_AS(apply_opt(ast, {OptOp::Split, 0, 65}), InvalidOpt);  // n is at most 64
+  CHECK_NOTHROW(apply_opt(ast, {OptOp::Split, 0, 64}));
 }
 
 TEST_CASE("a kernel with symbolic rows: a SPLIT of them into blocks, then the heuristics' opts on constant loops") {
