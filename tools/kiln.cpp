@@ -9,6 +9,7 @@
 
 #include "bench_command.h"
 #include "check_onnx.h"
+#include "gpu_kernels_command.h"
 #include "kiln/kiln.h"
 #include "plan/plan_format.h"
 #include "plan_commands.h"
@@ -32,6 +33,8 @@ void print_usage(std::ostream& out) {
          "                          test_data_set_N/) and compare with the references\n"
          "  check-onnx MODEL        load a model and build its graph (shapes: --shape), or say\n"
          "                          what is wrong with it\n"
+         "  gpu-kernels MODEL       build every kernel of a model for a GPU (--target cuda:\n"
+         "                          CUDA C through NVRTC) without running it\n"
          "\n"
          "'kiln COMMAND --help' describes each command.\n"
          "\n"
@@ -75,6 +78,7 @@ int main(int argc, char** argv) {
   if (command == "run") return kiln::tools::run_command(arguments);
   if (command == "bench") return kiln::tools::bench_command(arguments);
   if (command == "check-onnx") return kiln::tools::check_onnx_command(arguments);
+  if (command == "gpu-kernels") return kiln::tools::gpu_kernels_command(arguments);
   std::cerr << "kiln: unknown command '" << command << "' (try 'kiln --help')\n";
   return 2;
 }

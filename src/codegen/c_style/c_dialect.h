@@ -1,8 +1,7 @@
 // The differences between the C-like GPU kernel languages, as data: the C-style renderer
 // (c_renderer.h) writes one program text for all of them and asks this table for every word that
-// differs. OpenCL C is the first dialect (opencl_dialect.cpp); CUDA C is meant to be a second table
-// of the same shape (type names such as `long long` and `__half`, `__global__`, blockIdx/threadIdx,
-// `__syncthreads()`, `__int_as_float`-style bitcasts), not a second renderer.
+// differs: OpenCL C (opencl_dialect.cpp) and CUDA C (cuda_dialect.cpp) are two tables of this shape,
+// not two renderers.
 #pragma once
 
 #include <string>
@@ -40,5 +39,7 @@ struct CDialect {
 
 // The OpenCL C 1.2 dialect (opencl_dialect.cpp).
 const CDialect& opencl_dialect();
+// CUDA C++ as NVRTC compiles it (cuda_dialect.cpp).
+const CDialect& cuda_dialect();
 
 }  // namespace kiln

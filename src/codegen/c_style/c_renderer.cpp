@@ -105,15 +105,16 @@ class CRenderer {
     kernel_name_ = c_identifier(program_.name);
     buffer_count_ = elements.empty() ? 0 : static_cast<int>(elements.rbegin()->first + 1);
     std::string signature = dialect_.kernel_prefix + " void " + kernel_name_ + "(";
+    std::string qualifier = dialect_.global_qualifier.empty() ? "" : dialect_.global_qualifier + " ";
     for (int slot = 0; slot < buffer_count_; ++slot) {
       if (slot != 0) signature += ", ";
       auto found = elements.find(slot);
       if (found == elements.end()) {
-        signature += str_cat(dialect_.global_qualifier, " ", dialect_.scalar_type(ScalarType::UInt8), "* unused", slot);
+        signature += str_cat(qualifier, dialect_.scalar_type(ScalarType::UInt8), "* unused", slot);
         continue;
       }
       if (found->second.count() != 1) fail("a kernel buffer of vector elements (" + found->second.name() + ")");
-      signature += str_cat(dialect_.global_qualifier, " ", written.count(slot) ? "" : "const ",
+      signature += str_cat(qualifier, written.count(slot) ? "" : "const ",
                            c_memory_type(dialect_, found->second), "* data", slot);
     }
     return signature + ")";
@@ -155,7 +156,7 @@ class CRenderer {
       case Ops::DEFINE_REG: return define_register(node);
       case Ops::DEFINE_VAR:  // symbolic shapes (docs/symbolic-shapes.md on main) reach the C renderer later
         throw UserError(str_cat("unsupported: kernel variables (DEFINE_VAR) in kernel '", program_.name, "' on ",
-                                dialect_.name, ": the OpenCL backend runs fixed shapes only (docs/backends.md)"));
+                                dialect_.name, ": the GPU backends run fixed shapes only (docs/backends.md)"));
       case Ops::AFTER:
         if (auto found = pointers_.find(node.src(0).get()); found != pointers_.end()) pointers_[&node] = found->second;
         if (auto found = values_.find(node.src(0).get()); found != values_.end()) values_[&node] = found->second;

@@ -1,0 +1,39 @@
+// CUDA code generation; see cuda_codegen.h.
+#include "codegen/c_style/cuda_codegen.h"
+
+#include "codegen/linearize.h"
+#include "passes/pipeline.h"
+#include "support/debug.h"
+
+namespace kiln {
+
+const TargetCaps& cuda_target_caps() {
+  static const TargetCaps caps = [] {
+    TargetCaps c;
+    c.name = "cuda";
+    c.vector_bytes = 16;
+    c.supports_vector_ops = false;
+    c.supports_threads = false;
+    c.has_fma = true;  // fma() is a device function; kiln only emits it for MULACC
+    return c;
+  }();
+  return caps;
+}
+
+CDeviceFeatures cuda_device_features(int architecture) {
+  CDeviceFeatures features;
+  features.device_name = str_cat("cuda:sm_", architecture);
+  features.f64 = true;
+  features.f16 = architecture >= 53;
+  return features;
+}
+
+RenderedKernel cuda_render_kernel(const UOpPtr& kernel_ast, const CDeviceFeatures& features) {
+  LinearProgram program = linearize(lower_kernel(kernel_ast));
+  if (debug_level() >= 6) debug_print("linearised " + print_linear(program));
+  RenderedKernel rendered = render_c(program, cuda_dialect(), features);
+  if (debug_level() >= 4) debug_print("CUDA C of " + program.name + "\n" + rendered.source);
+  return rendered;
+}
+
+}  // namespace kiln
