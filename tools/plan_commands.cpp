@@ -35,7 +35,7 @@ constexpr int kExitError = 1, kExitUsage = 2, kExitInternal = 3;
 // ---- compile ----
 
 void print_compile_help(std::ostream& out) {
-  out << "usage: kiln compile MODEL.onnx -o PLAN [--tuning DB] [--shape SPEC...]\n"
+  out << "usage: kiln compile MODEL.onnx -o PLAN [--target cpu|opencl] [--tuning DB] [--shape SPEC...]\n"
          "\n"
          "Compiles MODEL for this CPU into one plan file (docs/plan-format.md) that libkiln loads and\n"
          "runs without a compiler. Progress goes to stderr. The same model and options give a\n"
@@ -43,6 +43,9 @@ void print_compile_help(std::ostream& out) {
          "\n"
          "options:\n"
          "  -o, --output PLAN  the plan file to write (required)\n"
+         "  --target T         cpu (default): kernels compiled for this CPU; opencl: OpenCL C kernels\n"
+         "                     that libkiln builds for the machine's OpenCL device when it loads the\n"
+         "                     plan (fixed shapes only, no --tuning; docs/backends.md)\n"
          "  --tuning DB        take each kernel's optimisations from DB (written by 'kiln tune',\n"
          "                     docs/tuning.md) when DB has the kernel; only read, so the same model\n"
          "                     and DB give a byte-identical plan\n"
@@ -55,10 +58,11 @@ void print_compile_help(std::ostream& out) {
 }
 
 int compile(const std::string& model_path, const std::string& output_path, const std::vector<ShapeSpec>& specs,
-            const std::string& tuning_path) {
+            const std::string& tuning_path, const std::string& target) {
   onnx_import::OnnxCompileOptions options;
   options.shapes = specs;
   options.tuning_path = tuning_path;
+  options.device = target;
   options.progress = onnx_import::stderr_compile_progress();
   try {
     onnx_import::compile_onnx_file(model_path, output_path, options);
@@ -332,12 +336,12 @@ void compile_model(const std::string& model_path, const std::string& plan_path,
                    const std::vector<std::string>& shape_specs) {
   std::vector<ShapeSpec> specs;
   for (const std::string& spec : shape_specs) specs.push_back(onnx_import::parse_shape_spec(spec));
-  compile(model_path, plan_path, specs, "");
+  compile(model_path, plan_path, specs, "", "cpu");
 }
 
 int compile_command(const std::vector<std::string>& arguments) {
   return guarded("compile", [&]() -> int {
-    std::string model_path, output_path, tuning_path;
+    std::string model_path, output_path, tuning_path, target = "cpu";
     std::vector<ShapeSpec> specs;
     bool in_shapes = false;
     for (size_t i = 0; i < arguments.size(); ++i) {
@@ -349,6 +353,12 @@ int compile_command(const std::vector<std::string>& arguments) {
       if (argument == "-o" || argument == "--output") {
         if (i + 1 >= arguments.size()) return usage_error("compile", argument + " needs a file name");
         output_path = arguments[++i];
+        in_shapes = false;
+      } else if (argument == "--target") {
+        if (i + 1 >= arguments.size()) return usage_error("compile", "--target needs cpu or opencl");
+        target = arguments[++i];
+        if (target != "cpu" && target != "opencl")
+          return usage_error("compile", "unknown target '" + target + "' (cpu or opencl; CUDA code: 'kiln gpu-kernels')");
         in_shapes = false;
       } else if (argument == "--tuning") {
         if (i + 1 >= arguments.size()) return usage_error("compile", "--tuning needs a database file");
@@ -371,7 +381,7 @@ int compile_command(const std::vector<std::string>& arguments) {
     }
     if (model_path.empty()) return usage_error("compile", "no model given");
     if (output_path.empty()) return usage_error("compile", "no output plan given (-o PLAN)");
-    return compile(model_path, output_path, specs, tuning_path);
+    return compile(model_path, output_path, specs, tuning_path, target);
   });
 }
 

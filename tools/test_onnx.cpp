@@ -67,6 +67,8 @@ void print_help(std::ostream& out) {
          "  --via-plan       run each model as an application would: compiled to a plan (the `kiln compile`\n"
          "                   path) and run through libkiln's C API, one plan per distinct set of input\n"
          "                   shapes (plans have fixed shapes for now); tensor inputs and outputs only\n"
+         "  --plan-target T  with --via-plan: compile the plans for T, cpu (default) or opencl (kernels\n"
+         "                   built and run on the machine's OpenCL device by libkiln)\n"
          "  --timings        print per passing test how long loading, the first run (graph build, kernel\n"
          "                   compile or cache load, run) and a second run of the first data set took\n"
          "  -h, --help       show this help\n";
@@ -78,6 +80,7 @@ enum class Outcome { Pass, Fail, Skip };
 bool g_measure_timings = false;
 // --via-plan: the child compiles plans and runs them through the C API instead of running in process.
 bool g_via_plan = false;
+std::string g_plan_target = "cpu";
 
 double milliseconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -299,7 +302,7 @@ Result run_test(const fs::path& folder) {
         if (info.typed && !info.is_tensor)
           return {Outcome::Fail, str_cat("unsupported: --via-plan runs tensor inputs and outputs only; ",
                                          values == &model.inputs() ? "input '" : "output '", info.name, "' is not a tensor")};
-    via_plan.emplace((folder / "model.onnx").string());
+    via_plan.emplace((folder / "model.onnx").string(), g_plan_target);
   }
   // One run of the model on a data set's inputs: in process, or through a plan.
   auto run_model = [&](const std::vector<std::pair<std::string, onnx_import::OnnxValue>>& inputs) {
@@ -481,6 +484,12 @@ int test_onnx_command(const std::vector<std::string>& arguments) {
       report_only = true;
     } else if (argument == "--via-plan") {
       g_via_plan = true;
+    } else if (argument == "--plan-target") {
+      if (i + 1 >= arguments.size() || (arguments[i + 1] != "cpu" && arguments[i + 1] != "opencl")) {
+        std::cerr << "kiln test-onnx: --plan-target needs cpu or opencl (try 'kiln test-onnx --help')\n";
+        return 2;
+      }
+      g_plan_target = arguments[++i];
     } else if (argument == "--timings") {
       g_measure_timings = true;
     } else if (argument == "-v" || argument == "--verbose") {

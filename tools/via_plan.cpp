@@ -26,7 +26,8 @@ std::string shape_key(const std::vector<std::pair<std::string, Tensor>>& inputs)
 
 }  // namespace
 
-ViaPlanRunner::ViaPlanRunner(std::string model_path) : model_path_(std::move(model_path)) {}
+ViaPlanRunner::ViaPlanRunner(std::string model_path, std::string target)
+    : model_path_(std::move(model_path)), target_(std::move(target)) {}
 
 ViaPlanRunner::~ViaPlanRunner() = default;
 
@@ -35,6 +36,7 @@ kiln_plan* ViaPlanRunner::plan_for(const std::vector<std::pair<std::string, Tens
   if (auto found = plans_.find(key); found != plans_.end()) return found->second.get();
   onnx_import::OnnxCompileOptions options;
   for (const auto& [name, tensor] : inputs) options.shapes.push_back({name, tensor.shape()});
+  options.device = target_;
   std::string bytes = onnx_import::compile_onnx_plan(model_path_, options);
   kiln_plan* plan = nullptr;
   kiln_status status = kiln_plan_load_buffer(bytes.data(), bytes.size(), &plan);

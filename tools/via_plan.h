@@ -21,7 +21,8 @@ namespace kiln::tools {
 
 class ViaPlanRunner {
  public:
-  explicit ViaPlanRunner(std::string model_path);
+  // `target`: "cpu" or "opencl" (kiln compile --target).
+  explicit ViaPlanRunner(std::string model_path, std::string target = "cpu");
   ~ViaPlanRunner();
   ViaPlanRunner(const ViaPlanRunner&) = delete;
   ViaPlanRunner& operator=(const ViaPlanRunner&) = delete;
@@ -41,6 +42,7 @@ class ViaPlanRunner {
   kiln_plan* plan_for(const std::vector<std::pair<std::string, Tensor>>& inputs);
 
   std::string model_path_;
+  std::string target_;
   std::map<std::string, std::unique_ptr<kiln_plan, PlanFree>> plans_;  // by input shapes (shape_key)
 };
 

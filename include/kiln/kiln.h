@@ -55,7 +55,7 @@ typedef enum kiln_status KILN_ENUM_TYPE {
   KILN_ERROR_IO = 2,               /* the plan file cannot be opened or read */
   KILN_ERROR_INVALID_PLAN = 3,     /* not a plan, truncated, hash mismatch, metadata fails the verifier */
   KILN_ERROR_UNSUPPORTED_VERSION = 4, /* the plan's format version is newer than this library reads */
-  KILN_ERROR_UNSUPPORTED_TARGET = 5,  /* built for another target, or a CPU feature this CPU lacks */
+  KILN_ERROR_UNSUPPORTED_TARGET = 5,  /* built for another target, a CPU feature this CPU lacks, or no device */
   KILN_ERROR_OUT_OF_MEMORY = 6,
   KILN_ERROR_INTERNAL = 7,         /* a bug in kiln; the message says where */
   KILN_ERROR_CANCELLED = 8,        /* the run was cancelled through its kiln_cancel (see below) */
@@ -109,7 +109,11 @@ typedef struct kiln_plan kiln_plan;
  * Before any code is loaded, the file is checked in this order, each failure with its own message:
  * magic, format version (KILN_ERROR_UNSUPPORTED_VERSION when newer than this library), size
  * (truncated), section bounds, content hash, metadata (flatbuffers verifier), target triple and
- * CPU features (KILN_ERROR_UNSUPPORTED_TARGET, naming the missing feature). The weights are mapped
+ * CPU features (KILN_ERROR_UNSUPPORTED_TARGET, naming the missing feature). An OpenCL plan
+ * (`kiln compile --target opencl`) then opens the OpenCL device (libOpenCL is loaded with dlopen) and
+ * builds its kernels there; no OpenCL library or device, or a device without a dtype the plan holds,
+ * is KILN_ERROR_UNSUPPORTED_TARGET naming it. Its runs copy inputs and outputs between the caller's
+ * host buffers and the device. The weights are mapped
  * read-only from the file, not copied. A plan is code: load only plans you trust like a shared
  * library. Free with kiln_plan_free. Thread-safe. kiln_plan_load_file_v2 takes load options.
  * Errors: KILN_ERROR_INVALID_ARGUMENT (NULL path or out_plan), KILN_ERROR_IO, and the above. */

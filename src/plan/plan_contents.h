@@ -44,6 +44,10 @@ struct PlanKernelContents {
   // The DEFINE_VARs the kernel reads (any order; written in name order, the order of its values
   // array at buffers[slots.size()]).
   std::vector<std::string> variables;
+  // Device plans only: the kernel's program in the device's language, its entry point and its
+  // buffer parameters (the first device_arguments slots).
+  std::string device_source, device_entry;
+  int device_arguments = 0;
 };
 
 struct PlanContents {
@@ -56,6 +60,10 @@ struct PlanContents {
   std::vector<PlanKernelContents> kernels;
   int64_t arena_bytes = 0;  // laid out with every variable at its maximum
   std::string code;         // the linked shared object; empty when there are no kernels
+  // Empty: a CPU plan. "opencl": the kernels are OpenCL C in device_source, there is no code, and the
+  // plan is format version 3; device_requirements names what the device must offer ("f16", "f64").
+  std::string device;
+  std::vector<std::string> device_requirements;
 };
 
 // The host CPU's triple, name and enabled features, as write_plan records them.

@@ -73,6 +73,40 @@ void check_unique_names(const flatbuffers::Vector<flatbuffers::Offset<plan_fb::V
       invalid(std::string("two ") + what + "s are named '" + value->name()->str() + "'");
 }
 
+// Device plans (format version 3): the device is one this libkiln runs, every kernel carries its
+// program and entry point and binds no more buffers than it has slots, and nothing is symbolic.
+// CPU plans carry none of these fields (an older reader would ignore them and find no code).
+void check_device_fields(const plan_fb::Plan& plan, uint32_t version) {
+  bool device = plan.device() != nullptr;
+  bool kernel_fields = false;
+  for (const plan_fb::Kernel* kernel : *plan.kernels())
+    kernel_fields = kernel_fields || kernel->device_source() != nullptr || kernel->device_entry() != nullptr ||
+                    kernel->device_arguments() != 0;
+  if (version < plan::kPlanFormatVersionDevice && (device || kernel_fields || plan.device_requirements() != nullptr))
+    invalid("a plan of format version " + number(version) + " carries device fields (format version " +
+            number(plan::kPlanFormatVersionDevice) + ")");
+  if (!device) {
+    if (kernel_fields || plan.device_requirements() != nullptr) invalid("a CPU plan carries device kernels");
+    return;
+  }
+  if (plan.device()->str() != "opencl")
+    throw PlanError(KILN_ERROR_UNSUPPORTED_TARGET, "the plan is for device '" + plan.device()->str() +
+                                                       "'; this libkiln runs plans for the CPU and for OpenCL");
+  if (plan.variables() != nullptr && plan.variables()->size() > 0) invalid("a device plan with variables");
+  for (const plan_fb::Kernel* kernel : *plan.kernels()) {
+    std::string symbol = kernel->symbol()->str();
+    if (kernel->device_source() == nullptr || kernel->device_entry() == nullptr)
+      invalid("device kernel " + symbol + " has no program or entry point");
+    if (kernel->device_arguments() < 0 || static_cast<size_t>(kernel->device_arguments()) > kernel->slots()->size())
+      invalid("device kernel " + symbol + " takes more buffers than it has slots");
+  }
+  if (plan.device_requirements() != nullptr)
+    for (const flatbuffers::String* requirement : *plan.device_requirements())
+      if (requirement->str() != "f16" && requirement->str() != "f64")
+        throw PlanError(KILN_ERROR_UNSUPPORTED_TARGET,
+                        "the plan needs device feature '" + requirement->str() + "', which this libkiln does not know");
+}
+
 // What the verifier cannot know: that every index and offset the runtime will follow is in range.
 void check_consistency(const plan_fb::Plan& plan, uint32_t version, uint64_t weights_size) {
   if (plan.kiln_version() == nullptr || plan.target_triple() == nullptr || plan.cpu_name() == nullptr ||
@@ -137,6 +171,7 @@ void check_consistency(const plan_fb::Plan& plan, uint32_t version, uint64_t wei
     }
   }
   if (version >= plan::kPlanFormatVersionSymbolic) check_symbolic_metadata(plan);
+  check_device_fields(plan, version);
 }
 
 void check_target(const plan_fb::Plan& plan) {
@@ -269,6 +304,7 @@ VerifiedPlan verify_plan(const unsigned char* data, size_t size) {
   const plan_fb::Plan* metadata = plan_fb::GetPlan(data + sections[0].offset);
   if (metadata->format_version() != version) invalid("the metadata and the header disagree on the format version");
   check_consistency(*metadata, version, sections[1].size);
+  if (metadata->device() != nullptr && sections[2].size != 0) invalid("a device plan with a CPU code section");
   check_target(*metadata);
 
   VerifiedPlan plan;

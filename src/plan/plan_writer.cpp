@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/c_style/opencl_codegen.h"
 #include "codegen/llvm/llvm_target.h"
 #include "driver/compile_kernels.h"
 #include "kiln/kiln.h"
@@ -79,6 +80,27 @@ std::unordered_map<int64_t, const HostBuffer*> data_buffers(const std::vector<co
   return buffers;
 }
 
+// Device plans: every kernel rendered for OpenCL, as it will be built at load (a device that lacks a
+// dtype the plan holds refuses the plan then, by its device_requirements). Symbolic kernels are
+// refused here, with the renderer's "unsupported: kernel variables" error.
+std::vector<RenderedKernel> render_device_kernels(const Schedule& schedule, PlanContents& contents,
+                                                  const std::function<void(const std::string&)>& progress) {
+  const CDeviceFeatures features{"opencl (plan)", true, true};
+  std::vector<RenderedKernel> rendered;
+  std::map<std::string, size_t> first;  // symbol → position of its first rendering
+  bool f16 = false, f64 = false;
+  for (const ScheduledKernel& kernel : schedule.kernels) {
+    auto [at, added] = first.emplace(kernel.name(), rendered.size());
+    rendered.push_back(added ? opencl_render_kernel(kernel.ast, features) : rendered[at->second]);
+    f16 = f16 || rendered.back().uses_f16;
+    f64 = f64 || rendered.back().uses_f64;
+  }
+  if (f16) contents.device_requirements.push_back("f16");
+  if (f64) contents.device_requirements.push_back("f64");
+  progress(str_cat("rendered ", first.size(), " distinct kernels as OpenCL C"));
+  return rendered;
+}
+
 }  // namespace
 
 PlanSchedule schedule_plan(const std::vector<std::pair<std::string, Tensor>>& outputs, const PlanWriteOptions& options) {
@@ -119,10 +141,14 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   Schedule& schedule = planned.schedule;
   std::vector<const TensorData*> roots;
   for (const Tensor& tensor : planned.values) roots.push_back(&tensor.data());
+  const bool device = !options.device.empty();
+  if (device && options.device != "opencl")
+    throw UserError("unsupported: plans for device '" + options.device + "' (plans are for the CPU or for OpenCL)");
+  if (device && options.tuning != nullptr) throw UserError("a tuning database applies to CPU plans only, not to OpenCL plans");
   OptimizeOptions optimize_options;
   optimize_options.tuning = options.tuning;
   if (options.tuning != nullptr) optimize_options.target_id = cpu_target_id();
-  OptimizeReport optimized = optimize_schedule(schedule, host_cpu_caps(), optimize_options);
+  OptimizeReport optimized = optimize_schedule(schedule, device ? opencl_target_caps() : host_cpu_caps(), optimize_options);
   if (options.tuning != nullptr)
     progress(str_cat("opts of ", optimized.from_tuning, " of ", optimized.kernels,
                      " kernels from the tuning database ", options.tuning->source(), ", the others' from the heuristics"));
@@ -187,7 +213,9 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   build_options.progress = options.progress;
   std::vector<std::string> objects;
   int from_cache_count = 0;
-  for (KernelBuild& kernel : compile_schedule_kernels(schedule, build_options)) {
+  std::vector<RenderedKernel> device_kernels = device ? render_device_kernels(schedule, contents, progress)
+                                                      : std::vector<RenderedKernel>{};
+  for (KernelBuild& kernel : device ? std::vector<KernelBuild>{} : compile_schedule_kernels(schedule, build_options)) {
     if (kernel.repeat) continue;
     objects.push_back(std::move(kernel.object));
     if (kernel.from_cache) ++from_cache_count;
@@ -202,6 +230,10 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   // The layout: sizes are Dims, symbolic where the graph's are (a plan with variables is written
   // as format version 2).
   set_host_target(contents);
+  if (device) {
+    contents.device = options.device;
+    contents.cpu_features.clear();  // no CPU code to need them
+  }
   for (const auto& [name, tensor] : inputs) contents.inputs.push_back(value_contents(name, tensor, -1));
   for (size_t i = 0; i < outputs.size(); ++i)
     contents.outputs.push_back(value_contents(outputs[i].first, outputs[i].second, same_as_output[i]));
@@ -215,14 +247,21 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
     entry.estimated_bytes = kernel.estimated_bytes;
     entry.sources = kernel.sources;
     for (const VariableSpec& variable : kernel.variables) entry.variables.push_back(variable.name);
+    if (device) {
+      const RenderedKernel& rendered = device_kernels[contents.kernels.size()];
+      entry.device_source = rendered.source;
+      entry.device_entry = rendered.name;
+      entry.device_arguments = rendered.buffer_count;
+    }
     contents.kernels.push_back(std::move(entry));
   }
   contents.arena_bytes = schedule.arena_bytes;  // laid out at the variables' maxima
   contents.variables = plan_variables(schedule, contents.inputs);
   std::string file = serialize_plan(contents);
-  progress(str_cat("plan: ", schedule.kernels.size(), " kernel launches (", objects.size(), " distinct, ",
-                   from_cache_count, " from the disk cache), ", weights.size(), " bytes of weights, arena ",
-                   schedule.arena_bytes, " bytes, ", file.size(), " bytes in all"));
+  std::string kernels = device ? str_cat(" (OpenCL C, built when the plan is loaded)")
+                                : str_cat(" (", objects.size(), " distinct, ", from_cache_count, " from the disk cache)");
+  progress(str_cat("plan: ", schedule.kernels.size(), " kernel launches", kernels, ", ", weights.size(),
+                   " bytes of weights, arena ", schedule.arena_bytes, " bytes, ", file.size(), " bytes in all"));
   return file;
 }
 

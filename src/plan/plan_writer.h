@@ -22,6 +22,10 @@ struct PlanWriteOptions {
   // Kernels found in this database get its Opts instead of the heuristics' (src/opt/optimize_schedule.h);
   // it is only read, so the same graph and database give the same plan. Null: heuristics only.
   const TuningDb* tuning = nullptr;
+  // Empty: kernels for the host CPU (LLVM, linked into the code section). "opencl": a device plan
+  // (format version 3) whose kernels are OpenCL C, built by the device's driver when the plan is
+  // loaded (docs/backends.md); fixed shapes only, no tuning database.
+  std::string device;
 };
 
 // The schedule that write_plan compiles for `outputs`, before the Opt stage (constants folded when

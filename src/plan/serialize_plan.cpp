@@ -130,8 +130,11 @@ flatbuffers::Offset<plan_fb::Kernel> write_kernel(flatbuffers::FlatBufferBuilder
       slots.emplace_back(slot.kind, slot.index, slot.offset, slot.size.value());
     std::vector<flatbuffers::Offset<flatbuffers::String>> sources;
     for (const std::string& source : kernel.sources) sources.push_back(builder.CreateString(source));
+    bool device = !kernel.device_entry.empty();
     return plan_fb::CreateKernelDirect(builder, kernel.symbol.c_str(), &slots, kernel.parallel_extent.value(),
-                                       kernel.minimum_chunk, kernel.estimated_flops, kernel.estimated_bytes, &sources);
+                                       kernel.minimum_chunk, kernel.estimated_flops, kernel.estimated_bytes, &sources,
+                                       nullptr, nullptr, 0, device ? kernel.device_source.c_str() : nullptr,
+                                       device ? kernel.device_entry.c_str() : nullptr, kernel.device_arguments);
   }
   std::string label = "kernel " + kernel.symbol;
   std::vector<plan_fb::Slot> slots;
@@ -227,11 +230,18 @@ std::string serialize_plan(const PlanContents& contents) {
   for (const PlanKernelContents& kernel : contents.kernels) kernels.push_back(write_kernel(builder, symbols, kernel));
   std::vector<flatbuffers::Offset<flatbuffers::String>> features;
   for (const std::string& feature : contents.cpu_features) features.push_back(builder.CreateString(feature));
-  uint32_t version = symbols.symbolic() ? plan::kPlanFormatVersionSymbolic : plan::kPlanFormatVersionFixedShapes;
+  bool device = !contents.device.empty();
+  if (device && symbols.symbolic()) throw UserError("unsupported: a device plan with symbolic sizes (GPU backends run fixed shapes only)");
+  uint32_t version = device              ? plan::kPlanFormatVersionDevice
+                     : symbols.symbolic() ? plan::kPlanFormatVersionSymbolic
+                                          : plan::kPlanFormatVersionFixedShapes;
   std::vector<flatbuffers::Offset<plan_fb::Variable>> variables = symbols.variable_tables();
+  std::vector<flatbuffers::Offset<flatbuffers::String>> requirements;
+  for (const std::string& requirement : contents.device_requirements) requirements.push_back(builder.CreateString(requirement));
   auto root = plan_fb::CreatePlanDirect(builder, version, KILN_VERSION_STRING, contents.target_triple.c_str(),
                                         contents.cpu_name.c_str(), &features, &inputs, &outputs, &weights,
-                                        contents.arena_bytes, &kernels, symbols.symbolic() ? &variables : nullptr);
+                                        contents.arena_bytes, &kernels, symbols.symbolic() ? &variables : nullptr,
+                                        device ? contents.device.c_str() : nullptr, device ? &requirements : nullptr);
   builder.Finish(root, plan_fb::PlanIdentifier());
   std::string metadata(reinterpret_cast<const char*>(builder.GetBufferPointer()), builder.GetSize());
   return assemble(metadata, contents, version);

@@ -6,7 +6,10 @@
 #include <cstdlib>
 
 #include "driver/run_on_device.h"
+#include "kiln/kiln.h"
 #include "kiln/kiln.hpp"
+#include "plan/plan_writer.h"
+#include "tensor/tensor_internal.h"
 #include "runtime/opencl/opencl_device.h"
 #include "support/error.h"
 
@@ -30,6 +33,29 @@ TEST_CASE("a missing libOpenCL is a UserError naming it; the CPU path still work
   }
   Tensor y = Tensor::from_vector(values, {3}).add(Tensor::scalar(1));
   CHECK(y.to_vector<float>() == std::vector<float>{2, 3, 4});
+}
+
+TEST_CASE("an OpenCL plan without libOpenCL fails to load with KILN_ERROR_UNSUPPORTED_TARGET naming the library") {
+  setenv("KILN_OPENCL_LIBRARY", "/nonexistent/libOpenCL.so.1", 1);  // before libkiln loads OpenCL
+  Tensor x = graph_input("x", {4}, ScalarType::Float32);
+  PlanWriteOptions options;
+  options.device = "opencl";
+  std::string bytes = write_plan({{"x", x}}, {{"y", x * 2.0f}}, options);  // writing needs no device
+  kiln_plan* plan = nullptr;
+  CHECK(kiln_plan_load_buffer(bytes.data(), bytes.size(), &plan) == KILN_ERROR_UNSUPPORTED_TARGET);
+  CHECK(plan == nullptr);
+  std::string message = kiln_error_message();
+  CHECK(message.find("the plan is for OpenCL: unsupported target: OpenCL: cannot load the OpenCL library "
+                     "(/nonexistent/libOpenCL.so.1") == 0);
+  // The CPU plan of the same graph loads and runs.
+  std::string cpu_bytes = write_plan({{"x", x}}, {{"y", x * 2.0f}});
+  REQUIRE(kiln_plan_load_buffer(cpu_bytes.data(), cpu_bytes.size(), &plan) == KILN_OK);
+  float in[4] = {1, 2, 3, 4}, out[4] = {};
+  int64_t shape[] = {4};
+  kiln_tensor input{"x", KILN_DTYPE_FLOAT32, 1, shape, in, sizeof in}, output{"y", KILN_DTYPE_FLOAT32, 1, shape, out, sizeof out};
+  CHECK(kiln_plan_run(plan, &input, 1, &output, 1) == KILN_OK);
+  CHECK(out[3] == 8.0f);
+  kiln_plan_free(plan);
 }
 
 TEST_CASE("KILN_DEVICE names the device; an unknown name is a UserError listing the choices") {

@@ -99,12 +99,15 @@ namespace {
 
 // A plan of the small graph, edited by `edit` (given the metadata section) and re-hashed, so that
 // only the checks after the hash can catch the change.
-kiln_status load_edited(const std::function<void(char* metadata, size_t size)>& edit) {
+// `header_version` (non-zero) replaces the header's format version, as an older writer's would read.
+kiln_status load_edited(const std::function<void(char* metadata, size_t size)>& edit, const PlanWriteOptions& options = {},
+                        uint32_t header_version = 0) {
   Tensor w = Tensor::from_vector<float>(iota(8, 0.25f), {8});
   Tensor x = graph_input("x", {4, 8}, ScalarType::Float32);
   auto [y, sums] = small_graph(x, w);
-  std::string bytes = write_plan({{"x", x}}, {{"y", y}});
+  std::string bytes = write_plan({{"x", x}}, {{"y", y}}, options);
   auto* data = reinterpret_cast<unsigned char*>(bytes.data());
+  if (header_version != 0) plan::write_u32(data + plan::header_field::format_version, header_version);
   uint64_t offset = plan::read_u64(data + plan::header_field::metadata_offset);
   uint64_t size = plan::read_u64(data + plan::header_field::metadata_size);
   edit(bytes.data() + offset, size);
@@ -135,4 +138,49 @@ TEST_CASE("a plan for another target is refused") {
   });
   CHECK(status == KILN_ERROR_UNSUPPORTED_TARGET);
   CHECK(std::string(kiln_error_message()).find("the plan was compiled for armv7l") != std::string::npos);
+}
+
+TEST_CASE("an OpenCL plan is format version 3 with no code; a CPU plan of the same graph keeps version 1") {
+  // Writing a device plan needs no device: its kernels are OpenCL C, built when the plan is loaded.
+  auto make = [](const std::string& device) {
+    Tensor w = Tensor::from_vector<float>(iota(8, 0.25f), {8});
+    Tensor x = graph_input("x", {4, 8}, ScalarType::Float32);
+    auto [y, sums] = small_graph(x, w);
+    PlanWriteOptions options;
+    options.device = device;
+    return write_plan({{"x", x}}, {{"y", y}, {"sums", sums}}, options);
+  };
+  std::string opencl = make("opencl"), cpu = make("");
+  auto header = [](const std::string& bytes, size_t field) {
+    return plan::read_u64(reinterpret_cast<const unsigned char*>(bytes.data()) + field);
+  };
+  CHECK(plan::read_u32(reinterpret_cast<const unsigned char*>(opencl.data()) + plan::header_field::format_version) ==
+        plan::kPlanFormatVersionDevice);
+  CHECK(plan::read_u32(reinterpret_cast<const unsigned char*>(cpu.data()) + plan::header_field::format_version) ==
+        plan::kPlanFormatVersionFixedShapes);
+  CHECK(header(opencl, plan::header_field::code_size) == 0);
+  CHECK(header(cpu, plan::header_field::code_size) > 0);
+  CHECK(opencl.find("__kernel void") != std::string::npos);
+  CHECK(opencl == make("opencl"));  // byte-identical, as CPU plans are
+  PlanWriteOptions cuda;
+  cuda.device = "cuda";
+  Tensor x = graph_input("x", {2}, ScalarType::Float32);
+  CHECK_THROWS_WITH_AS(write_plan({{"x", x}}, {{"y", x * 2.0f}}, cuda),
+                       "unsupported: plans for device 'cuda' (plans are for the CPU or for OpenCL)", UserError);
+}
+
+TEST_CASE("device plans: an unknown device, device fields in an older version, a CPU plan with device fields") {
+  PlanWriteOptions opencl;
+  opencl.device = "opencl";
+  auto rename_device = [](char* metadata, size_t size) {
+    std::string_view view(metadata, size);
+    size_t at = view.find(std::string_view("opencl\0", 7));
+    REQUIRE(at != std::string_view::npos);
+    std::memcpy(metadata + at, "vulkan", 6);
+  };
+  CHECK(load_edited(rename_device, opencl) == KILN_ERROR_UNSUPPORTED_TARGET);
+  CHECK(std::string(kiln_error_message()) ==
+        "the plan is for device 'vulkan'; this libkiln runs plans for the CPU and for OpenCL");
+  // The same plan under a version-2 header: the metadata says 3, the header 2.
+  CHECK(load_edited([](char*, size_t) {}, opencl, plan::kPlanFormatVersionSymbolic) == KILN_ERROR_INVALID_PLAN);
 }

@@ -60,7 +60,7 @@ class CRenderer {
     if (uses_f16_) source << dialect_.enable_f16;
     if (uses_f64_) source << dialect_.enable_f64;
     source << helpers_.text() << signature << " {\n" << body_.str() << "}\n";
-    return RenderedKernel{kernel_name_, source.str(), buffer_count_};
+    return RenderedKernel{kernel_name_, source.str(), buffer_count_, uses_f16_, uses_f64_};
   }
 
  private:

@@ -32,6 +32,8 @@ struct RenderedKernel {
   std::string name;        // the kernel function's name: the program's name made a C identifier
   std::string source;      // a whole program: preamble, helper functions, the kernel
   int buffer_count = 0;    // parameters, one per DEFINE_GLOBAL slot up to the largest used
+  bool uses_f16 = false;   // the program holds f16 or f64 values (what a device must offer to build it)
+  bool uses_f64 = false;
 };
 
 // Renders `program`. A dtype the language or the device cannot hold (bf16 always; f16 and f64 when

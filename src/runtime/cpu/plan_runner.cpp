@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "plan/symbolic_metadata.h"
+#include "runtime/device_plan.h"
 #include "runtime/thread_pool.h"
 #include "support/limits.h"
 
@@ -84,6 +85,7 @@ PlanRunner::PlanRunner(PlanBytes bytes, const PlanRunnerOptions& options)
   if (plan_.code_size > 0) load_code();
 
   try {
+    if (meta.device() != nullptr) device_plan_ = std::make_unique<DevicePlan>(meta, plan_.weights);
     load_launches();
     if (options_.thread_count > 0 && options_.parallel_for == nullptr)
       own_threads_ = std::make_unique<ThreadPool>(options_.thread_count);
@@ -133,13 +135,15 @@ void PlanRunner::load_code() {
 
 void PlanRunner::load_launches() {
   const plan_fb::Plan& meta = *plan_.metadata;
-  // Without a library dlsym(nullptr, …) would search the whole process: refuse instead.
-  if (library_ == nullptr && meta.kernels()->size() != 0)
+  // Without a library dlsym(nullptr, …) would search the whole process: refuse instead. A device
+  // plan's kernels are the DevicePlan's; the launches here only count arguments.
+  bool device = device_plan_ != nullptr;
+  if (library_ == nullptr && !device && meta.kernels()->size() != 0)
     throw PlanError(KILN_ERROR_INVALID_PLAN,
                     "the plan lists " + std::to_string(meta.kernels()->size()) + " kernels but has no code");
   for (const plan_fb::Kernel* kernel : *meta.kernels()) {
-    void* symbol = ::dlsym(library_, kernel->symbol()->c_str());
-    if (symbol == nullptr)
+    void* symbol = device ? nullptr : ::dlsym(library_, kernel->symbol()->c_str());
+    if (symbol == nullptr && !device)
       throw PlanError(KILN_ERROR_INVALID_PLAN, "the plan's code lacks kernel " + kernel->symbol()->str());
     Launch launch;
     launch.function = reinterpret_cast<KernelFunction>(symbol);
@@ -170,11 +174,13 @@ void PlanRunner::lay_out_context() {
       throw PlanError(KILN_ERROR_OUT_OF_MEMORY, "the plan's scratch memory per run is more than 2^64 bytes");
     return total + align_up(bytes);
   };
-  context_bytes_ = add(0, static_cast<uint64_t>(plan_.metadata->arena_bytes()));
+  // A device plan's arena and staging live on the device (DevicePlan): no host memory per run.
+  bool device = plan_.metadata->device() != nullptr;
+  context_bytes_ = device ? 0 : add(0, static_cast<uint64_t>(plan_.metadata->arena_bytes()));
   for (const auto* values : {&inputs_, &outputs_})
     for (const PlanValue& value : *values) {
       staging_offsets_.push_back(context_bytes_);
-      context_bytes_ = add(context_bytes_, value.byte_size);
+      if (!device) context_bytes_ = add(context_bytes_, value.byte_size);
     }
   uint64_t limit = options_.max_memory_bytes;
   if (limit > 0 && context_bytes_ > limit) {
@@ -192,6 +198,7 @@ PlanRunner::~PlanRunner() { unload(); }
 
 void PlanRunner::unload() {
   pool_.clear();
+  device_plan_.reset();
   own_threads_.reset();
   if (library_ != nullptr) ::dlclose(library_);
   library_ = nullptr;
@@ -517,6 +524,10 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
     prepare_symbolic_launches(*context);
   }
   check_overlaps(*context);
+  if (device_plan_ != nullptr) {
+    run_on_device(*context, settings);
+    return;
+  }
   auto* memory = static_cast<unsigned char*>(context->memory);
   for (size_t i = 0; i < inputs_.size(); ++i) {
     void* data = context->bound_inputs[i]->data;
@@ -593,10 +604,26 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (context->output_destination[i] != nullptr)
       std::memcpy(context->output_destination[i], context->output_data[i], context->output_bytes[i]);
+  copy_same_outputs(*context);
+}
+
+void PlanRunner::copy_same_outputs(const RunContext& context) const {
   for (size_t i = 0; i < outputs_.size(); ++i)
-    if (outputs_[i].same_as_output >= 0 && context->output_bytes[i] > 0)
-      std::memcpy(context->bound_outputs[i]->data,
-                  context->bound_outputs[static_cast<size_t>(outputs_[i].same_as_output)]->data, context->output_bytes[i]);
+    if (outputs_[i].same_as_output >= 0 && context.output_bytes[i] > 0)
+      std::memcpy(context.bound_outputs[i]->data,
+                  context.bound_outputs[static_cast<size_t>(outputs_[i].same_as_output)]->data, context.output_bytes[i]);
+}
+
+// A device plan: the caller's buffers go to the device and back as they are (no alignment staging:
+// the copies do not care), and the outputs that copy another are filled on the host afterwards.
+void PlanRunner::run_on_device(RunContext& context, const RunSettings& settings) const {
+  std::vector<const void*> inputs(inputs_.size());
+  std::vector<void*> outputs(outputs_.size(), nullptr);
+  for (size_t i = 0; i < inputs_.size(); ++i) inputs[i] = context.bound_inputs[i]->data;
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (outputs_[i].same_as_output < 0) outputs[i] = context.bound_outputs[i]->data;
+  device_plan_->run(inputs, context.input_bytes, outputs, context.output_bytes, settings.cancel, settings.kernel_seconds);
+  copy_same_outputs(context);
 }
 
 }  // namespace kiln

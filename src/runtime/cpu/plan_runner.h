@@ -25,6 +25,7 @@ struct PlanValue {
 };
 
 class ThreadPool;
+class DevicePlan;
 
 // What a plan is loaded with (kiln_plan_options, checked by the C shim).
 struct PlanRunnerOptions {
@@ -116,9 +117,13 @@ class PlanRunner {
   // Symbolic plans: each launch's extent, slot sizes (checked against their buffers) and variables.
   void prepare_symbolic_launches(RunContext& context) const;
   void check_overlaps(const RunContext& context) const;  // PlanError naming the two tensors
+  void copy_same_outputs(const RunContext& context) const;  // outputs that are copies of earlier ones
+  void run_on_device(RunContext& context, const RunSettings& settings) const;  // a device plan's run
 
   PlanBytes bytes_;
   VerifiedPlan plan_;
+  // A device plan's kernels and memory (runtime/device_plan.h); null for a CPU plan.
+  std::unique_ptr<DevicePlan> device_plan_;
   std::vector<PlanValue> inputs_, outputs_;
   std::vector<std::string> input_names_;
   PlanShapes shapes_;

@@ -1,0 +1,143 @@
+// A device plan's kernels, memory and runs; see device_plan.h.
+#include "runtime/device_plan.h"
+
+#include <chrono>
+#include <map>
+
+#include "runtime/opencl/opencl_device.h"
+#include "support/error.h"
+
+namespace kiln {
+
+namespace {
+
+// UserErrors of the device (no library, no platform, out of memory) as the C API's statuses.
+template <typename Body>
+auto as_plan_error(kiln_status status, const std::string& context, Body body) {
+  try {
+    return body();
+  } catch (const UserError& error) {
+    throw PlanError(status, context + error.what());
+  } catch (const InternalError& error) {
+    throw PlanError(KILN_ERROR_INTERNAL, context + error.what());
+  }
+}
+
+}  // namespace
+
+DevicePlan::DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights) {
+  // The reader accepts "opencl" only (check_device_fields).
+  OpenCLDevice* opencl = as_plan_error(KILN_ERROR_UNSUPPORTED_TARGET, "the plan is for OpenCL: ",
+                                       [] { return &OpenCLDevice::instance(); });
+  device_ = opencl;
+  if (plan.device_requirements() != nullptr)
+    for (const flatbuffers::String* requirement : *plan.device_requirements()) {
+      bool f16 = requirement->str() == "f16";
+      if (f16 ? opencl->has_f16() : opencl->has_f64()) continue;
+      throw PlanError(KILN_ERROR_UNSUPPORTED_TARGET,
+                      "the plan's kernels hold " + requirement->str() + " values, which OpenCL device '" + opencl->name() +
+                          "' lacks (" + (f16 ? "cl_khr_fp16" : "cl_khr_fp64") + ")");
+    }
+  try {
+    input_count_ = plan.inputs()->size();
+    output_count_ = plan.outputs()->size();
+    for (const plan_fb::Value* input : *plan.inputs())
+      memory_.push_back(allocate(static_cast<uint64_t>(input->byte_size()), "input '" + input->name()->str() + "'"));
+    for (const plan_fb::Value* output : *plan.outputs())
+      memory_.push_back(allocate(static_cast<uint64_t>(output->byte_size()), "output '" + output->name()->str() + "'"));
+    // Weight and arena slots: one buffer per distinct (kind, offset, size). Two schedule buffers that
+    // share arena bytes on the CPU never live at once, so separate device buffers are equally right
+    // (and use more memory: the arena's reuse is a CPU layout).
+    std::map<std::tuple<int, int64_t, int64_t>, size_t> slot_memory;
+    std::map<std::string, size_t> built;  // entry point → kernels_
+    for (const plan_fb::Kernel* kernel : *plan.kernels()) {
+      Launch launch;
+      std::string entry = kernel->device_entry()->str();
+      auto [at, added] = built.emplace(entry, kernels_.size());
+      if (added)
+        kernels_.push_back(as_plan_error(KILN_ERROR_INVALID_PLAN, "kernel " + entry + " does not build: ", [&] {
+          return device_->build_kernel(kernel->device_source()->str(), entry);
+        }));
+      launch.kernel = at->second;
+      launch.extent = static_cast<size_t>(kernel->parallel_extent());
+      for (int a = 0; a < kernel->device_arguments(); ++a) {
+        const plan_fb::Slot* slot = kernel->slots()->Get(static_cast<flatbuffers::uoffset_t>(a));
+        switch (slot->kind()) {
+          case plan_fb::SlotKind_GraphInput: launch.arguments.push_back(static_cast<size_t>(slot->index())); break;
+          case plan_fb::SlotKind_GraphOutput:
+            launch.arguments.push_back(input_count_ + static_cast<size_t>(slot->index()));
+            break;
+          default: {
+            auto key = std::make_tuple(static_cast<int>(slot->kind()), slot->offset(), slot->size());
+            auto [found, fresh] = slot_memory.emplace(key, memory_.size());
+            if (fresh) {
+              bool weight = slot->kind() == plan_fb::SlotKind_Weight;
+              memory_.push_back(allocate(static_cast<uint64_t>(slot->size()), weight ? "a weight" : "an intermediate value"));
+              if (weight && slot->size() > 0)
+                as_plan_error(KILN_ERROR_INTERNAL, "uploading a weight: ", [&] {
+                  device_->copy_to_device(memory_.back(), weights + slot->offset(), static_cast<size_t>(slot->size()));
+                });
+            }
+            launch.arguments.push_back(found->second);
+          }
+        }
+      }
+      launches_.push_back(std::move(launch));
+    }
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+DevicePlan::~DevicePlan() { release(); }
+
+void DevicePlan::release() {
+  kernels_.clear();
+  for (const DeviceMemory& memory : memory_)
+    if (memory.handle != nullptr) device_->free(memory);
+  memory_.clear();
+}
+
+DeviceMemory DevicePlan::allocate(uint64_t bytes, const std::string& what) {
+  // OpenCL has no empty buffers: an empty value gets one byte that nothing reads.
+  uint64_t size = bytes == 0 ? 1 : bytes;
+  device_bytes_ += size;
+  return as_plan_error(KILN_ERROR_OUT_OF_MEMORY, "device memory for " + what + ": ",
+                       [&] { return device_->allocate(static_cast<size_t>(size)); });
+}
+
+void DevicePlan::run(const std::vector<const void*>& inputs, const std::vector<uint64_t>& input_bytes,
+                     const std::vector<void*>& outputs, const std::vector<uint64_t>& output_bytes,
+                     const std::atomic<int>* cancel, double* kernel_seconds) {
+  std::lock_guard lock(mutex_);
+  auto cancelled = [&] { return cancel != nullptr && cancel->load(std::memory_order_acquire) != 0; };
+  as_plan_error(KILN_ERROR_INTERNAL, "kiln_plan_run on " + device_->name() + ": ", [&] {
+    for (size_t i = 0; i < input_count_; ++i)
+      if (input_bytes[i] > 0) device_->copy_to_device(memory_[i], inputs[i], static_cast<size_t>(input_bytes[i]));
+    std::vector<DeviceMemory> arguments;
+    for (size_t k = 0; k < launches_.size(); ++k) {
+      if (cancelled()) {
+        device_->synchronize();
+        throw PlanError(KILN_ERROR_CANCELLED, "kiln_plan_run: the run was cancelled (" + std::to_string(k) + " of " +
+                                                  std::to_string(launches_.size()) + " kernels had run)");
+      }
+      const Launch& launch = launches_[k];
+      arguments.clear();
+      for (size_t argument : launch.arguments) arguments.push_back(memory_[argument]);
+      LaunchDims dims;
+      dims.global[0] = launch.extent;
+      auto start = std::chrono::steady_clock::now();
+      device_->launch(*kernels_[launch.kernel], arguments, dims);
+      if (kernel_seconds != nullptr) {
+        device_->synchronize();
+        kernel_seconds[k] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      }
+    }
+    for (size_t i = 0; i < output_count_; ++i)
+      if (output_bytes[i] > 0 && outputs[i] != nullptr)
+        device_->copy_to_host(outputs[i], memory_[input_count_ + i], static_cast<size_t>(output_bytes[i]));
+  });
+}
+
+}  // namespace kiln

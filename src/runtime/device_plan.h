@@ -1,0 +1,57 @@
+// The device half of a plan runner (libkiln): a device plan's kernels (OpenCL C, format version 3)
+// built once at load, its weights uploaded once, and one device buffer per input, output, weight and
+// arena slot. A run uploads the inputs, launches every kernel in order (one work-item per index of
+// its parallel extent) and downloads the outputs; runs of one plan are serialised. PlanRunner
+// (runtime/cpu/plan_runner.h) binds and checks the caller's tensors as for a CPU plan and hands the
+// run here. Errors are PlanErrors: no device or a missing feature is KILN_ERROR_UNSUPPORTED_TARGET.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "plan/plan_reader.h"
+#include "runtime/device.h"
+
+namespace kiln {
+
+class DevicePlan {
+ public:
+  // Opens the plan's device, checks its requirements, builds every distinct kernel and uploads the
+  // weights. Throws PlanError.
+  DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights);
+  ~DevicePlan();
+  DevicePlan(const DevicePlan&) = delete;
+  DevicePlan& operator=(const DevicePlan&) = delete;
+
+  const std::string& device_name() const { return device_->name(); }
+  // Device memory the plan holds while loaded (weights, arena slots, inputs and outputs).
+  uint64_t device_bytes() const { return device_bytes_; }
+
+  // inputs[i] / outputs[i]: the caller's host buffers of input_bytes[i] / output_bytes[i] bytes.
+  // A non-zero *cancel stops the run before the next kernel (PlanError KILN_ERROR_CANCELLED).
+  // kernel_seconds (may be null): the time of launch k, synchronised, is added to kernel_seconds[k].
+  void run(const std::vector<const void*>& inputs, const std::vector<uint64_t>& input_bytes,
+           const std::vector<void*>& outputs, const std::vector<uint64_t>& output_bytes,
+           const std::atomic<int>* cancel, double* kernel_seconds);
+
+ private:
+  struct Launch {
+    size_t kernel;                  // index of the built kernel in kernels_
+    std::vector<size_t> arguments;  // indices into memory_, one per device argument
+    size_t extent;
+  };
+  DeviceMemory allocate(uint64_t bytes, const std::string& what);
+  void release();
+
+  Device* device_ = nullptr;
+  std::vector<std::unique_ptr<DeviceKernel>> kernels_;
+  std::vector<DeviceMemory> memory_;  // inputs, then outputs, then weights and arena slots
+  std::vector<Launch> launches_;
+  size_t input_count_ = 0, output_count_ = 0;
+  uint64_t device_bytes_ = 0;
+  std::mutex mutex_;
+};
+
+}  // namespace kiln

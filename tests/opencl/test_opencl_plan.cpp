@@ -1,0 +1,124 @@
+// OpenCL plans (`kiln compile --target opencl`, format version 3) through libkiln's C API on this
+// machine's OpenCL device: the same graph as a CPU plan and as a device plan gives the same outputs,
+// bad arguments get the CPU plan's errors and leave the plan usable, and a plan holding f64 runs.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "plan/plan_writer.h"
+#include "tensor/tensor_internal.h"
+
+using namespace kiln;
+
+namespace {
+
+struct LoadedPlan {
+  kiln_plan* plan = nullptr;
+  explicit LoadedPlan(const std::string& bytes) {
+    REQUIRE_MESSAGE(kiln_plan_load_buffer(bytes.data(), bytes.size(), &plan) == KILN_OK, kiln_error_message());
+  }
+  ~LoadedPlan() { kiln_plan_free(plan); }
+};
+
+std::vector<float> ramp(size_t count, float scale) {
+  std::vector<float> values(count);
+  for (size_t i = 0; i < count; ++i) values[i] = std::sin(static_cast<float>(i) * 0.37f) * scale;
+  return values;
+}
+
+// A conv + bias + ReLU, a matmul against a weight, a softmax and a repeated output: weights,
+// intermediates in the arena, reductions and an output that copies another.
+std::string conv_plan(const std::string& device) {
+  Tensor x = graph_input("x", {1, 3, 10, 10}, ScalarType::Float32);
+  Tensor w = Tensor::from_vector(ramp(4 * 3 * 3 * 3, 0.5f), {4, 3, 3, 3});
+  Tensor b = Tensor::from_vector(ramp(4, 0.1f), {4});
+  ConvOptions options;
+  options.padding = {1, 1, 1, 1};
+  Tensor y = x.conv(w, b, options).relu();
+  Tensor flat = y.reshape({4, 100});
+  Tensor m = Tensor::from_vector(ramp(100 * 7, 0.05f), {100, 7});
+  Tensor scores = flat.matmul(m).softmax(-1);
+  PlanWriteOptions write;
+  write.device = device;
+  return write_plan({{"x", x}}, {{"features", y}, {"scores", scores}, {"scores_again", scores}}, write);
+}
+
+std::vector<std::vector<float>> run(kiln_plan* plan, const std::vector<float>& input) {
+  int64_t x_shape[] = {1, 3, 10, 10}, y_shape[] = {1, 4, 10, 10}, s_shape[] = {4, 7};
+  std::vector<std::vector<float>> outputs{std::vector<float>(400, -1), std::vector<float>(28, -1), std::vector<float>(28, -1)};
+  kiln_tensor in{"x", KILN_DTYPE_FLOAT32, 4, x_shape, const_cast<float*>(input.data()), input.size() * 4};
+  kiln_tensor out[] = {{"features", KILN_DTYPE_FLOAT32, 4, y_shape, outputs[0].data(), 400 * 4},
+                       {"scores", KILN_DTYPE_FLOAT32, 2, s_shape, outputs[1].data(), 28 * 4},
+                       {"scores_again", KILN_DTYPE_FLOAT32, 2, s_shape, outputs[2].data(), 28 * 4}};
+  REQUIRE_MESSAGE(kiln_plan_run(plan, &in, 1, out, 3) == KILN_OK, kiln_error_message());
+  return outputs;
+}
+
+}  // namespace
+
+TEST_SUITE("opencl") {
+
+TEST_CASE("an OpenCL plan computes what the CPU plan of the same graph computes") {
+  LoadedPlan cpu(conv_plan("")), opencl(conv_plan("opencl"));
+  std::vector<float> input = ramp(300, 1.0f);
+  std::vector<std::vector<float>> expected = run(cpu.plan, input), got = run(opencl.plan, input);
+  for (size_t o = 0; o < expected.size(); ++o) {
+    CAPTURE(o);
+    for (size_t i = 0; i < expected[o].size(); ++i) {
+      CAPTURE(i);
+      CHECK(got[o][i] == doctest::Approx(expected[o][i]).epsilon(1e-5));
+    }
+  }
+  CHECK(got[1] == got[2]);
+  // A second run with other inputs: nothing of the first run leaks into it.
+  std::vector<float> other = ramp(300, -2.0f);
+  std::vector<std::vector<float>> expected_other = run(cpu.plan, other), got_other = run(opencl.plan, other);
+  for (size_t i = 0; i < expected_other[1].size(); ++i) CHECK(got_other[1][i] == doctest::Approx(expected_other[1][i]).epsilon(1e-5));
+}
+
+TEST_CASE("bad arguments get the CPU plan's errors, and the OpenCL plan runs afterwards") {
+  LoadedPlan opencl(conv_plan("opencl"));
+  std::vector<float> input = ramp(300, 1.0f), output(400), scores(28), again(28);
+  int64_t wrong_shape[] = {1, 3, 10, 9}, y_shape[] = {1, 4, 10, 10}, s_shape[] = {4, 7};
+  kiln_tensor in{"x", KILN_DTYPE_FLOAT32, 4, wrong_shape, input.data(), input.size() * 4};
+  kiln_tensor out[] = {{"features", KILN_DTYPE_FLOAT32, 4, y_shape, output.data(), 400 * 4},
+                       {"scores", KILN_DTYPE_FLOAT32, 2, s_shape, scores.data(), 28 * 4},
+                       {"scores_again", KILN_DTYPE_FLOAT32, 2, s_shape, again.data(), 28 * 4}};
+  CHECK(kiln_plan_run(opencl.plan, &in, 1, out, 3) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(kiln_error_message()) ==
+        "kiln_plan_run: input 'x' has shape (1, 3, 10, 9), the plan expects (1, 3, 10, 10)");
+  LoadedPlan cpu(conv_plan(""));
+  CHECK(run(opencl.plan, input)[1] == run(opencl.plan, input)[1]);
+  std::vector<float> expected = run(cpu.plan, input)[1], got = run(opencl.plan, input)[1];
+  for (size_t i = 0; i < expected.size(); ++i) CHECK(got[i] == doctest::Approx(expected[i]).epsilon(1e-5));
+}
+
+TEST_CASE("an OpenCL plan holding f64 values runs where the device has f64, exactly as the CPU plan") {
+  auto make = [](const std::string& device) {
+    Tensor x = graph_input("x", {16}, ScalarType::Float64);
+    Tensor y = (x * 3.0 + 0.5).sum();
+    PlanWriteOptions write;
+    write.device = device;
+    return write_plan({{"x", x}}, {{"y", y}}, write);
+  };
+  std::string bytes = make("opencl");
+  CHECK(bytes.find("f64") != std::string::npos);  // device_requirements
+  LoadedPlan cpu(make("")), opencl(bytes);
+  std::vector<double> input(16);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = 0.25 * static_cast<double>(i);
+  int64_t shape[] = {16};
+  double results[2] = {0, 0};
+  LoadedPlan* plans[] = {&cpu, &opencl};
+  for (int p = 0; p < 2; ++p) {
+    kiln_tensor in{"x", KILN_DTYPE_FLOAT64, 1, shape, input.data(), 16 * 8};
+    kiln_tensor out{"y", KILN_DTYPE_FLOAT64, 0, nullptr, &results[p], 8};
+    REQUIRE_MESSAGE(kiln_plan_run(plans[p]->plan, &in, 1, &out, 1) == KILN_OK, kiln_error_message());
+  }
+  CHECK(results[1] == results[0]);
+  CHECK(results[0] == doctest::Approx(3.0 * 0.25 * 120.0 + 8.0));
+}
+
+}  // TEST_SUITE
