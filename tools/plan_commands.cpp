@@ -35,7 +35,8 @@ constexpr int kExitError = 1, kExitUsage = 2, kExitInternal = 3;
 // ---- compile ----
 
 void print_compile_help(std::ostream& out) {
-  out << "usage: kiln compile MODEL.onnx -o PLAN [--target cpu|opencl] [--tuning DB] [--shape SPEC...]\n"
+  out << "usage: kiln compile MODEL.onnx -o PLAN [--target cpu|opencl|cuda] [--cuda-arch N] [--tuning DB]\n"
+         "                    [--shape SPEC...]\n"
          "\n"
          "Compiles MODEL for this CPU into one plan file (docs/plan-format.md) that libkiln loads and\n"
          "runs without a compiler. Progress goes to stderr. The same model and options give a\n"
@@ -45,7 +46,10 @@ void print_compile_help(std::ostream& out) {
          "  -o, --output PLAN  the plan file to write (required)\n"
          "  --target T         cpu (default): kernels compiled for this CPU; opencl: OpenCL C kernels\n"
          "                     that libkiln builds for the machine's OpenCL device when it loads the\n"
-         "                     plan (fixed shapes only, no --tuning; docs/backends.md)\n"
+         "                     plan; cuda: PTX compiled now by NVRTC, loaded by the CUDA driver (device\n"
+         "                     plans: fixed shapes only, no --tuning; docs/backends.md)\n"
+         "  --cuda-arch N      with --target cuda: the compute capability the PTX is for, as NN\n"
+         "                     (default 75; GPUs of that capability or newer run it)\n"
          "  --tuning DB        take each kernel's optimisations from DB (written by 'kiln tune',\n"
          "                     docs/tuning.md) when DB has the kernel; only read, so the same model\n"
          "                     and DB give a byte-identical plan\n"
@@ -58,11 +62,12 @@ void print_compile_help(std::ostream& out) {
 }
 
 int compile(const std::string& model_path, const std::string& output_path, const std::vector<ShapeSpec>& specs,
-            const std::string& tuning_path, const std::string& target) {
+            const std::string& tuning_path, const std::string& target, int cuda_architecture = 75) {
   onnx_import::OnnxCompileOptions options;
   options.shapes = specs;
   options.tuning_path = tuning_path;
   options.device = target;
+  options.cuda_architecture = cuda_architecture;
   options.progress = onnx_import::stderr_compile_progress();
   try {
     onnx_import::compile_onnx_file(model_path, output_path, options);
@@ -342,6 +347,7 @@ void compile_model(const std::string& model_path, const std::string& plan_path,
 int compile_command(const std::vector<std::string>& arguments) {
   return guarded("compile", [&]() -> int {
     std::string model_path, output_path, tuning_path, target = "cpu";
+    int cuda_architecture = 75;
     std::vector<ShapeSpec> specs;
     bool in_shapes = false;
     for (size_t i = 0; i < arguments.size(); ++i) {
@@ -357,8 +363,21 @@ int compile_command(const std::vector<std::string>& arguments) {
       } else if (argument == "--target") {
         if (i + 1 >= arguments.size()) return usage_error("compile", "--target needs cpu or opencl");
         target = arguments[++i];
-        if (target != "cpu" && target != "opencl")
-          return usage_error("compile", "unknown target '" + target + "' (cpu or opencl; CUDA code: 'kiln gpu-kernels')");
+        if (target != "cpu" && target != "opencl" && target != "cuda")
+          return usage_error("compile", "unknown target '" + target + "' (cpu, opencl or cuda)");
+        in_shapes = false;
+      } else if (argument == "--cuda-arch") {
+        int number = 0;
+        size_t used = 0;
+        try {
+          if (i + 1 < arguments.size()) number = std::stoi(arguments[i + 1], &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (i + 1 >= arguments.size() || used != arguments[i + 1].size() || number < 30 || number > 999)
+          return usage_error("compile", "--cuda-arch needs a compute capability such as 75 or 90");
+        cuda_architecture = number;
+        ++i;
         in_shapes = false;
       } else if (argument == "--tuning") {
         if (i + 1 >= arguments.size()) return usage_error("compile", "--tuning needs a database file");
@@ -381,7 +400,7 @@ int compile_command(const std::vector<std::string>& arguments) {
     }
     if (model_path.empty()) return usage_error("compile", "no model given");
     if (output_path.empty()) return usage_error("compile", "no output plan given (-o PLAN)");
-    return compile(model_path, output_path, specs, tuning_path, target);
+    return compile(model_path, output_path, specs, tuning_path, target, cuda_architecture);
   });
 }
 

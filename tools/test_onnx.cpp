@@ -67,8 +67,8 @@ void print_help(std::ostream& out) {
          "  --via-plan       run each model as an application would: compiled to a plan (the `kiln compile`\n"
          "                   path) and run through libkiln's C API, one plan per distinct set of input\n"
          "                   shapes (plans have fixed shapes for now); tensor inputs and outputs only\n"
-         "  --plan-target T  with --via-plan: compile the plans for T, cpu (default) or opencl (kernels\n"
-         "                   built and run on the machine's OpenCL device by libkiln)\n"
+         "  --plan-target T  with --via-plan: compile the plans for T, cpu (default), opencl or cuda\n"
+         "                   (kernels built and run on the machine's OpenCL or CUDA device by libkiln)\n"
          "  --timings        print per passing test how long loading, the first run (graph build, kernel\n"
          "                   compile or cache load, run) and a second run of the first data set took\n"
          "  -h, --help       show this help\n";
@@ -485,8 +485,9 @@ int test_onnx_command(const std::vector<std::string>& arguments) {
     } else if (argument == "--via-plan") {
       g_via_plan = true;
     } else if (argument == "--plan-target") {
-      if (i + 1 >= arguments.size() || (arguments[i + 1] != "cpu" && arguments[i + 1] != "opencl")) {
-        std::cerr << "kiln test-onnx: --plan-target needs cpu or opencl (try 'kiln test-onnx --help')\n";
+      if (i + 1 >= arguments.size() ||
+          (arguments[i + 1] != "cpu" && arguments[i + 1] != "opencl" && arguments[i + 1] != "cuda")) {
+        std::cerr << "kiln test-onnx: --plan-target needs cpu, opencl or cuda (try 'kiln test-onnx --help')\n";
         return 2;
       }
       g_plan_target = arguments[++i];

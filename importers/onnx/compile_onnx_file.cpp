@@ -61,6 +61,7 @@ std::string compile_onnx_plan(const std::string& model_path, const OnnxCompileOp
     write_options.progress = options.progress;
     write_options.tuning = tuning ? &*tuning : nullptr;
     write_options.device = options.device == "cpu" ? "" : options.device;
+    write_options.cuda_architecture = options.cuda_architecture;
     plan = write_plan(graph.inputs, graph.outputs, write_options);
   });
   return plan;

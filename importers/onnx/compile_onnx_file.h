@@ -21,9 +21,10 @@ struct OnnxCompileOptions {
   // A tuning database written by `kiln tune` (--tuning; src/opt/tuning_db.h): its kernels get its
   // Opts. Only read. Empty: the heuristics choose every kernel's Opts.
   std::string tuning_path;
-  // Empty (or "cpu"): a plan for this CPU. "opencl": a device plan of OpenCL C kernels, built when
-  // libkiln loads it (PlanWriteOptions::device; docs/backends.md).
+  // Empty (or "cpu"): a plan for this CPU. "opencl" / "cuda": a device plan of OpenCL C or PTX
+  // kernels, built when libkiln loads it (PlanWriteOptions::device; docs/backends.md).
   std::string device;
+  int cuda_architecture = 75;  // "cuda": the compute capability of the PTX (PlanWriteOptions)
   CompileProgress progress;       // one line per stage ("loading M", the plan writer's, "wrote P"); may be empty
 };
 

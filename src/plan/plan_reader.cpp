@@ -73,6 +73,14 @@ void check_unique_names(const flatbuffers::Vector<flatbuffers::Offset<plan_fb::V
       invalid(std::string("two ") + what + "s are named '" + value->name()->str() + "'");
 }
 
+// "sm_NN": the compute capability a CUDA plan's PTX was compiled for (30 to 999).
+bool is_cuda_architecture(const std::string& text) {
+  if (text.size() < 5 || text.size() > 6 || text.rfind("sm_", 0) != 0) return false;
+  for (size_t i = 3; i < text.size(); ++i)
+    if (text[i] < '0' || text[i] > '9') return false;
+  return text[3] != '0';
+}
+
 // Device plans (format version 3): the device is one this libkiln runs, every kernel carries its
 // program and entry point and binds no more buffers than it has slots, and nothing is symbolic.
 // CPU plans carry none of these fields (an older reader would ignore them and find no code).
@@ -89,9 +97,9 @@ void check_device_fields(const plan_fb::Plan& plan, uint32_t version) {
     if (kernel_fields || plan.device_requirements() != nullptr) invalid("a CPU plan carries device kernels");
     return;
   }
-  if (plan.device()->str() != "opencl")
+  if (plan.device()->str() != "opencl" && plan.device()->str() != "cuda")
     throw PlanError(KILN_ERROR_UNSUPPORTED_TARGET, "the plan is for device '" + plan.device()->str() +
-                                                       "'; this libkiln runs plans for the CPU and for OpenCL");
+                                                       "'; this libkiln runs plans for the CPU, OpenCL and CUDA");
   if (plan.variables() != nullptr && plan.variables()->size() > 0) invalid("a device plan with variables");
   for (const plan_fb::Kernel* kernel : *plan.kernels()) {
     std::string symbol = kernel->symbol()->str();
@@ -102,7 +110,7 @@ void check_device_fields(const plan_fb::Plan& plan, uint32_t version) {
   }
   if (plan.device_requirements() != nullptr)
     for (const flatbuffers::String* requirement : *plan.device_requirements())
-      if (requirement->str() != "f16" && requirement->str() != "f64")
+      if (requirement->str() != "f16" && requirement->str() != "f64" && !is_cuda_architecture(requirement->str()))
         throw PlanError(KILN_ERROR_UNSUPPORTED_TARGET,
                         "the plan needs device feature '" + requirement->str() + "', which this libkiln does not know");
 }

@@ -8,7 +8,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/c_style/cuda_codegen.h"
 #include "codegen/c_style/opencl_codegen.h"
+#include "codegen/cuda/nvrtc_compiler.h"
 #include "codegen/llvm/llvm_target.h"
 #include "driver/compile_kernels.h"
 #include "kiln/kiln.h"
@@ -80,24 +82,42 @@ std::unordered_map<int64_t, const HostBuffer*> data_buffers(const std::vector<co
   return buffers;
 }
 
-// Device plans: every kernel rendered for OpenCL, as it will be built at load (a device that lacks a
-// dtype the plan holds refuses the plan then, by its device_requirements). Symbolic kernels are
-// refused here, with the renderer's "unsupported: kernel variables" error.
-std::vector<RenderedKernel> render_device_kernels(const Schedule& schedule, PlanContents& contents,
+// Device plans: every kernel rendered for the device. OpenCL C is stored as source, built when the
+// plan is loaded; CUDA C is compiled now by NVRTC and stored as PTX (RenderedKernel::source then
+// holds the PTX). A device that lacks a dtype the plan holds (or, for CUDA, the architecture)
+// refuses the plan at load, by its device_requirements. Symbolic kernels are refused here, with the
+// renderer's "unsupported: kernel variables" error.
+std::vector<RenderedKernel> render_device_kernels(const Schedule& schedule, const PlanWriteOptions& options,
+                                                  PlanContents& contents,
                                                   const std::function<void(const std::string&)>& progress) {
-  const CDeviceFeatures features{"opencl (plan)", true, true};
+  bool cuda = options.device == "cuda";
+  const CDeviceFeatures features = cuda ? cuda_device_features(options.cuda_architecture)
+                                        : CDeviceFeatures{"opencl (plan)", true, true};
   std::vector<RenderedKernel> rendered;
   std::map<std::string, size_t> first;  // symbol → position of its first rendering
   bool f16 = false, f64 = false;
   for (const ScheduledKernel& kernel : schedule.kernels) {
     auto [at, added] = first.emplace(kernel.name(), rendered.size());
-    rendered.push_back(added ? opencl_render_kernel(kernel.ast, features) : rendered[at->second]);
+    if (!added) {
+      rendered.push_back(rendered[at->second]);
+      continue;
+    }
+    if (!cuda) {
+      rendered.push_back(opencl_render_kernel(kernel.ast, features));
+    } else {
+      RenderedKernel source = cuda_render_kernel(kernel.ast, features);
+      source.source = compile_cuda(source.source, source.name + ".cu", options.cuda_architecture).ptx;
+      rendered.push_back(std::move(source));
+      if (first.size() % 50 == 0) progress(str_cat(first.size(), " kernels compiled by NVRTC"));
+    }
     f16 = f16 || rendered.back().uses_f16;
     f64 = f64 || rendered.back().uses_f64;
   }
   if (f16) contents.device_requirements.push_back("f16");
   if (f64) contents.device_requirements.push_back("f64");
-  progress(str_cat("rendered ", first.size(), " distinct kernels as OpenCL C"));
+  if (cuda) contents.device_requirements.push_back(str_cat("sm_", options.cuda_architecture));
+  progress(str_cat(cuda ? "compiled " : "rendered ", first.size(), " distinct kernels as ",
+                   cuda ? str_cat("PTX for sm_", options.cuda_architecture) : std::string("OpenCL C")));
   return rendered;
 }
 
@@ -142,13 +162,14 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   std::vector<const TensorData*> roots;
   for (const Tensor& tensor : planned.values) roots.push_back(&tensor.data());
   const bool device = !options.device.empty();
-  if (device && options.device != "opencl")
-    throw UserError("unsupported: plans for device '" + options.device + "' (plans are for the CPU or for OpenCL)");
-  if (device && options.tuning != nullptr) throw UserError("a tuning database applies to CPU plans only, not to OpenCL plans");
+  if (device && options.device != "opencl" && options.device != "cuda")
+    throw UserError("unsupported: plans for device '" + options.device + "' (plans are for the CPU, OpenCL or CUDA)");
+  if (device && options.tuning != nullptr) throw UserError("a tuning database applies to CPU plans only, not to device plans");
   OptimizeOptions optimize_options;
   optimize_options.tuning = options.tuning;
   if (options.tuning != nullptr) optimize_options.target_id = cpu_target_id();
-  OptimizeReport optimized = optimize_schedule(schedule, device ? opencl_target_caps() : host_cpu_caps(), optimize_options);
+  const TargetCaps& caps = !device ? host_cpu_caps() : options.device == "cuda" ? cuda_target_caps() : opencl_target_caps();
+  OptimizeReport optimized = optimize_schedule(schedule, caps, optimize_options);
   if (options.tuning != nullptr)
     progress(str_cat("opts of ", optimized.from_tuning, " of ", optimized.kernels,
                      " kernels from the tuning database ", options.tuning->source(), ", the others' from the heuristics"));
@@ -213,7 +234,7 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   build_options.progress = options.progress;
   std::vector<std::string> objects;
   int from_cache_count = 0;
-  std::vector<RenderedKernel> device_kernels = device ? render_device_kernels(schedule, contents, progress)
+  std::vector<RenderedKernel> device_kernels = device ? render_device_kernels(schedule, options, contents, progress)
                                                       : std::vector<RenderedKernel>{};
   for (KernelBuild& kernel : device ? std::vector<KernelBuild>{} : compile_schedule_kernels(schedule, build_options)) {
     if (kernel.repeat) continue;
@@ -258,7 +279,7 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   contents.arena_bytes = schedule.arena_bytes;  // laid out at the variables' maxima
   contents.variables = plan_variables(schedule, contents.inputs);
   std::string file = serialize_plan(contents);
-  std::string kernels = device ? str_cat(" (OpenCL C, built when the plan is loaded)")
+  std::string kernels = device ? str_cat(" (", options.device == "cuda" ? "PTX" : "OpenCL C", ", built when the plan is loaded)")
                                 : str_cat(" (", objects.size(), " distinct, ", from_cache_count, " from the disk cache)");
   progress(str_cat("plan: ", schedule.kernels.size(), " kernel launches", kernels, ", ", weights.size(),
                    " bytes of weights, arena ", schedule.arena_bytes, " bytes, ", file.size(), " bytes in all"));

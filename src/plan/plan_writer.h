@@ -24,8 +24,10 @@ struct PlanWriteOptions {
   const TuningDb* tuning = nullptr;
   // Empty: kernels for the host CPU (LLVM, linked into the code section). "opencl": a device plan
   // (format version 3) whose kernels are OpenCL C, built by the device's driver when the plan is
-  // loaded (docs/backends.md); fixed shapes only, no tuning database.
+  // loaded; "cuda": one whose kernels are PTX for cuda_architecture, compiled now by NVRTC and
+  // loaded by the CUDA driver (docs/backends.md). Device plans: fixed shapes only, no tuning database.
   std::string device;
+  int cuda_architecture = 75;  // sm_75 (Turing): the oldest NVRTC 13 compiles for; newer GPUs JIT its PTX
 };
 
 // The schedule that write_plan compiles for `outputs`, before the Opt stage (constants folded when

@@ -2,8 +2,10 @@
 #include "runtime/device_plan.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 
+#include "runtime/cuda/cuda_device.h"
 #include "runtime/opencl/opencl_device.h"
 #include "support/error.h"
 
@@ -25,18 +27,44 @@ auto as_plan_error(kiln_status status, const std::string& context, Body body) {
 
 }  // namespace
 
+namespace {
+
+// What the plan needs that `device` lacks ("" when nothing): the reader has checked that every
+// requirement is "f16", "f64" or "sm_NN".
+std::string missing_opencl(const OpenCLDevice& device, const std::string& requirement) {
+  if (requirement == "f16" && !device.has_f16()) return "f16 values (cl_khr_fp16)";
+  if (requirement == "f64" && !device.has_f64()) return "f64 values (cl_khr_fp64)";
+  if (requirement.rfind("sm_", 0) == 0) return "CUDA " + requirement;
+  return "";
+}
+
+std::string missing_cuda(const CudaDevice& device, const std::string& requirement) {
+  int needed = requirement == "f16" ? 53 : requirement.rfind("sm_", 0) == 0 ? std::atoi(requirement.c_str() + 3) : 0;
+  if (device.compute_capability() < needed)
+    return str_cat(requirement == "f16" ? "f16 values" : "code for " + requirement, " (compute capability ", needed / 10,
+                   ".", needed % 10, ")");
+  return "";
+}
+
+}  // namespace
+
 DevicePlan::DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights) {
-  // The reader accepts "opencl" only (check_device_fields).
-  OpenCLDevice* opencl = as_plan_error(KILN_ERROR_UNSUPPORTED_TARGET, "the plan is for OpenCL: ",
-                                       [] { return &OpenCLDevice::instance(); });
-  device_ = opencl;
+  // The reader accepts "opencl" and "cuda" only (check_device_fields).
+  bool cuda = plan.device()->str() == "cuda";
+  std::string label = cuda ? "CUDA" : "OpenCL";
+  OpenCLDevice* opencl = nullptr;
+  CudaDevice* cuda_device = nullptr;
+  as_plan_error(KILN_ERROR_UNSUPPORTED_TARGET, "the plan is for " + label + ": ", [&] {
+    if (cuda) cuda_device = &CudaDevice::instance();
+    else opencl = &OpenCLDevice::instance();
+  });
+  device_ = cuda ? static_cast<Device*>(cuda_device) : static_cast<Device*>(opencl);
   if (plan.device_requirements() != nullptr)
     for (const flatbuffers::String* requirement : *plan.device_requirements()) {
-      bool f16 = requirement->str() == "f16";
-      if (f16 ? opencl->has_f16() : opencl->has_f64()) continue;
-      throw PlanError(KILN_ERROR_UNSUPPORTED_TARGET,
-                      "the plan's kernels hold " + requirement->str() + " values, which OpenCL device '" + opencl->name() +
-                          "' lacks (" + (f16 ? "cl_khr_fp16" : "cl_khr_fp64") + ")");
+      std::string missing = cuda ? missing_cuda(*cuda_device, requirement->str()) : missing_opencl(*opencl, requirement->str());
+      if (!missing.empty())
+        throw PlanError(KILN_ERROR_UNSUPPORTED_TARGET, "the plan's kernels need " + missing + ", which " + label +
+                                                           " device '" + device_->name() + "' lacks");
     }
   try {
     input_count_ = plan.inputs()->size();

@@ -1,5 +1,5 @@
-// The device half of a plan runner (libkiln): a device plan's kernels (OpenCL C, format version 3)
-// built once at load, its weights uploaded once, and one device buffer per input, output, weight and
+// The device half of a plan runner (libkiln): a device plan's kernels (format version 3: OpenCL C
+// built by the OpenCL driver, or PTX loaded by the CUDA driver) built once at load, its weights uploaded once, and one device buffer per input, output, weight and
 // arena slot. A run uploads the inputs, launches every kernel in order (one work-item per index of
 // its parallel extent) and downloads the outputs; runs of one plan are serialised. PlanRunner
 // (runtime/cpu/plan_runner.h) binds and checks the caller's tensors as for a CPU plan and hands the

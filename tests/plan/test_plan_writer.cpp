@@ -180,7 +180,7 @@ TEST_CASE("device plans: an unknown device, device fields in an older version, a
   };
   CHECK(load_edited(rename_device, opencl) == KILN_ERROR_UNSUPPORTED_TARGET);
   CHECK(std::string(kiln_error_message()) ==
-        "the plan is for device 'vulkan'; this libkiln runs plans for the CPU and for OpenCL");
+        "the plan is for device 'vulkan'; this libkiln runs plans for the CPU, OpenCL and CUDA");
   // The same plan under a version-2 header: the metadata says 3, the header 2.
   CHECK(load_edited([](char*, size_t) {}, opencl, plan::kPlanFormatVersionSymbolic) == KILN_ERROR_INVALID_PLAN);
 }

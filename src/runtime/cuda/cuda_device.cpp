@@ -1,0 +1,265 @@
+// The CUDA device; see cuda_device.h. The driver API's few entry points are declared here from
+// NVIDIA's documented C API (CUresult is an int-sized enum whose 0 is success; CUdeviceptr is a 64-bit
+// integer; contexts, modules and functions are opaque pointers), so building kiln needs no CUDA header.
+#include "runtime/cuda/cuda_device.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "support/error.h"
+
+namespace kiln {
+
+using CuResult = int;
+using CuDevicePtr = unsigned long long;
+using CuContext = struct CuContextOpaque*;
+using CuModule = struct CuModuleOpaque*;
+using CuFunction = struct CuFunctionOpaque*;
+using CuStream = struct CuStreamOpaque*;
+
+struct CudaApi {
+  CuResult (*cuInit)(unsigned) = nullptr;
+  CuResult (*cuGetErrorName)(CuResult, const char**) = nullptr;
+  CuResult (*cuDeviceGetCount)(int*) = nullptr;
+  CuResult (*cuDeviceGet)(int*, int) = nullptr;
+  CuResult (*cuDeviceGetName)(char*, int, int) = nullptr;
+  CuResult (*cuDeviceGetAttribute)(int*, int, int) = nullptr;
+  CuResult (*cuDevicePrimaryCtxRetain)(CuContext*, int) = nullptr;
+  CuResult (*cuCtxSetCurrent)(CuContext) = nullptr;
+  CuResult (*cuCtxSynchronize)() = nullptr;
+  CuResult (*cuModuleLoadData)(CuModule*, const void*) = nullptr;
+  CuResult (*cuModuleUnload)(CuModule) = nullptr;
+  CuResult (*cuModuleGetFunction)(CuFunction*, CuModule, const char*) = nullptr;
+  CuResult (*cuMemAlloc)(CuDevicePtr*, size_t) = nullptr;
+  CuResult (*cuMemFree)(CuDevicePtr) = nullptr;
+  CuResult (*cuMemcpyHtoD)(CuDevicePtr, const void*, size_t) = nullptr;
+  CuResult (*cuMemcpyDtoH)(void*, CuDevicePtr, size_t) = nullptr;
+  CuResult (*cuMemcpyDtoD)(CuDevicePtr, CuDevicePtr, size_t) = nullptr;
+  CuResult (*cuLaunchKernel)(CuFunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CuStream,
+                             void**, void**) = nullptr;
+};
+
+namespace {
+
+constexpr int kComputeCapabilityMajor = 75, kComputeCapabilityMinor = 76;  // CUdevice_attribute values
+constexpr CuResult kOutOfMemory = 2;                                       // CUDA_ERROR_OUT_OF_MEMORY
+
+[[noreturn]] void unsupported(const std::string& why) { throw UserError("unsupported target: CUDA: " + why); }
+
+std::string error_name(const CudaApi& api, CuResult code) {
+  const char* name = nullptr;
+  if (api.cuGetErrorName == nullptr || api.cuGetErrorName(code, &name) != 0 || name == nullptr)
+    return "CUDA error " + std::to_string(code);
+  return std::string(name) + " (" + std::to_string(code) + ")";
+}
+
+template <typename Function>
+bool resolve(void* library, const char* name, Function& slot, std::string& why_not) {
+  slot = reinterpret_cast<Function>(dlsym(library, name));
+  if (slot == nullptr) why_not = str_cat("the CUDA driver library has no entry point ", name);
+  return slot != nullptr;
+}
+
+struct LoadedApi {
+  CudaApi api;
+  bool ok = false;
+  std::string why_not;
+};
+
+LoadedApi load_api() {
+  LoadedApi loaded;
+  const char* chosen = std::getenv("KILN_CUDA_LIBRARY");
+  std::string name = chosen != nullptr && *chosen != '\0' ? chosen : "libcuda.so.1";
+  void* library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    const char* error = dlerror();
+    loaded.why_not = "cannot load the CUDA driver (" + std::string(error != nullptr ? error : name + ": not found") +
+                     "); install NVIDIA's driver or set KILN_CUDA_LIBRARY";
+    return loaded;
+  }
+  CudaApi& a = loaded.api;
+  std::string& why = loaded.why_not;
+  // The _v2 entry points are the ones cuda.h's macros name (64-bit sizes and pointers).
+  loaded.ok = resolve(library, "cuInit", a.cuInit, why) && resolve(library, "cuGetErrorName", a.cuGetErrorName, why) &&
+              resolve(library, "cuDeviceGetCount", a.cuDeviceGetCount, why) &&
+              resolve(library, "cuDeviceGet", a.cuDeviceGet, why) &&
+              resolve(library, "cuDeviceGetName", a.cuDeviceGetName, why) &&
+              resolve(library, "cuDeviceGetAttribute", a.cuDeviceGetAttribute, why) &&
+              resolve(library, "cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain, why) &&
+              resolve(library, "cuCtxSetCurrent", a.cuCtxSetCurrent, why) &&
+              resolve(library, "cuCtxSynchronize", a.cuCtxSynchronize, why) &&
+              resolve(library, "cuModuleLoadData", a.cuModuleLoadData, why) &&
+              resolve(library, "cuModuleUnload", a.cuModuleUnload, why) &&
+              resolve(library, "cuModuleGetFunction", a.cuModuleGetFunction, why) &&
+              resolve(library, "cuMemAlloc_v2", a.cuMemAlloc, why) && resolve(library, "cuMemFree_v2", a.cuMemFree, why) &&
+              resolve(library, "cuMemcpyHtoD_v2", a.cuMemcpyHtoD, why) &&
+              resolve(library, "cuMemcpyDtoH_v2", a.cuMemcpyDtoH, why) &&
+              resolve(library, "cuMemcpyDtoD_v2", a.cuMemcpyDtoD, why) &&
+              resolve(library, "cuLaunchKernel", a.cuLaunchKernel, why);
+  return loaded;  // the library stays loaded for the life of the process
+}
+
+class CudaKernel final : public DeviceKernel {
+ public:
+  CudaKernel(const CudaApi& api, CuModule module, CuFunction function, std::string name)
+      : api_(api), module_(module), function_(function), name_(std::move(name)) {}
+  ~CudaKernel() override { api_.cuModuleUnload(module_); }
+  const std::string& name() const override { return name_; }
+  CuFunction function() const { return function_; }
+
+ private:
+  const CudaApi& api_;
+  CuModule module_;
+  CuFunction function_;
+  std::string name_;
+};
+
+}  // namespace
+
+CudaDevice* CudaDevice::open_once(std::string* why_not) {
+  struct Opened {
+    CudaDevice* device = nullptr;
+    std::string why_not;
+  };
+  static const Opened opened = [] {
+    Opened result;
+    static const LoadedApi loaded = load_api();
+    if (!loaded.ok) {
+      result.why_not = "unsupported target: CUDA: " + loaded.why_not;
+      return result;
+    }
+    auto* device = new CudaDevice();
+    try {
+      device->open(loaded.api);
+      result.device = device;
+    } catch (const UserError& error) {
+      delete device;
+      result.why_not = error.what();
+    }
+    return result;
+  }();
+  if (opened.device == nullptr && why_not != nullptr) *why_not = opened.why_not;
+  return opened.device;
+}
+
+CudaDevice& CudaDevice::instance() {
+  std::string why_not;
+  CudaDevice* device = open_once(&why_not);
+  if (device == nullptr) throw UserError(why_not);
+  return *device;
+}
+
+bool CudaDevice::available(std::string* why_not) { return open_once(why_not) != nullptr; }
+
+void CudaDevice::open(const CudaApi& api) {
+  api_ = &api;
+  if (CuResult status = api.cuInit(0); status != 0) unsupported("cuInit failed: " + error_name(api, status));
+  int count = 0;
+  if (CuResult status = api.cuDeviceGetCount(&count); status != 0 || count == 0)
+    unsupported(status != 0 ? "cuDeviceGetCount failed: " + error_name(api, status) : std::string("no CUDA device"));
+  const char* chosen = std::getenv("KILN_CUDA_DEVICE");
+  int index = chosen != nullptr && *chosen != '\0' ? std::atoi(chosen) : 0;
+  if (index < 0 || index >= count) unsupported(str_cat("KILN_CUDA_DEVICE=", index, " but there are ", count, " devices"));
+  if (CuResult status = api.cuDeviceGet(&device_, index); status != 0) unsupported("cuDeviceGet failed: " + error_name(api, status));
+  char name[256] = {};
+  api.cuDeviceGetName(name, sizeof name - 1, device_);
+  int major = 0, minor = 0;
+  api.cuDeviceGetAttribute(&major, kComputeCapabilityMajor, device_);
+  api.cuDeviceGetAttribute(&minor, kComputeCapabilityMinor, device_);
+  compute_capability_ = major * 10 + minor;
+  name_ = str_cat("cuda:", name, " (sm_", compute_capability_, ")");
+  CuContext context = nullptr;
+  if (CuResult status = api.cuDevicePrimaryCtxRetain(&context, device_); status != 0)
+    unsupported("cuDevicePrimaryCtxRetain failed: " + error_name(api, status));
+  context_ = context;
+}
+
+// The driver keeps a current context per thread: every call from a new thread sets it first.
+void CudaDevice::make_current() const {
+  if (CuResult status = api_->cuCtxSetCurrent(static_cast<CuContext>(context_)); status != 0)
+    throw_internal_error("cuCtxSetCurrent failed: " + error_name(*api_, status));
+}
+
+DeviceMemory CudaDevice::allocate(size_t bytes) {
+  std::lock_guard lock(mutex_);
+  make_current();
+  CuDevicePtr pointer = 0;
+  CuResult status = api_->cuMemAlloc(&pointer, bytes == 0 ? 1 : bytes);
+  if (status == kOutOfMemory) throw UserError(str_cat("out of device memory on ", name_, ": ", bytes, " bytes"));
+  if (status != 0) throw_internal_error("cuMemAlloc failed: " + error_name(*api_, status));
+  return DeviceMemory{reinterpret_cast<void*>(static_cast<uintptr_t>(pointer)), bytes};
+}
+
+void CudaDevice::free(DeviceMemory memory) {
+  if (memory.handle == nullptr) return;
+  std::lock_guard lock(mutex_);
+  make_current();
+  api_->cuMemFree(static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(memory.handle)));
+}
+
+void CudaDevice::copy_to_device(DeviceMemory destination, const void* source, size_t bytes) {
+  std::lock_guard lock(mutex_);
+  make_current();
+  if (CuResult status = api_->cuMemcpyHtoD(static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(destination.handle)), source, bytes);
+      status != 0)
+    throw_internal_error("cuMemcpyHtoD failed: " + error_name(*api_, status));
+}
+
+void CudaDevice::copy_to_host(void* destination, DeviceMemory source, size_t bytes) {
+  std::lock_guard lock(mutex_);
+  make_current();
+  if (CuResult status = api_->cuMemcpyDtoH(destination, static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(source.handle)), bytes);
+      status != 0)
+    throw_internal_error("cuMemcpyDtoH failed: " + error_name(*api_, status));
+}
+
+void CudaDevice::copy_on_device(DeviceMemory destination, DeviceMemory source, size_t bytes) {
+  std::lock_guard lock(mutex_);
+  make_current();
+  if (CuResult status = api_->cuMemcpyDtoD(static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(destination.handle)),
+                                           static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(source.handle)), bytes);
+      status != 0)
+    throw_internal_error("cuMemcpyDtoD failed: " + error_name(*api_, status));
+}
+
+std::unique_ptr<DeviceKernel> CudaDevice::build_kernel(const std::string& source, const std::string& name) {
+  std::lock_guard lock(mutex_);
+  make_current();
+  CuModule module = nullptr;
+  // PTX is text and must end in a NUL; a cubin is an image whose size the ELF header gives.
+  if (CuResult status = api_->cuModuleLoadData(&module, source.c_str()); status != 0)
+    throw_internal_error(str_cat("cuModuleLoadData failed for kernel ", name, " on ", name_, ": ", error_name(*api_, status)));
+  CuFunction function = nullptr;
+  if (CuResult status = api_->cuModuleGetFunction(&function, module, name.c_str()); status != 0) {
+    api_->cuModuleUnload(module);
+    throw_internal_error(str_cat("the module of kernel ", name, " has no such function: ", error_name(*api_, status)));
+  }
+  return std::make_unique<CudaKernel>(*api_, module, function, name);
+}
+
+void CudaDevice::launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims) {
+  std::lock_guard lock(mutex_);
+  make_current();
+  std::vector<CuDevicePtr> pointers;
+  for (const DeviceMemory& memory : arguments) pointers.push_back(static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(memory.handle)));
+  std::vector<void*> parameters;
+  for (CuDevicePtr& pointer : pointers) parameters.push_back(&pointer);
+  size_t block = dims.local[0] != 0 ? dims.local[0] : kCudaThreadsPerBlock;
+  size_t grid = (dims.global[0] + block - 1) / block;
+  if (grid == 0) return;
+  if (grid > 0x7fffffffu) throw UserError(str_cat("a launch of ", dims.global[0], " threads exceeds CUDA's grid"));
+  CuResult status = api_->cuLaunchKernel(static_cast<CudaKernel&>(kernel).function(), static_cast<unsigned>(grid), 1, 1,
+                                         static_cast<unsigned>(block), 1, 1, 0, nullptr, parameters.data(), nullptr);
+  if (status != 0) throw_internal_error(str_cat("cuLaunchKernel failed for ", kernel.name(), ": ", error_name(*api_, status)));
+}
+
+void CudaDevice::synchronize() {
+  std::lock_guard lock(mutex_);
+  make_current();
+  if (CuResult status = api_->cuCtxSynchronize(); status != 0)
+    throw_internal_error("cuCtxSynchronize failed (a kernel faulted?): " + error_name(*api_, status));
+}
+
+}  // namespace kiln

@@ -1,0 +1,64 @@
+// The CUDA device: the Device interface (runtime/device.h) over NVIDIA's driver API, loaded from
+// libcuda.so.1 with dlopen at run time, so nothing links against CUDA and a machine without a GPU
+// driver builds and runs kiln (only a request for this device fails, with a UserError naming what is
+// missing). One device per process (KILN_CUDA_DEVICE=N, default 0), its primary context, the
+// default stream; calls from several threads are serialised. Kernels are PTX or cubins made by NVRTC
+// (codegen/cuda/nvrtc_compiler.h), loaded with cuModuleLoadData; a launch runs one thread per index
+// of LaunchDims::global[0], in blocks of LaunchDims::local[0] (default kCudaThreadsPerBlock).
+//
+// No GPU was available to the session that wrote this: only the paths without one (no library, the
+// toolkit's stub library) have run. docs/backends.md says what to run where there is one.
+#pragma once
+
+#include <mutex>
+#include <string>
+
+#include "runtime/device.h"
+
+namespace kiln {
+
+struct CudaApi;
+
+class CudaDevice final : public Device {
+ public:
+  static constexpr size_t kCudaThreadsPerBlock = 128;
+
+  // The process's CUDA device. Throws a UserError starting "unsupported target: CUDA: " naming what is
+  // missing (the driver library, an entry point, a device; cuInit's error) when there is none.
+  static CudaDevice& instance();
+  // Whether instance() would succeed; otherwise *why_not says why. Never throws.
+  static bool available(std::string* why_not = nullptr);
+
+  const std::string& name() const override { return name_; }
+  DeviceMemory allocate(size_t bytes) override;
+  void free(DeviceMemory memory) override;
+  void copy_to_device(DeviceMemory destination, const void* source, size_t bytes) override;
+  void copy_to_host(void* destination, DeviceMemory source, size_t bytes) override;
+  void copy_on_device(DeviceMemory destination, DeviceMemory source, size_t bytes) override;
+  // `source` is PTX text or a cubin image; `name` the extern "C" kernel function in it.
+  std::unique_ptr<DeviceKernel> build_kernel(const std::string& source, const std::string& name) override;
+  void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims) override;
+  void synchronize() override;
+
+  // Compute capability as NN (90 for sm_90).
+  int compute_capability() const { return compute_capability_; }
+
+  CudaDevice(const CudaDevice&) = delete;
+  CudaDevice& operator=(const CudaDevice&) = delete;
+
+ private:
+  static CudaDevice* open_once(std::string* why_not);
+  CudaDevice() = default;
+  ~CudaDevice() override = default;  // never destroyed: modules may be cached until exit
+  void open(const CudaApi& api);
+  void make_current() const;
+
+  const CudaApi* api_ = nullptr;
+  int device_ = 0;
+  void* context_ = nullptr;  // CUcontext (the primary context)
+  std::string name_;
+  int compute_capability_ = 0;
+  std::mutex mutex_;
+};
+
+}  // namespace kiln
