@@ -13,6 +13,7 @@
 #include "codegen/c_style/cuda_codegen.h"
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "compile_onnx_file.h"
+#include "model_arguments.h"
 #include "opt/optimize_schedule.h"
 #include "plan/plan_writer.h"
 #include "support/error.h"
@@ -113,19 +114,23 @@ int build_kernels(const Options& options) {
 
 int gpu_kernels_command(const std::vector<std::string>& arguments) {
   Options options;
-  bool in_shapes = false;
+  ModelArguments model;
   try {
     for (size_t i = 0; i < arguments.size(); ++i) {
       const std::string& argument = arguments[i];
       auto value = [&]() -> const std::string* {
         if (i + 1 >= arguments.size()) return nullptr;
-        in_shapes = false;
+        model.end_shapes();
         return &arguments[++i];
       };
       if (argument == "-h" || argument == "--help") {
         print_help(std::cout);
         return 0;
       }
+      ModelArguments::Taken taken = model.take(argument);
+      if (taken == ModelArguments::Taken::SecondModel)
+        return usage_error("one model at a time ('" + argument + "' is a second one)");
+      if (taken == ModelArguments::Taken::Yes) continue;
       if (argument == "--target" || argument == "--dump") {
         const std::string* text = value();
         if (text == nullptr) return usage_error(argument + " needs a value");
@@ -142,20 +147,12 @@ int gpu_kernels_command(const std::vector<std::string>& arguments) {
         if (text == nullptr || used != text->size() || number < 30 || number > 1000)
           return usage_error("--arch needs a compute capability such as 80 or 90");
         options.architecture = number;
-      } else if (argument == "--shape") {
-        in_shapes = true;
-      } else if (argument.rfind("--shape=", 0) == 0) {
-        options.shapes.push_back(onnx_import::parse_shape_spec(argument.substr(8)));
-      } else if (!argument.empty() && argument[0] == '-') {
-        return usage_error("unknown option '" + argument + "'");
-      } else if (in_shapes && argument.find('=') != std::string::npos) {
-        options.shapes.push_back(onnx_import::parse_shape_spec(argument));
-      } else if (options.model_path.empty()) {
-        options.model_path = argument;
       } else {
-        return usage_error("one model at a time ('" + argument + "' is a second one)");
+        return usage_error("unknown option '" + argument + "'");
       }
     }
+    options.model_path = model.model_path;
+    options.shapes = model.shapes;
     if (options.model_path.empty()) return usage_error("no model given");
     if (options.target.empty()) return usage_error("no target given (--target cuda)");
     if (options.target != "cuda")

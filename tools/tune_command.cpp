@@ -14,6 +14,7 @@
 #include "codegen/cpu_codegen.h"
 #include "codegen/target.h"
 #include "compile_onnx_file.h"
+#include "model_arguments.h"
 #include "opt/beam_search.h"
 #include "opt/heuristics.h"
 #include "opt/kernel_timing.h"
@@ -221,19 +222,23 @@ bool parse_number(const std::string& text, double& value) {
 
 int tune_command(const std::vector<std::string>& arguments) {
   Options options;
-  bool in_shapes = false;
+  ModelArguments model;
   try {
     for (size_t i = 0; i < arguments.size(); ++i) {
       const std::string& argument = arguments[i];
       auto value = [&]() -> const std::string* {
         if (i + 1 >= arguments.size()) return nullptr;
-        in_shapes = false;
+        model.end_shapes();
         return &arguments[++i];
       };
       if (argument == "-h" || argument == "--help") {
         print_tune_help(std::cout);
         return 0;
       }
+      ModelArguments::Taken taken = model.take(argument);
+      if (taken == ModelArguments::Taken::SecondModel)
+        return usage_error("one model at a time ('" + argument + "' is a second one)");
+      if (taken == ModelArguments::Taken::Yes) continue;
       if (argument == "--db") {
         const std::string* text = value();
         if (text == nullptr) return usage_error("--db needs a file name");
@@ -251,20 +256,12 @@ int tune_command(const std::vector<std::string>& arguments) {
             return usage_error(argument + " must be a whole number from 1 to 1024");
           (argument == "--beam" ? options.beam : options.threads) = static_cast<int>(number);
         }
-      } else if (argument == "--shape") {
-        in_shapes = true;
-      } else if (argument.rfind("--shape=", 0) == 0) {
-        options.shapes.push_back(onnx_import::parse_shape_spec(argument.substr(8)));
-      } else if (!argument.empty() && argument[0] == '-') {
-        return usage_error("unknown option '" + argument + "'");
-      } else if (in_shapes && argument.find('=') != std::string::npos) {
-        options.shapes.push_back(onnx_import::parse_shape_spec(argument));
-      } else if (options.model_path.empty()) {
-        options.model_path = argument;
       } else {
-        return usage_error("one model at a time ('" + argument + "' is a second one)");
+        return usage_error("unknown option '" + argument + "'");
       }
     }
+    options.model_path = model.model_path;
+    options.shapes = model.shapes;
     if (options.model_path.empty()) return usage_error("no model given");
     if (options.db_path.empty()) return usage_error("no tuning database given (--db DB)");
     return tune(options);

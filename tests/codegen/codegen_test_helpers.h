@@ -161,6 +161,16 @@ inline bool same_value(const ScalarValue& a, const ScalarValue& b) {
   return a.real == b.real && std::signbit(a.real) == std::signbit(b.real);
 }
 
+// The ALU ops that have a meaning for `dtype` (ops.def), as the renderer tests exercise them.
+inline std::vector<Ops> alu_ops_of(DType dtype) {
+  if (dtype.is_bool()) return {Ops::ADD, Ops::SUB, Ops::MUL, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND,
+                               Ops::OR, Ops::XOR, Ops::NOT, Ops::WHERE};
+  if (dtype.is_float()) return {Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ,
+                                Ops::NEG, Ops::SQRT, Ops::RECIPROCAL, Ops::TRUNC, Ops::WHERE, Ops::MULACC};
+  return {Ops::ADD, Ops::SUB, Ops::MUL, Ops::IDIV, Ops::MOD, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ,
+          Ops::AND, Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::NEG, Ops::NOT, Ops::WHERE};
+}
+
 inline std::string describe(const ScalarValue& value) {
   if (value.dtype.is_float()) return std::to_string(value.real);
   return to_string(value.integer);

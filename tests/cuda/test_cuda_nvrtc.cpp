@@ -41,14 +41,6 @@ void compile_everywhere(const UOpPtr& ast) {
   }
 }
 
-std::vector<Ops> ops_of(DType dtype) {
-  if (dtype.is_bool()) return {Ops::ADD, Ops::SUB, Ops::MUL, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND,
-                               Ops::OR, Ops::XOR, Ops::NOT, Ops::WHERE};
-  if (dtype.is_float()) return {Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ,
-                                Ops::NEG, Ops::SQRT, Ops::RECIPROCAL, Ops::TRUNC, Ops::WHERE, Ops::MULACC};
-  return {Ops::ADD, Ops::SUB, Ops::MUL, Ops::IDIV, Ops::MOD, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ,
-          Ops::AND, Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::NEG, Ops::NOT, Ops::WHERE};
-}
 
 }  // namespace
 
@@ -62,7 +54,7 @@ TEST_CASE("every ALU op of every data dtype compiles") {
     UOpPtr a = load(index(global(dtype, n, 0), i)), b = load(index(global(dtype, n, 1), i));
     UOpPtr c = load(index(global(dtype, n, 2), i));
     std::vector<UOpPtr> stores;
-    std::vector<Ops> ops = ops_of(dtype);
+    std::vector<Ops> ops = alu_ops_of(dtype);
     for (size_t o = 0; o < ops.size(); ++o) {
       Ops op = ops[o];
       DType result = op == Ops::CMPLT || op == Ops::CMPNE || op == Ops::CMPEQ ? dtypes::bool_ : dtype;

@@ -37,14 +37,6 @@ std::vector<ScalarValue> edge_values(DType dtype) {
   return values;
 }
 
-std::vector<Ops> ops_of(DType dtype) {
-  if (dtype.is_bool()) return {Ops::ADD, Ops::SUB, Ops::MUL, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND,
-                               Ops::OR, Ops::XOR, Ops::NOT, Ops::WHERE};
-  if (dtype.is_float()) return {Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ,
-                                Ops::NEG, Ops::SQRT, Ops::RECIPROCAL, Ops::TRUNC, Ops::WHERE, Ops::MULACC};
-  return {Ops::ADD, Ops::SUB, Ops::MUL, Ops::IDIV, Ops::MOD, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ,
-          Ops::AND, Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::NEG, Ops::NOT, Ops::WHERE};
-}
 
 // MAX of floats (docs/kernel-ast.md): NaN wins, and max(-0, +0) = +0.
 ScalarValue float_max(const ScalarValue& x, const ScalarValue& y) {
@@ -75,7 +67,7 @@ TEST_CASE("every ALU op of every dtype matches the IR evaluator") {
     UOpPtr i = range(n, 0);
     UOpPtr a = load(index(global(dtype, n, 0), i)), b = load(index(global(dtype, n, 1), i));
     UOpPtr c = load(index(global(dtype, n, 2), i));
-    std::vector<Ops> ops = ops_of(dtype);
+    std::vector<Ops> ops = alu_ops_of(dtype);
     std::vector<UOpPtr> stores;
     std::vector<std::unique_ptr<TestBuffer>> outputs;
     std::vector<TestBuffer*> buffers{&a_data, &b_data, &c_data};
