@@ -254,6 +254,7 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   if (device) {
     contents.device = options.device;
     contents.cpu_features.clear();  // no CPU code to need them
+    contents.cpu_name = "none, kernels for " + options.device;  // what `kiln inspect` prints as the CPU
   }
   for (const auto& [name, tensor] : inputs) contents.inputs.push_back(value_contents(name, tensor, -1));
   for (size_t i = 0; i < outputs.size(); ++i)

@@ -162,11 +162,11 @@ TEST_CASE("an OpenCL plan is format version 3 with no code; a CPU plan of the sa
   CHECK(header(cpu, plan::header_field::code_size) > 0);
   CHECK(opencl.find("__kernel void") != std::string::npos);
   CHECK(opencl == make("opencl"));  // byte-identical, as CPU plans are
-  PlanWriteOptions cuda;
-  cuda.device = "cuda";
+  PlanWriteOptions vulkan;
+  vulkan.device = "vulkan";
   Tensor x = graph_input("x", {2}, ScalarType::Float32);
-  CHECK_THROWS_WITH_AS(write_plan({{"x", x}}, {{"y", x * 2.0f}}, cuda),
-                       "unsupported: plans for device 'cuda' (plans are for the CPU or for OpenCL)", UserError);
+  CHECK_THROWS_WITH_AS(write_plan({{"x", x}}, {{"y", x * 2.0f}}, vulkan),
+                       "unsupported: plans for device 'vulkan' (plans are for the CPU, OpenCL or CUDA)", UserError);
 }
 
 TEST_CASE("device plans: an unknown device, device fields in an older version, a CPU plan with device fields") {
