@@ -9,8 +9,14 @@
 #include <string>
 #include <unordered_map>
 
+#include <algorithm>
+#include <functional>
+
+#include "codegen/c_style/cuda_codegen.h"
 #include "codegen/c_style/opencl_codegen.h"
+#include "codegen/cuda/nvrtc_compiler.h"
 #include "runtime/caching_allocator.h"
+#include "runtime/cuda/cuda_device.h"
 #include "runtime/opencl/opencl_device.h"
 #include "support/debug.h"
 #include "support/error.h"
@@ -44,17 +50,55 @@ struct KernelCache {
   std::unordered_map<std::string, const BuiltKernel*> by_symbol;
 };
 
-KernelCache& opencl_kernels() {
-  static auto* cache = new KernelCache();  // never destroyed: the ICD may be gone when statics die
-  return *cache;
+// The cache keeps up to KILN_DEVICE_CACHE_MB (default 256) MiB of freed blocks for reuse.
+CachingAllocator* new_allocator(Device& device) {
+  return new CachingAllocator([&device](size_t bytes) { return device.allocate(bytes); },
+                              [&device](DeviceMemory m) { device.free(m); },
+                              static_cast<size_t>(std::max(0L, env_integer("KILN_DEVICE_CACHE_MB", 256))) << 20);
 }
 
-CachingAllocator& opencl_memory(OpenCLDevice& device) {
-  // The cache keeps up to KILN_DEVICE_CACHE_MB (default 256) MiB of freed blocks for reuse.
-  static auto* allocator = new CachingAllocator(
-      [&device](size_t bytes) { return device.allocate(bytes); }, [&device](DeviceMemory m) { device.free(m); },
-      static_cast<size_t>(std::max(0L, env_integer("KILN_DEVICE_CACHE_MB", 256))) << 20);
-  return *allocator;
+// What differs between the devices: the device, how a kernel AST becomes what its build_kernel
+// takes, and the process's kernel cache and memory cache for it (never destroyed: the driver may be
+// gone when statics die).
+struct DeviceBackend {
+  Device& device;
+  std::function<RenderedKernel(const UOpPtr&)> render;
+  KernelCache& kernels;
+  CachingAllocator& memory;
+};
+
+DeviceBackend opencl_backend() {
+  OpenCLDevice& device = OpenCLDevice::instance();
+  static auto* kernels = new KernelCache();
+  static CachingAllocator* memory = new_allocator(device);
+  CDeviceFeatures features{device.name(), device.has_f16(), device.has_f64()};
+  return {device, [features](const UOpPtr& ast) { return opencl_render_kernel(ast, features); }, *kernels, *memory};
+}
+
+// PTX for the newest architecture NVRTC knows that the GPU runs (its own, where NVRTC knows it).
+int cuda_ptx_architecture(int compute_capability) {
+  const NvrtcInfo* info = nvrtc_info(nullptr);
+  int best = 0;
+  if (info != nullptr)
+    for (int architecture : info->architectures)
+      if (architecture <= compute_capability) best = std::max(best, architecture);
+  return best != 0 ? best : compute_capability;  // none: compile_cuda names the architectures it has
+}
+
+DeviceBackend cuda_backend() {
+  CudaDevice& device = CudaDevice::instance();
+  static auto* kernels = new KernelCache();
+  static CachingAllocator* memory = new_allocator(device);
+  int architecture = cuda_ptx_architecture(device.compute_capability());
+  CDeviceFeatures features = cuda_device_features(device.compute_capability());
+  features.device_name = device.name();
+  return {device,
+          [features, architecture](const UOpPtr& ast) {
+            RenderedKernel rendered = cuda_render_kernel(ast, features);
+            rendered.source = compile_cuda(rendered.source, rendered.name + ".cu", architecture).ptx;
+            return rendered;
+          },
+          *kernels, *memory};
 }
 
 // Every block a run holds, given back to the cache however the run ends.
@@ -83,11 +127,12 @@ ExecutionDevice realize_device() {
   const char* chosen = std::getenv("KILN_DEVICE");
   if (chosen == nullptr || *chosen == '\0' || std::string(chosen) == "cpu") return ExecutionDevice::Cpu;
   if (std::string(chosen) == "opencl") return ExecutionDevice::OpenCL;
-  throw UserError(str_cat("KILN_DEVICE='", chosen, "' names no device kiln can run on (cpu, opencl)"));
+  if (std::string(chosen) == "cuda") return ExecutionDevice::Cuda;
+  throw UserError(str_cat("KILN_DEVICE='", chosen, "' names no device kiln can run on (cpu, opencl, cuda)"));
 }
 
 const char* execution_device_name(ExecutionDevice device) {
-  return device == ExecutionDevice::OpenCL ? "opencl" : "cpu";
+  return device == ExecutionDevice::OpenCL ? "opencl" : device == ExecutionDevice::Cuda ? "cuda" : "cpu";
 }
 
 ScopedRealizeDevice::ScopedRealizeDevice(ExecutionDevice device, const TargetCaps* caps)
@@ -102,17 +147,19 @@ ScopedRealizeDevice::~ScopedRealizeDevice() {
 
 const TargetCaps& execution_target_caps(ExecutionDevice device) {
   if (scoped_caps != nullptr) return *scoped_caps;
-  return device == ExecutionDevice::OpenCL ? opencl_target_caps() : host_cpu_caps();
+  if (device == ExecutionDevice::OpenCL) return opencl_target_caps();
+  if (device == ExecutionDevice::Cuda) return cuda_target_caps();
+  return host_cpu_caps();
 }
 
-void run_schedule_on_opencl(const Schedule& schedule, const std::vector<void*>& host) {
-  OpenCLDevice& device = OpenCLDevice::instance();
-  CDeviceFeatures features{device.name(), device.has_f16(), device.has_f64()};
-
+void run_schedule_on_device(ExecutionDevice where, const Schedule& schedule, const std::vector<void*>& host) {
+  KILN_ASSERT(where != ExecutionDevice::Cpu, "run_schedule_on_device runs on OpenCL or CUDA");
+  DeviceBackend backend = where == ExecutionDevice::Cuda ? cuda_backend() : opencl_backend();
+  Device& device = backend.device;
   auto start = Clock::now();
   std::vector<const BuiltKernel*> kernels;
   int built = 0;
-  KernelCache& cache = opencl_kernels();
+  KernelCache& cache = backend.kernels;
   for (const ScheduledKernel& kernel : schedule.kernels) {
     const BuiltKernel* entry = nullptr;
     {
@@ -120,7 +167,7 @@ void run_schedule_on_opencl(const Schedule& schedule, const std::vector<void*>& 
       if (auto known = cache.by_symbol.find(kernel.name()); known != cache.by_symbol.end()) entry = known->second;
     }
     if (entry == nullptr) {
-      RenderedKernel rendered = opencl_render_kernel(kernel.ast, features);
+      RenderedKernel rendered = backend.render(kernel.ast);
       std::lock_guard lock(cache.mutex);
       auto found = cache.by_source.find(rendered.source);
       if (found == cache.by_source.end()) {
@@ -144,7 +191,7 @@ void run_schedule_on_opencl(const Schedule& schedule, const std::vector<void*>& 
     for (int b : schedule.kernels[k].buffers) last_use[static_cast<size_t>(b)] = static_cast<int64_t>(k);
 
   start = Clock::now();
-  RunMemory memory(opencl_memory(device), schedule.buffers.size());
+  RunMemory memory(backend.memory, schedule.buffers.size());
   std::vector<DeviceMemory> arguments;
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
     const ScheduledKernel& kernel = schedule.kernels[k];
@@ -188,6 +235,6 @@ void run_schedule_on_opencl(const Schedule& schedule, const std::vector<void*>& 
                         " built); build ", build_ms, " ms, run ", milliseconds_since(start), " ms"));
 }
 
-uint64_t opencl_kernel_launches() { return launches.load(); }
+uint64_t device_kernel_launches() { return launches.load(); }
 
 }  // namespace kiln

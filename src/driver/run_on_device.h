@@ -1,6 +1,6 @@
 // Running a schedule on an accelerator in process: which device realize() uses (KILN_DEVICE, or a
-// scoped override for tests), and the runner for the OpenCL device, the device half of realize()
-// (src/tensor/realize.cpp). The CPU path is unchanged when no device is asked for.
+// scoped override for tests), and the runner for the OpenCL and CUDA devices, the device half of
+// realize() (src/tensor/realize.cpp). The CPU path is unchanged when no device is asked for.
 #pragma once
 
 #include <cstdint>
@@ -11,10 +11,10 @@
 
 namespace kiln {
 
-enum class ExecutionDevice { Cpu, OpenCL };
+enum class ExecutionDevice { Cpu, OpenCL, Cuda };
 
 // The device realize() runs on: the innermost ScopedRealizeDevice of this thread, else KILN_DEVICE
-// ("cpu" or unset: the CPU; "opencl"). Any other value is a UserError naming the choices.
+// ("cpu" or unset: the CPU; "opencl"; "cuda"). Any other value is a UserError naming the choices.
 ExecutionDevice realize_device();
 const char* execution_device_name(ExecutionDevice device);
 
@@ -35,19 +35,21 @@ class ScopedRealizeDevice {
 };
 
 // The capabilities the optimisation layer sees for kernels that run on `device`: the scope's
-// override if there is one, else opencl_target_caps() or host_cpu_caps().
+// override if there is one, else opencl_target_caps(), cuda_target_caps() or host_cpu_caps().
 const TargetCaps& execution_target_caps(ExecutionDevice device);
 
-// Runs `schedule` (already optimised for opencl_target_caps()) on the OpenCL device: builds its
-// kernels (each distinct source once per process), uploads the Input buffers, launches the kernels
-// in order with one work-item per index of axis 0, and downloads the Output buffers. host[b] is the
-// host memory of schedule buffer b for Inputs (read) and Outputs (written), unused for intermediates,
-// which live on the device only (each its own allocation, from the device's caching allocator,
-// released after its last reader). Throws the device's UserError when there is no OpenCL device.
-void run_schedule_on_opencl(const Schedule& schedule, const std::vector<void*>& host);
+// Runs `schedule` (already optimised for execution_target_caps(device)) on the OpenCL or CUDA device:
+// builds its kernels (each distinct source once per process: OpenCL C by the OpenCL driver; CUDA C
+// by NVRTC to PTX for the GPU's compute capability, loaded by the CUDA driver), uploads the Input
+// buffers, launches the kernels in order with one work-item (thread) per index of axis 0, and
+// downloads the Output buffers. host[b] is the host memory of schedule buffer b for Inputs (read)
+// and Outputs (written), unused for intermediates, which live on the device only (each its own
+// allocation, from the device's caching allocator, released after its last reader). Throws the
+// device's UserError when there is no such device.
+void run_schedule_on_device(ExecutionDevice device, const Schedule& schedule, const std::vector<void*>& host);
 
-// Kernels launched on the OpenCL device by run_schedule_on_opencl in this process (tests check that
-// a realize really ran there).
-uint64_t opencl_kernel_launches();
+// Kernels launched on a device by run_schedule_on_device in this process (tests check that a
+// realize really ran there).
+uint64_t device_kernel_launches();
 
 }  // namespace kiln

@@ -134,7 +134,7 @@ namespace {
 
 // The device half of realize_pending: host buffers for the inputs and outputs, the schedule run on
 // the device (intermediates never leave it).
-void realize_on_device(const std::vector<Tensor*>& pending, const Schedule& schedule,
+void realize_on_device(ExecutionDevice device, const std::vector<Tensor*>& pending, const Schedule& schedule,
                        const std::unordered_map<int64_t, std::shared_ptr<HostBuffer>>& inputs) {
   std::vector<std::shared_ptr<HostBuffer>> output_buffers(schedule.buffers.size());
   std::vector<void*> pointers(schedule.buffers.size(), nullptr);
@@ -150,7 +150,7 @@ void realize_on_device(const std::vector<Tensor*>& pending, const Schedule& sche
       pointers[b] = output_buffers[b]->data();
     }
   }
-  run_schedule_on_opencl(schedule, pointers);
+  run_schedule_on_device(device, schedule, pointers);
   for (size_t i = 0; i < pending.size(); ++i) {
     int buffer = schedule.outputs[i];
     Shape shape = pending[i]->shape();
@@ -172,7 +172,7 @@ void realize_pending(const std::vector<Tensor*>& pending, const std::vector<UOpP
   optimize_schedule(schedule, caps);
   double schedule_ms = milliseconds_since(start);
   reject_graph_inputs(schedule, buffers);  // before anything is compiled
-  if (device != ExecutionDevice::Cpu) return realize_on_device(pending, schedule, inputs);
+  if (device != ExecutionDevice::Cpu) return realize_on_device(device, pending, schedule, inputs);
 
   start = Clock::now();
   std::vector<KernelFunction> functions;

@@ -19,7 +19,9 @@
 #include <map>
 
 #include "codegen/target.h"
+#include "codegen/cuda/nvrtc_compiler.h"
 #include "driver/run_on_device.h"
+#include "runtime/cuda/cuda_device.h"
 #include "opencl_test_helpers.h"
 #include "tensor/tensor_test_helpers.h"
 
@@ -35,8 +37,23 @@ struct Backend {
   const TargetCaps* caps;
 };
 
-std::vector<Backend> backends() {
-  return {{"opencl", ExecutionDevice::OpenCL, nullptr}, {"opencl+cpu-opts", ExecutionDevice::OpenCL, &host_cpu_caps()}};
+// OpenCL always (this executable runs only where there is an OpenCL device), CUDA where this
+// machine has a GPU and NVRTC; the table at the end says why a backend did not run.
+std::string cuda_missing() {
+  std::string why_not;
+  if (nvrtc_info(&why_not) == nullptr) return "no NVRTC: " + why_not;
+  if (!CudaDevice::available(&why_not)) return "no CUDA device: " + why_not;
+  return "";
+}
+
+const std::vector<Backend>& backends() {
+  static const std::vector<Backend> list = [] {
+    std::vector<Backend> result{{"opencl", ExecutionDevice::OpenCL, nullptr},
+                                {"opencl+cpu-opts", ExecutionDevice::OpenCL, &host_cpu_caps()}};
+    if (cuda_missing().empty()) result.push_back({"cuda", ExecutionDevice::Cuda, nullptr});
+    return result;
+  }();
+  return list;
 }
 
 struct Tolerance {
@@ -64,10 +81,10 @@ HostTensor realize_on(const Backend* backend, const std::function<Tensor()>& bui
     return test::from_tensor(build());
   }
   ScopedRealizeDevice scope(backend->device, backend->caps);
-  uint64_t launches = opencl_kernel_launches();
+  uint64_t launches = device_kernel_launches();
   HostTensor result = test::from_tensor(build());
   // The result came from the OpenCL device, not from a CPU fallback.
-  REQUIRE(opencl_kernel_launches() > launches);
+  REQUIRE(device_kernel_launches() > launches);
   return result;
 }
 
@@ -279,14 +296,17 @@ TEST_CASE("casts from every dtype to every other") {
 }
 
 TEST_CASE("print the families and backends that ran") {
+  std::vector<std::string> names{"cpu"};
+  for (const Backend& backend : backends()) names.push_back(backend.name);
   std::printf("backend parity (cases passed per family; reference: cpu):\n  %-16s", "family");
-  for (const char* name : {"cpu", "opencl", "opencl+cpu-opts"}) std::printf(" %16s", name);
+  for (const std::string& name : names) std::printf(" %16s", name.c_str());
   std::printf("\n");
   for (auto& [family, counts] : table()) {
     std::printf("  %-16s", family.c_str());
-    for (const char* name : {"cpu", "opencl", "opencl+cpu-opts"}) std::printf(" %16d", counts[name]);
+    for (const std::string& name : names) std::printf(" %16d", counts[name]);
     std::printf("\n");
   }
+  if (std::string why = cuda_missing(); !why.empty()) std::printf("  not run: cuda (%s)\n", why.c_str());
   CHECK(!table().empty());
 }
 

@@ -60,7 +60,7 @@ TEST_CASE("an OpenCL plan without libOpenCL fails to load with KILN_ERROR_UNSUPP
 
 TEST_CASE("KILN_DEVICE names the device; an unknown name is a UserError listing the choices") {
   setenv("KILN_DEVICE", "tpu", 1);
-  CHECK_THROWS_WITH_AS(realize_device(), "KILN_DEVICE='tpu' names no device kiln can run on (cpu, opencl)", UserError);
+  CHECK_THROWS_WITH_AS(realize_device(), "KILN_DEVICE='tpu' names no device kiln can run on (cpu, opencl, cuda)", UserError);
   setenv("KILN_DEVICE", "opencl", 1);
   CHECK(realize_device() == ExecutionDevice::OpenCL);
   {
