@@ -426,6 +426,29 @@ bool reads_channels_last(const Tensor& input, const Shape& kernel, int64_t group
   return input.dim(1) >= lanes && (windows[0] * windows[1]) % lanes != 0;
 }
 
+// A padded 2-D conv whose padded input does not fit in half the L2 cache is copied into a
+// channels-last (N, H, W, C) buffer instead of a padded NCHW one: the register tile takes the filters
+// as its vector and broadcasts one input value per pixel row and reduction step, and in NCHW those
+// values lie a whole image apart from one channel to the next, so every step of a 256-channel
+// reduction touched a new page (VGG-19's 3x3 256->256 convs at 56x56 ran at 27-31 GFLOP/s on a
+// 180 GFLOP/s AVX-512 core; channels-last, where each pixel's channels are one sequential stream,
+// 61-73). The copy is the padded copy's own pass, transposed (slower than the plain copy: 3 GB/s
+// against 13). So only where the conv reads its input several times over: inputs that fit in the
+// cache (14x14 and smaller) keep NCHW, where the layouts ran the same, and so do convs of fewer than
+// 64 filters (one or two register-tile strips): DenseNet-121's 128->32 at 56x56 ran no faster and
+// the transposed copies made the model 7 % slower.
+bool pads_channels_last(const Tensor& padded, const Shape& kernel, int64_t groups, int64_t filters,
+                        const std::vector<int64_t>& stride) {
+  constexpr int64_t kMinimumFilters = 64;
+  if (kernel.size() != 2 || kernel == Shape{1, 1} || groups != 1 || filters % filter_panel() != 0 ||
+      filters < kMinimumFilters)
+    return false;
+  if (std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s != 1; })) return false;
+  const TargetCaps& caps = host_cpu_caps();
+  int64_t bytes = padded.numel() / std::max<int64_t>(padded.dim(0), 1) * DType(padded.dtype()).scalar_bytes();
+  return padded.dim(1) >= caps.vector_lanes(dtypes::f32) && 2 * bytes > caps.l2_bytes;
+}
+
 }  // namespace
 
 bool is_broadcast_value(const Tensor& t) {
@@ -486,7 +509,9 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
               std::any_of(pad_end.begin(), pad_end.end(), [](int64_t p) { return p > 0; });
   if (pads && computes(source)) source = contiguous(source);
   Tensor padded = source.cast(compute).pad(spatial_pad_list(pad_begin, pad_end));
-  if (pads) padded = contiguous(padded);
+  if (pads && pads_channels_last(padded, kernel, groups, filters, stride))
+    padded = contiguous(padded.permute({0, 2, 3, 1})).permute({0, 3, 1, 2});
+  else if (pads) padded = contiguous(padded);
   std::vector<int64_t> windows;
   for (size_t i = 0; i < n; ++i) {
     int64_t span = dilation[i] * (kernel[i] - 1) + 1, size = padded.shape()[i + 2];
