@@ -427,16 +427,16 @@ bool reads_channels_last(const Tensor& input, const Shape& kernel, int64_t group
 }
 
 // A padded 2-D conv whose padded input does not fit in half the L2 cache is copied into a
-// channels-last (N, H, W, C) buffer instead of a padded NCHW one: the register tile takes the filters
-// as its vector and broadcasts one input value per pixel row and reduction step, and in NCHW those
-// values lie a whole image apart from one channel to the next, so every step of a 256-channel
-// reduction touched a new page (VGG-19's 3x3 256->256 convs at 56x56 ran at 27-31 GFLOP/s on a
-// 180 GFLOP/s AVX-512 core; channels-last, where each pixel's channels are one sequential stream,
-// 61-73). The copy is the padded copy's own pass, transposed (slower than the plain copy: 3 GB/s
-// against 13). So only where the conv reads its input several times over: inputs that fit in the
-// cache (14x14 and smaller) keep NCHW, where the layouts ran the same, and so do convs of fewer than
-// 64 filters (one or two register-tile strips): DenseNet-121's 128->32 at 56x56 ran no faster and
-// the transposed copies made the model 7 % slower.
+// channels-last (N, H, W, C) buffer instead of a padded NCHW one: the register tile takes the
+// filters as its vector and broadcasts one input value per pixel row and reduction step, and in NCHW
+// those values lie a whole image apart from one channel to the next, so every step of a 256-channel
+// reduction touched a new page (VGG-19's 3x3 256->256 convs at 56x56: 114 GFLOP/s on a 180 GFLOP/s
+// AVX-512 core, 27-31 beside another build; channels-last, where each pixel's channels are one
+// sequential stream, 142 and 61-73). The copy is the padded copy's own pass, transposed, and slower
+// than the plain copy (3 GB/s against 13), so it is made only where the conv reads its input several
+// times over: inputs that fit in the cache (14x14 and smaller) keep NCHW, where the layouts ran the
+// same, and so do convs of fewer than 64 filters (one or two register-tile strips): DenseNet-121's
+// 128->32 at 56x56 ran no faster and the transposed copies made the model 7 % slower.
 bool pads_channels_last(const Tensor& padded, const Shape& kernel, int64_t groups, int64_t filters,
                         const std::vector<int64_t>& stride) {
   constexpr int64_t kMinimumFilters = 64;
