@@ -73,7 +73,7 @@ void check_unique_names(const flatbuffers::Vector<flatbuffers::Offset<plan_fb::V
       invalid(std::string("two ") + what + "s are named '" + value->name()->str() + "'");
 }
 
-// "sm_NN": the compute capability a CUDA plan's PTX was compiled for (30 to 999).
+// "sm_NN" or "sm_NNN": the compute capability a CUDA plan's PTX was compiled for.
 bool is_cuda_architecture(const std::string& text) {
   if (text.size() < 5 || text.size() > 6 || text.rfind("sm_", 0) != 0) return false;
   for (size_t i = 3; i < text.size(); ++i)

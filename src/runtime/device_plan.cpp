@@ -13,21 +13,20 @@ namespace kiln {
 
 namespace {
 
-// UserErrors of the device (no library, no platform, out of memory) as the C API's statuses.
+// The device's errors as the C API's statuses: its UserErrors (no library, no platform, out of
+// memory) as `status`; its InternalErrors (a failed call) as `internal`, which is
+// KILN_ERROR_INVALID_PLAN where the plan's own content is what failed (a kernel that does not build).
 template <typename Body>
-auto as_plan_error(kiln_status status, const std::string& context, Body body) {
+auto as_plan_error(kiln_status status, const std::string& context, Body body,
+                   kiln_status internal = KILN_ERROR_INTERNAL) {
   try {
     return body();
   } catch (const UserError& error) {
     throw PlanError(status, context + error.what());
   } catch (const InternalError& error) {
-    throw PlanError(KILN_ERROR_INTERNAL, context + error.what());
+    throw PlanError(internal, context + error.what());
   }
 }
-
-}  // namespace
-
-namespace {
 
 // What the plan needs that `device` lacks ("" when nothing): the reader has checked that every
 // requirement is "f16", "f64" or "sm_NN".
@@ -77,15 +76,15 @@ DevicePlan::DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights) 
     // share arena bytes on the CPU never live at once, so separate device buffers are equally right
     // (and use more memory: the arena's reuse is a CPU layout).
     std::map<std::tuple<int, int64_t, int64_t>, size_t> slot_memory;
-    std::map<std::string, size_t> built;  // entry point → kernels_
+    std::map<std::pair<std::string, std::string>, size_t> built;  // (entry point, program) → kernels_
     for (const plan_fb::Kernel* kernel : *plan.kernels()) {
       Launch launch;
       std::string entry = kernel->device_entry()->str();
-      auto [at, added] = built.emplace(entry, kernels_.size());
+      auto [at, added] = built.emplace(std::make_pair(entry, kernel->device_source()->str()), kernels_.size());
       if (added)
-        kernels_.push_back(as_plan_error(KILN_ERROR_INVALID_PLAN, "kernel " + entry + " does not build: ", [&] {
-          return device_->build_kernel(kernel->device_source()->str(), entry);
-        }));
+        kernels_.push_back(as_plan_error(
+            KILN_ERROR_INVALID_PLAN, "kernel " + entry + " does not build: ",
+            [&] { return device_->build_kernel(at->first.second, entry); }, KILN_ERROR_INVALID_PLAN));
       launch.kernel = at->second;
       launch.extent = static_cast<size_t>(kernel->parallel_extent());
       for (int a = 0; a < kernel->device_arguments(); ++a) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "plan/plan_format.h"
 #include "plan/plan_writer.h"
 #include "tensor/tensor_internal.h"
 
@@ -119,6 +120,25 @@ TEST_CASE("an OpenCL plan holding f64 values runs where the device has f64, exac
   }
   CHECK(results[1] == results[0]);
   CHECK(results[0] == doctest::Approx(3.0 * 0.25 * 120.0 + 8.0));
+}
+
+TEST_CASE("an OpenCL plan whose program does not build is refused at load with KILN_ERROR_INVALID_PLAN") {
+  std::string bytes = conv_plan("opencl");
+  // Break every kernel's program (same length, so the metadata stays valid) and re-hash, so that
+  // only the device's build can catch it.
+  size_t edits = 0;
+  for (size_t at = bytes.find("__kernel void"); at != std::string::npos; at = bytes.find("__kernel void", at)) {
+    bytes.replace(at, 13, "__kernel vxid");
+    ++edits;
+  }
+  REQUIRE(edits > 0);
+  auto* data = reinterpret_cast<unsigned char*>(bytes.data());
+  plan::write_u64(data + plan::header_field::content_hash,
+                  plan::plan_content_hash(data + plan::kPlanHeaderSize, bytes.size() - plan::kPlanHeaderSize));
+  kiln_plan* plan = nullptr;
+  CHECK(kiln_plan_load_buffer(bytes.data(), bytes.size(), &plan) == KILN_ERROR_INVALID_PLAN);
+  CHECK(plan == nullptr);
+  CHECK(std::string(kiln_error_message()).find("does not build") != std::string::npos);
 }
 
 }  // TEST_SUITE
