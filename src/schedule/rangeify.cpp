@@ -338,7 +338,7 @@ class Rangeifier {
     UOpPtr buffer = define_global(output_buffer, 0);
     UOpPtr store = UOp::make(Ops::STORE, dtypes::void_,
                              {UOp::make(Ops::INDEX, buffer->dtype(), {buffer, flatten_index(index, shape)}), value});
-    OrderedKernel ordered = order_output_axes(split_reduce_ranges(simplify(sink({store}))));
+    OrderedKernel ordered = order_output_axes(split_output_ranges(split_reduce_ranges(simplify(sink({store})))));
     const UOpPtr& body = ordered.ast;
     bool reduces = kernel.next_reduce_axis != kFirstReduceAxis;
     // The name is readable (kind and output sizes) and unique per AST (a hash of its body), so it

@@ -72,6 +72,33 @@ TEST_CASE("movement ops leave no trace but index arithmetic") {
     CHECK(op_group(node->op()) != OpGroup::Movement);
 }
 
+TEST_CASE("a channel shuffle's output axis is split into two loops; a blocked read is not") {
+  // (8, 3) as 2 groups of 4 rows, transposed: output row c reads row (c % 2)·4 + c / 2.
+  std::vector<float> counting(24);
+  for (size_t i = 0; i < counting.size(); ++i) counting[i] = static_cast<float>(i);
+  Tensor x = Tensor::from_vector(counting, {8, 3});
+  Tensor shuffled = x.reshape({2, 4, 3}).permute({1, 0, 2}).reshape({8, 3}) + 1.0;
+  Schedule schedule = schedule_of({shuffled});
+  REQUIRE(schedule.kernels.size() == 1);
+  const UOpPtr& ast = schedule.kernels[0].ast;
+  CHECK(count_ops(ast, Ops::IDIV) == 0);
+  CHECK(count_ops(ast, Ops::MOD) == 0);
+  CHECK(count_ops(ast, Ops::RANGE) == 3);  // 4 × 2 rows and 3 columns
+  std::vector<float> values = shuffled.to_vector<float>();
+  for (int64_t c = 0; c < 8; ++c)
+    for (int64_t k = 0; k < 3; ++k)
+      CHECK(values[static_cast<size_t>(c * 3 + k)] == static_cast<float>(((c % 2) * 4 + c / 2) * 3 + k + 1));
+
+  // Stored as (2, 3, 4) panels and read as (8, 3): row c, column k at (c / 4)·12 + k·4 + c % 4.
+  // The order within a panel is kept, so the split is left to the optimisation layer's vector.
+  Tensor panels = Tensor::from_vector(counting, {2, 3, 4});
+  Tensor blocked = panels.permute({0, 2, 1}).reshape({8, 3}) + 1.0;
+  Schedule blocked_schedule = schedule_of({blocked});
+  REQUIRE(blocked_schedule.kernels.size() == 1);
+  CHECK(count_ops(blocked_schedule.kernels[0].ast, Ops::RANGE) == 2);
+  CHECK(count_ops(blocked_schedule.kernels[0].ast, Ops::MOD) == 1);
+}
+
 TEST_CASE("zero-sized outputs need no kernel; size-1 axes need no loop") {
   Tensor empty = input({0, 5});
   CHECK(schedule_of({empty + 1.0}).kernels.empty());
