@@ -554,6 +554,30 @@ TEST_CASE("max_pool and avg_pool: ceil_mode, count_include_pad, dilation, 1-D to
   }
 }
 
+TEST_CASE("max_pool over large windows runs one spatial axis at a time, exactly") {
+  // YOLOX's SPP (13x13, stride 1, same padding) and windows with stride, dilation, ceil_mode, 3-D.
+  const std::vector<PoolCase> cases{
+      {{1, 2, 13, 13}, pool_options({13, 13}, {1, 1}, {6, 6}, {}, false)},
+      {{1, 3, 12, 11}, pool_options({7, 5}, {1, 2}, {3, 1, 3, 2}, {1, 2}, true)},
+      {{1, 1, 7, 8, 9}, pool_options({3, 5, 5}, {1, 1, 1}, {1, 2, 2}, {}, false)},
+  };
+  uint64_t seed = 420;
+  for (const PoolCase& c : cases) {
+    CAPTURE(shape_string(c.input));
+    Array x = random_array(c.input, seed++);
+    Tensor out = to_tensor(x).max_pool(c.options);
+    check_exact(out, ref_pool(x, c.options, false));
+    CHECK(kernel_count(out) == static_cast<int>(c.input.size()) - 2);  // one per spatial axis
+  }
+  // Integers pad with their lowest value, also between the stages.
+  Array ints = random_array({1, 2, 9, 10}, 425);
+  for (double& v : ints.values) v = std::floor(v * 100) - 200;
+  PoolOptions options = pool_options({9, 9}, {1, 1}, {4, 4}, {}, false);
+  Tensor out = to_tensor(ints, ScalarType::Int32).max_pool(options);
+  CHECK(out.dtype() == ScalarType::Int32);
+  check_exact(out, ref_pool(ints, options, false));
+}
+
 TEST_CASE("pooling: dtypes, non-contiguous input, global pools, errors") {
   Array x = random_array({2, 3, 7, 6}, 430);
   PoolOptions options = pool_options({3, 2}, {2, 2}, {1, 1}, {}, true);
