@@ -383,7 +383,9 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
           depends_on(access.index, range))
         strip_shared = false;
   }
-  if (row_axis != nullptr && has_axis_0 && vector_axis->arg_int() != 0 && strip_shared &&
+  // Without a reduction nothing is re-read, and the columns outermost only walk the rows in
+  // vector-wide strips (an elementwise SiLU over a padded 16x208x208 buffer: 0.38 -> 0.66 ms).
+  if (row_axis != nullptr && has_axis_0 && vector_axis->arg_int() != 0 && strip_shared && reduce_steps > 1 &&
       strip_bytes <= caps.l2_bytes / 2 && column_tiles >= 4)
     opts.push_back({OptOp::Swap, 0, vector_axis->arg_int()});
   return opts;

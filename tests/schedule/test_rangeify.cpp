@@ -99,6 +99,38 @@ TEST_CASE("a channel shuffle's output axis is split into two loops; a blocked re
   CHECK(count_ops(blocked_schedule.kernels[0].ast, Ops::MOD) == 1);
 }
 
+TEST_CASE("a padded copy of a computed value stores it into the padded buffer, with border kernels") {
+  // As Tensor::conv pads an activation: realised, then copied with a zero border.
+  std::vector<float> counting(2 * 3 * 16);
+  for (size_t i = 0; i < counting.size(); ++i) counting[i] = static_cast<float>(i) - 40.0f;
+  Tensor x = Tensor::from_vector(counting, {2, 3, 16});
+  Tensor padded = contiguous(contiguous((x * 2.0).maximum(Tensor::scalar(0))).pad({0, 0, 1, 2, 1, 1}));
+  Tensor out = padded * 1.0;  // (the copy is an intermediate, as for a conv)
+  Schedule schedule = schedule_of({out});
+  // The interior (16 floats a row: one 64-byte line), one kernel of zeros per padded axis, and the
+  // reader; no kernel stores the activation on its own.
+  REQUIRE(schedule.kernels.size() == 4);
+  int masked_stores = 0;
+  for (const ScheduledKernel& kernel : schedule.kernels)
+    for (const UOp* node : toposort(kernel.ast))
+      if (node->op() == Ops::STORE && node->src(0)->src_count() > 2) ++masked_stores;
+  CHECK(masked_stores == 0);
+  std::vector<float> values = out.to_vector<float>();
+  REQUIRE(values.size() == 2 * 6 * 18);
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t h = 0; h < 6; ++h)
+      for (int64_t w = 0; w < 18; ++w) {
+        bool inside = h >= 1 && h < 4 && w >= 1 && w < 17;
+        float expected = inside ? std::max(0.0f, 2.0f * counting[static_cast<size_t>((n * 3 + h - 1) * 16 + w - 1)]) : 0.0f;
+        CHECK(values[static_cast<size_t>((n * 6 + h) * 18 + w)] == expected);
+      }
+
+  // Rows of 5 floats are not whole lines: the activation is stored, then copied with its border.
+  Tensor narrow = Tensor::from_vector(std::vector<float>(counting.begin(), counting.begin() + 30), {2, 3, 5});
+  Tensor narrow_out = contiguous(contiguous(narrow * 2.0).pad({0, 0, 1, 1, 1, 1})) * 1.0;
+  CHECK(schedule_of({narrow_out}).kernels.size() == 3);
+}
+
 TEST_CASE("zero-sized outputs need no kernel; size-1 axes need no loop") {
   Tensor empty = input({0, 5});
   CHECK(schedule_of({empty + 1.0}).kernels.empty());
