@@ -714,6 +714,21 @@ TEST_CASE("a kernel with symbolic rows: a SPLIT of them into blocks, then the he
   for (const Opt& opt : hand_coded_opts(small.kernels[0].ast, host_cpu_caps())) CHECK(opt.op != OptOp::Split);
 }
 
+TEST_CASE("the heuristics leave threads an axis 0 to split when a tile takes all the filters") {
+  // 32 filters are two AVX-512 vectors: the register tile covers every filter, and axis 0 would be
+  // a single iteration (one thread). A pixel-row loop becomes axis 0 instead.
+  Tensor conv = f32({1, 16, 56, 56}, 11).conv(f32({32, 16, 1, 1}, 12), f32({32}, 13));
+  Schedule schedule = create_schedule({conv.data().node});
+  REQUIRE(!schedule.kernels.empty());
+  const UOpPtr& ast = schedule.kernels.back().ast;  // (a weight copy into panels may come first)
+  REQUIRE(schedule.kernels.back().name().rfind("r_32_", 0) == 0);
+  std::vector<Opt> opts = hand_coded_opts(ast, host_cpu_caps());
+  REQUIRE(!opts.empty());
+  Dim extent = parallel_extent_of(apply_opts(ast, opts));
+  REQUIRE(extent.is_known());
+  CHECK(extent.value() >= 2);
+}
+
 TEST_CASE("the heuristics: a transposing copy swaps its loops; a matrix-vector product unrolls its reduction") {
   TargetCaps caps = host_cpu_caps();
   auto only_kernel = [](const Tensor& t) {
