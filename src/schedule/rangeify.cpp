@@ -319,6 +319,18 @@ class Rangeifier {
     }
   }
 
+  // The state of a new kernel that stores `node`'s value into `output_buffer` (slot 0).
+  static KernelState start_kernel(const UOp* node, int output_buffer) {
+    KernelState kernel;
+    kernel.output = node;
+    kernel.slots.push_back(output_buffer);
+    return kernel;
+  }
+
+  static UOpPtr zero_of(DType type) {
+    return type.is_float() ? const_float(type, 0.0) : type.is_bool() ? const_bool(false) : const_int(type, 0);
+  }
+
   // One loop per axis of `shape` (none for a size-1 axis), and the kernel name's sizes.
   static Index output_ranges(const Dims& shape, std::string& name) {
     Index index;
@@ -338,9 +350,7 @@ class Rangeifier {
   void build_kernel_once(const UOp* node, int output_buffer) {
     const Dims& shape = shapes_.of(node);
     if (dims_numel(shape).max() == 0) return;  // nothing to compute
-    KernelState kernel;
-    kernel.output = node;
-    kernel.slots.push_back(output_buffer);
+    KernelState kernel = start_kernel(node, output_buffer);
     std::string name;
     Index index = output_ranges(shape, name);
     // CONTIGUOUS marks a buffer; its value is its source's (computed, or loaded when it is a buffer).
@@ -397,16 +407,14 @@ class Rangeifier {
     const Dims& interior = shapes_.of(pad->src(0).get());
     const auto& pads = pad->arg_list();
     DType type = node->dtype();
-    UOpPtr zero = type.is_float() ? const_float(type, 0.0) : type.is_bool() ? const_bool(false) : const_int(type, 0);
+    UOpPtr zero = zero_of(type);
     for (size_t axis = 0; axis < shape.size(); ++axis) {
       int64_t before = decode_dim(pads[2 * axis]).value(), after = decode_dim(pads[2 * axis + 1]).value();
       if (before + after == 0) continue;
       Dims faces = shape;
       faces[axis] = Dim(before + after);
       if (dims_numel(faces).max() == 0) continue;
-      KernelState kernel;
-      kernel.output = node;
-      kernel.slots.push_back(output_buffer);
+      KernelState kernel = start_kernel(node, output_buffer);
       std::string name;
       Index index = output_ranges(faces, name);
       // Position p of the faces: p before the interior, or past it.
@@ -429,9 +437,7 @@ class Rangeifier {
     const Dims& shape = shapes_.of(node);
     const Dims& interior = shapes_.of(pad->src(0).get());
     if (dims_numel(interior).max() == 0) return;
-    KernelState kernel;
-    kernel.output = node;
-    kernel.slots.push_back(output_buffer);
+    KernelState kernel = start_kernel(node, output_buffer);
     std::string name;
     Index index = output_ranges(interior, name);
     Index shifted;
@@ -441,7 +447,8 @@ class Rangeifier {
       shifted.push_back(before.is(0) ? index[i] : index[i] + before.expression());
     }
     UOpPtr result = lower(value, index, nullptr, false, kernel);
-    if (result->dtype() != node->dtype()) result = UOp::make(Ops::CAST, node->dtype(), {result});
+    // (PAD and CONTIGUOUS keep their source's dtype)
+    KILN_ASSERT(result->dtype() == node->dtype(), "rangeify: a padded store's value has another dtype than its buffer");
     UOpPtr buffer = define_global(output_buffer, 0);
     UOpPtr store = UOp::make(Ops::STORE, dtypes::void_,
                              {UOp::make(Ops::INDEX, buffer->dtype(), {buffer, flatten_index(shifted, shape)}), result});
@@ -728,7 +735,7 @@ class Rangeifier {
         UOpPtr guard = and_valid(valid, inside);
         UOpPtr value = lower(node->src(0).get(), source_index, guard, through_expand, kernel);
         DType type = node->dtype();
-        UOpPtr zero = type.is_float() ? const_float(type, 0.0) : type.is_bool() ? const_bool(false) : const_int(type, 0);
+        UOpPtr zero = zero_of(type);
         // The select tests the same conjunction as the loads' masks (the enclosing pads' conditions
         // change nothing, their own selects give 0 where they fail): one mask, computed once, and
         // the simplifier narrows this pad's clauses under the outer ones (`valid & x`).
