@@ -206,6 +206,10 @@ bool winograd_eligible(const Tensor& x, const Tensor& weight, const Tensor& bias
          g.out_width > 0;
 }
 
+// The largest output (pixels per image) at which Winograd's cold transformed weights cost more
+// than its products save (see use_winograd).
+constexpr int64_t kWeightBoundPixels = 28 * 28;
+
 bool use_winograd(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options) {
   WinogradMode mode = winograd_mode();
   if (mode == WinogradMode::Off || !winograd_eligible(x, weight, bias, options)) return false;
@@ -217,8 +221,13 @@ bool use_winograd(const Tensor& x, const Tensor& weight, const Tensor& bias, con
   // on both sides (32->32 @56: 1.75x, 64->64 @56: 2.3x); up to 112x112 only from 64 channels
   // (64->64 @112: 1.15x, but 32->32 @112: 0.9-1.07x and 16->16 @112: 0.7x); never above (64->64
   // @224: 0.8x). 16 channels won 1.3x at 56x56, too little to trade a one-kernel conv for 37
-  // kernels without more measurements. At least 4x4 outputs: fewer tiles than one vector pad the
-  // products up to 16.
+  // kernels without more measurements.
+  // More than 28x28 outputs: bench-tensor times one conv with its weights hot in the caches, but
+  // in a model every conv's weights come from memory once per run, and the 16 transformed
+  // matrices are 16/9 the direct weight. With few tiles to share them the products are bound by
+  // that traffic: in ResNet-50 (one thread) the 7x7 products ran at 48 GFLOP/s and the 14x14 ones
+  // at 80, against 110-155 for the direct convs, and taking Winograd only at 56x56 made the model
+  // 7 % faster at one thread and 12 % at two than taking it from 4x4 up (bench/README.md).
   // A weight that broadcasts one value (the weight-stripped test models) stays direct: there the
   // direct conv computed each distinct output once (DenseNet-121's light model: 52 → 69 ms with
   // Winograd). Since a conv weight in panels is now stored in full (fold_constants folds the
@@ -231,7 +240,7 @@ bool use_winograd(const Tensor& x, const Tensor& weight, const Tensor& bias, con
   if (host_cpu_caps().vector_registers < 32) return false;
   Geometry g = geometry(x, weight, options);
   int64_t channels = std::min(g.channels, g.filters), pixels = g.out_height * g.out_width;
-  if (pixels < 16) return false;
+  if (pixels <= kWeightBoundPixels) return false;
   return (channels >= 32 && pixels <= 56 * 56) || (channels >= 64 && pixels <= 112 * 112);
 }
 

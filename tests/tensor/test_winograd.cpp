@@ -14,6 +14,7 @@
 #include <cmath>
 #include <optional>
 
+#include "codegen/target.h"
 #include "nn_test_helpers.h"
 #include "tensor/winograd.h"
 
@@ -165,6 +166,15 @@ TEST_CASE("winograd dispatch: only eligible convolutions, and KILN_WINOGRAD=0 tu
   wrong.stride = {1, 1, 1};
   CHECK_FALSE(use_winograd(x, w, b, wrong));
   CHECK_THROWS_AS((void)x.conv(w, b, wrong), Error);
+  // Auto: 14x14 outputs stay direct (the transformed weights would be read cold for 49 tiles);
+  // 56x56 takes Winograd where the rule is measured (32 vector registers).
+  // (A weight of distinct values: one broadcast value stays direct at any size.)
+  set_winograd_mode(WinogradMode::Auto);
+  Tensor trained = nn_test::to_tensor(uniform_array({64, 64, 3, 3}, 77));
+  CHECK_FALSE(use_winograd(x, trained, b, same));
+  Tensor large = Tensor::zeros({1, 64, 56, 56});
+  CHECK(use_winograd(large, trained, b, same) == (host_cpu_caps().vector_registers >= 32));
+  CHECK_FALSE(use_winograd(large, w, b, same));
   set_winograd_mode(WinogradMode::Off);
   CHECK_FALSE(use_winograd(x, w, b, same));
   // The direct conv: the padded input's copy, the weight's panels and the conv (with the relu).
