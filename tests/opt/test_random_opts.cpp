@@ -729,6 +729,30 @@ TEST_CASE("the heuristics leave threads an axis 0 to split when a tile takes all
   CHECK(extent.value() >= 2);
 }
 
+TEST_CASE("the heuristics: with 32 registers the register tile takes the most rows that fit") {
+  // A matmul of 56 rows by 32 columns: two vector columns (AVX-512), and of the row counts that
+  // divide 56, 8 fits beside them (16 accumulators, 8 broadcasts, 2 loads). With 16 registers two
+  // columns allow 4 rows.
+  Schedule schedule = create_schedule({f32({56, 64}, 21).matmul(f32({64, 32}, 22)).data().node});
+  REQUIRE(schedule.kernels.size() == 1);
+  TargetCaps caps = host_cpu_caps();
+  if (caps.vector_lanes(dtypes::f32) != 16) return;  // the column count differs with narrower vectors
+  for (int registers : {32, 16}) {
+    caps.vector_registers = registers;
+    std::vector<Opt> opts = hand_coded_opts(schedule.kernels[0].ast, caps);
+    int64_t rows = 1, columns = 1, upcast_axis = -1;
+    for (const Opt& opt : opts)
+      if (opt.op == OptOp::Upcast) upcast_axis = opt.axis;
+    for (const Opt& opt : opts) {
+      if (opt.op != OptOp::Unroll || axis_kind(opt.axis) != AxisKind::Loop) continue;
+      (opt.axis == upcast_axis ? columns : rows) *= opt.amount;
+    }
+    CAPTURE(registers);
+    CHECK(columns == 2);
+    CHECK(rows == (registers == 32 ? 8 : 4));
+  }
+}
+
 TEST_CASE("the heuristics: a transposing copy swaps its loops; a matrix-vector product unrolls its reduction") {
   TargetCaps caps = host_cpu_caps();
   auto only_kernel = [](const Tensor& t) {
