@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "codegen/target.h"
 #include "kiln/kiln.hpp"
 #include "schedule/schedule.h"
 #include "tensor/tensor_internal.h"
@@ -181,6 +182,33 @@ TEST_CASE("fusion: a small-image 1x1 conv reads a channels-last copy; residual a
   }
   auto got = x.to_vector<float>();
   for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == doctest::Approx(value[i]).epsilon(1e-5));
+}
+
+TEST_CASE("fusion: a 1x1 conv over a long reduction reads a channels-last copy where vectors are many") {
+  // At 28×28 the pixels fill whole vectors. Over 256 channels the conv still reads a channels-last
+  // copy on a target with 32 vector registers (tensor_nn.cpp, reads_channels_last); over 64 it
+  // reads NCHW.
+  bool many_registers = host_cpu_caps().vector_registers >= 32;
+  for (int64_t channels : {256, 64}) {
+    CAPTURE(channels);
+    Tensor x = ramp({1, channels, 28, 28}, 0.0007f, -0.2f), w = ramp({32, channels, 1, 1}, 0.0003f, -0.4f);
+    Tensor y = x.conv(w, Tensor(), ConvOptions{});
+    Schedule schedule = create_schedule({y.data().node});
+    std::string copy_prefix = "E_28_28_" + std::to_string(channels) + "_";
+    bool channels_last_copy = false;
+    for (const ScheduledKernel& kernel : schedule.kernels)
+      channels_last_copy = channels_last_copy || kernel.name().rfind(copy_prefix, 0) == 0;
+    CHECK(channels_last_copy == (many_registers && channels == 256));
+    auto vx = x.to_vector<float>(), vw = w.to_vector<float>(), got = y.to_vector<float>();
+    REQUIRE(got.size() == size_t{32} * 784);
+    for (size_t f = 0; f < 32; ++f)
+      for (size_t p = 0; p < 784; ++p) {
+        double expected = 0;
+        for (size_t ch = 0; ch < static_cast<size_t>(channels); ++ch)
+          expected += static_cast<double>(vw[f * channels + ch]) * vx[ch * 784 + p];
+        REQUIRE(got[f * 784 + p] == doctest::Approx(expected).epsilon(1e-4).scale(1.0));
+      }
+  }
 }
 
 TEST_CASE("fusion: a conv's BatchNorm is stored with the conv, not recomputed by the next conv") {
