@@ -727,6 +727,17 @@ TEST_CASE("the heuristics leave threads an axis 0 to split when a tile takes all
   Dim extent = parallel_extent_of(apply_opts(ast, opts));
   REQUIRE(extent.is_known());
   CHECK(extent.value() >= 2);
+  // 96 filters at 14×14 (channels-last): three filter tiles of 32 would split 2 + 1 over two
+  // threads; axis 0 merges with the pixel rows into 3 × 14 chunks of work.
+  Tensor narrow = f32({1, 64, 14, 14}, 14).conv(f32({96, 64, 1, 1}, 15), f32({96}, 16));
+  Schedule narrow_schedule = create_schedule({narrow.data().node});
+  const UOpPtr& narrow_ast = narrow_schedule.kernels.back().ast;
+  REQUIRE(narrow_schedule.kernels.back().name().rfind("r_96_", 0) == 0);
+  std::vector<Opt> narrow_opts = hand_coded_opts(narrow_ast, host_cpu_caps());
+  Dim narrow_extent = parallel_extent_of(apply_opts(narrow_ast, narrow_opts));
+  REQUIRE(narrow_extent.is_known());
+  CAPTURE(narrow_opts.size());
+  CHECK(narrow_extent.value() >= 8);
 }
 
 TEST_CASE("the heuristics: with 32 registers the register tile takes the most rows that fit") {
