@@ -37,8 +37,23 @@ LinearSum split_sum(const UOpPtr& node) {
 
 namespace {
 
-// Finds `x % c` (coefficient k) and `x / c` (coefficient k*c) among the terms and merges each
-// such pair into (x, k): (x/c)*c + x%c = x holds for truncating division of any sign.
+// Whether `quotient` is y / c for the `y % c` of `remainder`. y may itself be x / c1 (c1, c > 0),
+// whose quotient by c the divmod rules have rewritten to x / (c1*c): truncating divisions by
+// positive constants compose. That is how a flattened index reads back, (i/49)*49 + ((i/7)%7)*7
+// + i%7 for a reshape of (512, 7, 7) to 25088 (VGG-19's classifier input).
+bool is_quotient_of(const UOp* quotient, const UOp* remainder) {
+  if (quotient->op() != Ops::IDIV || quotient->src(1)->op() != Ops::CONST) return false;
+  const UOp* numerator = remainder->src(0).get();
+  if (quotient->src(0).get() == numerator) return quotient->src(1) == remainder->src(1);
+  if (numerator->op() != Ops::IDIV || numerator->src(1)->op() != Ops::CONST ||
+      quotient->src(0) != numerator->src(0))
+    return false;
+  int128 inner = numerator->src(1)->const_int(), outer = remainder->src(1)->const_int();
+  return inner > 0 && outer > 0 && quotient->src(1)->const_int() == inner * outer;
+}
+
+// Finds `y % c` (coefficient k) and `y / c` (coefficient k*c) among the terms and merges each
+// such pair into (y, k): (y/c)*c + y%c = y holds for truncating division of any sign.
 bool fold_division_remainder_pairs(std::vector<LinearTerm>& terms) {
   for (size_t i = 0; i < terms.size(); ++i) {
     const UOp* remainder = terms[i].base.get();
@@ -46,8 +61,7 @@ bool fold_division_remainder_pairs(std::vector<LinearTerm>& terms) {
     int128 divisor = remainder->src(1)->const_int();
     for (size_t j = 0; j < terms.size(); ++j) {
       const UOp* quotient = terms[j].base.get();
-      if (j == i || quotient->op() != Ops::IDIV || quotient->src(0) != remainder->src(0) ||
-          quotient->src(1) != remainder->src(1) || terms[j].coefficient != terms[i].coefficient * divisor)
+      if (j == i || !is_quotient_of(quotient, remainder) || terms[j].coefficient != terms[i].coefficient * divisor)
         continue;
       terms[i] = {remainder->src(0), terms[i].coefficient};
       terms.erase(terms.begin() + static_cast<std::ptrdiff_t>(j));

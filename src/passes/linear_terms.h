@@ -22,7 +22,8 @@ struct LinearSum {
 // Flattens nested ADDs; `base * c` contributes (base, c); constants add up. No terms are combined.
 LinearSum split_sum(const UOpPtr& node);
 
-// The canonical form: like terms combined, zero terms dropped, `(x/c)*c + x%c` folded to x,
+// The canonical form: like terms combined, zero terms dropped, `(x/c)*c + x%c` folded to x (and
+// `(x/(c1*c2))*c2 + (x/c1)%c2` to x/c1),
 // terms sorted by structural_compare of their base.
 LinearSum canonical_sum(const UOpPtr& node);
 

@@ -540,8 +540,16 @@ class ExpressionGenerator {
     int64_t d = divisor(t);
     int64_t k = random_.chance(0.5) ? 1 : coefficient();
     if (random_.chance(0.15)) k = coefficient();  // sometimes a pair that does not match
-    UOpPtr quotient = (operand / number(t, d)) * number(t, d * (random_.chance(0.85) ? k : k + 1));
-    UOpPtr remainder = k == 1 ? operand % number(t, d) : (operand % number(t, d)) * number(t, k);
+    // Sometimes the remainder's operand is itself a quotient x/c1, whose quotient by d the divmod
+    // rules write x/(c1*d): the pair of a flattened 3-level index.
+    UOpPtr quotient_base = operand / number(t, d), remainder_base = operand % number(t, d);
+    if (random_.chance(0.3)) {
+      int64_t inner = divisor(t);
+      quotient_base = operand / number(t, inner * d);
+      remainder_base = (operand / number(t, inner)) % number(t, d);
+    }
+    UOpPtr quotient = quotient_base * number(t, d * (random_.chance(0.85) ? k : k + 1));
+    UOpPtr remainder = k == 1 ? remainder_base : remainder_base * number(t, k);
     UOpPtr sum = random_.chance(0.5) ? quotient + remainder : remainder + quotient;
     if (random_.chance(0.4)) sum = sum + leaf(t);
     return sum;

@@ -699,6 +699,10 @@ std::vector<FormCase> canonical_form_cases() {
       {"row and column of a loop index", [] { return (range(10, 0) * 4 + range(4, 1)) / 4; }, "r0"},
       {"(x/c)*c + x%c is x", [] { return ((i() * 3 + j()) / 5) * 5 + (i() * 3 + j()) % 5; }, "i*3+j"},
       {"x%c + (x/c)*c in either order", [] { return s() % 4 + (s() / 4) * 4; }, "s"},
+      {"a flattened 3-level index recombines", [] {
+         UOpPtr t = variable("t", -50, 50);
+         return (t / 12) * 12 + ((t / 3) % 4) * 3 + t % 3;
+       }, "t"},
       {"sums sorted, constants last", [] { return ic(3) + j() + i() * 2 + 1; }, "i*2+j+4"},
       {"like terms combined", [] { return i() + j() + i() + i(); }, "i*3+j"},
       {"x - x inside a sum", [] { return i() + j() - i(); }, "j"},
