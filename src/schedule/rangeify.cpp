@@ -38,6 +38,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <numeric>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -303,13 +305,13 @@ class Rangeifier {
       int saved;
       ~SavedDepth() { depth = saved; }
     } saved{reduce_depth_, reduce_depth_};
-    const UOp* interior = padded_store_interior(node);
-    if (interior != nullptr) build_padded_border(node, output_buffer);
+    std::optional<PaddedStore> padded = padded_store_of(node);
+    if (padded) build_padded_border(node, *padded, output_buffer);
     while (true) {
       reduce_depth_ = 0;
       try {
-        if (interior != nullptr)
-          build_padded_interior(node, interior, output_buffer);
+        if (padded)
+          build_padded_interior(node, *padded, output_buffer);
         else
           build_kernel_once(node, output_buffer);
         return;
@@ -364,8 +366,17 @@ class Rangeifier {
     add_kernel(kernel, node, store, name);
   }
 
+  // A padded store: the PAD, the value computed into its interior, and the order of the buffer's
+  // axes (`order[i]` is the PAD's axis that the buffer's axis i holds; the identity without a
+  // PERMUTE).
+  struct PaddedStore {
+    const UOp* pad;
+    const UOp* value;
+    std::vector<int64_t> order;
+  };
+
   // A padded copy of a computed value, CONTIGUOUS(PAD(S)) where S (or the value S copies, when S is
-  // itself a CONTIGUOUS) is computed and read by nothing else: the value S computes, or null when
+  // itself a CONTIGUOUS) is computed and read by nothing else: its PaddedStore, or none when
   // the copy is an ordinary kernel. Such a copy is built as two kernels that store into the padded
   // buffer, the value into its interior and zeros into its border (build_padded_interior and
   // build_padded_border), so S never gets a buffer of its own and the interior's stores carry no
@@ -373,27 +384,43 @@ class Rangeifier {
   // it was stored by one kernel and copied with its border by a second, a pass over memory as
   // long as the depthwise conv that reads it (MobileNetV2's 96-channel 112x112 stage: 0.46 ms of
   // copy for a 0.49 ms conv).
-  const UOp* padded_store_interior(const UOp* node) {
-    if (node->op() != Ops::CONTIGUOUS || output_nodes_.contains(node)) return nullptr;
+  //
+  // The copy may also transpose: CONTIGUOUS(PERMUTE(PAD(S))), a conv's channels-last padded input
+  // (Tensor::conv). S is then computed in the buffer's order, so a conv that produces it stores
+  // its filters contiguously instead of one NCHW plane per lane, and the transposing copy (3 GB/s,
+  // scattered stores) goes away.
+  std::optional<PaddedStore> padded_store_of(const UOp* node) {
+    if (node->op() != Ops::CONTIGUOUS || output_nodes_.contains(node)) return std::nullopt;
     const UOp* pad = node->src(0).get();
-    if (pad->op() != Ops::PAD || consumers_[pad].size() != 1) return nullptr;
-    if (!all_known(shapes_.of(node))) return nullptr;
+    std::vector<int64_t> order;
+    if (pad->op() == Ops::PERMUTE && consumers_[pad].size() == 1) {
+      order = pad->arg_list();
+      pad = pad->src(0).get();
+    }
+    if (pad->op() != Ops::PAD || consumers_[pad].size() != 1) return std::nullopt;
+    if (!all_known(shapes_.of(node))) return std::nullopt;
     for (int64_t bound : pad->arg_list())
-      if (!decode_dim(bound).is_known()) return nullptr;
+      if (!decode_dim(bound).is_known()) return std::nullopt;
     const UOp* value = pad->src(0).get();
-    if (consumers_[value].size() != 1 || buffer_of_.contains(value) || output_nodes_.contains(value)) return nullptr;
+    if (consumers_[value].size() != 1 || buffer_of_.contains(value) || output_nodes_.contains(value)) return std::nullopt;
     if (value->op() == Ops::CONTIGUOUS) {
       value = value->src(0).get();
-      if (consumers_[value].size() != 1 || buffer_of_.contains(value) || output_nodes_.contains(value)) return nullptr;
+      if (consumers_[value].size() != 1 || buffer_of_.contains(value) || output_nodes_.contains(value)) return std::nullopt;
     }
-    if (value->op() == Ops::BUFFER || computes_nothing(value)) return nullptr;  // a plain copy: nothing to save
+    if (value->op() == Ops::BUFFER || computes_nothing(value)) return std::nullopt;  // a plain copy: nothing to save
+    const Dims& interior = shapes_.of(pad->src(0).get());
+    if (interior.empty()) return std::nullopt;
+    if (order.empty()) {
+      order.resize(interior.size());
+      std::iota(order.begin(), order.end(), int64_t{0});
+    }
     // Rows of whole 64-byte lines only. Stored at a padded row pitch, the value's rows can no longer
     // merge into one long vector axis; a row of 56 or 14 floats then ends in a part vector, and the
     // producer lost what the copy cost (MobileNetV2's 1x1 convs at 56x56 and 14x14 took 30-50 %
     // longer, while its 112-wide stage, 7 vectors a row, ran as fast as before).
-    const Dims& interior = shapes_.of(pad->src(0).get());
-    if (interior.empty() || interior.back().value() * node->dtype().scalar_bytes() % kLineBytes != 0) return nullptr;
-    return value;
+    int64_t row = interior[static_cast<size_t>(order.back())].value();
+    if (row * node->dtype().scalar_bytes() % kLineBytes != 0) return std::nullopt;
+    return PaddedStore{pad, value, std::move(order)};
   }
 
   // The zeros around a padded store's interior, one kernel per padded axis: it loops over that
@@ -401,15 +428,15 @@ class Rangeifier {
   // so it stores nothing twice per axis, loads nothing and needs no mask. Run every time (the arena
   // bytes under the border belong to other buffers between runs). One kernel over the whole padded
   // shape with a masked store ran scalar: 3-4x the copy it replaced on 16x16 images.
-  void build_padded_border(const UOp* node, int output_buffer) {
-    const UOp* pad = node->src(0).get();
+  void build_padded_border(const UOp* node, const PaddedStore& padded, int output_buffer) {
     const Dims& shape = shapes_.of(node);
-    const Dims& interior = shapes_.of(pad->src(0).get());
-    const auto& pads = pad->arg_list();
+    const Dims& interior = shapes_.of(padded.pad->src(0).get());
+    const auto& pads = padded.pad->arg_list();
     DType type = node->dtype();
     UOpPtr zero = zero_of(type);
     for (size_t axis = 0; axis < shape.size(); ++axis) {
-      int64_t before = decode_dim(pads[2 * axis]).value(), after = decode_dim(pads[2 * axis + 1]).value();
+      auto source_axis = static_cast<size_t>(padded.order[axis]);
+      int64_t before = decode_dim(pads[2 * source_axis]).value(), after = decode_dim(pads[2 * source_axis + 1]).value();
       if (before + after == 0) continue;
       Dims faces = shape;
       faces[axis] = Dim(before + after);
@@ -420,9 +447,9 @@ class Rangeifier {
       // Position p of the faces: p before the interior, or past it.
       UOpPtr position = index[axis];
       if (before == 0) {
-        index[axis] = position + index_const(interior[axis].value());
+        index[axis] = position + index_const(interior[source_axis].value());
       } else if (after != 0) {
-        index[axis] = where(lt(position, before), position, position + index_const(interior[axis].value()));
+        index[axis] = where(lt(position, before), position, position + index_const(interior[source_axis].value()));
       }
       UOpPtr buffer = define_global(output_buffer, 0);
       UOpPtr store = UOp::make(Ops::STORE, dtypes::void_,
@@ -431,22 +458,26 @@ class Rangeifier {
     }
   }
 
-  // The padded store's interior: `value` computed over its own shape, stored at the pad's offsets.
-  void build_padded_interior(const UOp* node, const UOp* value, int output_buffer) {
-    const UOp* pad = node->src(0).get();
+  // The padded store's interior: the value computed over its own shape (loops in the buffer's
+  // order), stored at the pad's offsets.
+  void build_padded_interior(const UOp* node, const PaddedStore& padded, int output_buffer) {
     const Dims& shape = shapes_.of(node);
-    const Dims& interior = shapes_.of(pad->src(0).get());
+    const Dims& interior = shapes_.of(padded.pad->src(0).get());
     if (dims_numel(interior).max() == 0) return;
     KernelState kernel = start_kernel(node, output_buffer);
+    Dims stored_interior;
+    for (int64_t source_axis : padded.order) stored_interior.push_back(interior[static_cast<size_t>(source_axis)]);
     std::string name;
-    Index index = output_ranges(interior, name);
-    Index shifted;
-    const auto& pads = pad->arg_list();
+    Index index = output_ranges(stored_interior, name);
+    Index shifted, source_index(index.size());
+    const auto& pads = padded.pad->arg_list();
     for (size_t i = 0; i < index.size(); ++i) {
-      Dim before = decode_dim(pads[2 * i]);
+      auto source_axis = static_cast<size_t>(padded.order[i]);
+      Dim before = decode_dim(pads[2 * source_axis]);
       shifted.push_back(before.is(0) ? index[i] : index[i] + before.expression());
+      source_index[source_axis] = index[i];
     }
-    UOpPtr result = lower(value, index, nullptr, false, kernel);
+    UOpPtr result = lower(padded.value, source_index, nullptr, false, kernel);
     // (PAD and CONTIGUOUS keep their source's dtype)
     KILN_ASSERT(result->dtype() == node->dtype(), "rangeify: a padded store's value has another dtype than its buffer");
     UOpPtr buffer = define_global(output_buffer, 0);

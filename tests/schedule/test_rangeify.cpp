@@ -131,6 +131,32 @@ TEST_CASE("a padded copy of a computed value stores it into the padded buffer, w
   CHECK(schedule_of({narrow_out}).kernels.size() == 3);
 }
 
+TEST_CASE("a transposed padded copy of a computed value is stored in the buffer's order, with border kernels") {
+  // As Tensor::conv pads a large input channels-last: CONTIGUOUS(PERMUTE(PAD(S))), read back
+  // through the inverse permute. (C, H, W) = (16, 3, 4) padded by 1 on H and W and stored (H, W, C).
+  std::vector<float> counting(16 * 3 * 4);
+  for (size_t i = 0; i < counting.size(); ++i) counting[i] = static_cast<float>(i) - 50.0f;
+  Tensor x = Tensor::from_vector(counting, {16, 3, 4});
+  Tensor activation = contiguous((x * 2.0).maximum(Tensor::scalar(0)));
+  Tensor padded = contiguous(activation.pad({0, 0, 1, 1, 1, 1}).permute({1, 2, 0}));  // (5, 6, 16)
+  Tensor out = padded * 1.0;
+  Schedule schedule = schedule_of({out});
+  // The interior (its loops in (H, W, C) order: a 16-float row of channels), a kernel of zeros per
+  // padded axis, and the reader; no transposing copy and no kernel of the activation alone.
+  REQUIRE(schedule.kernels.size() == 4);
+  CHECK(schedule.kernels[2].name().rfind("E_3_4_16_", 0) == 0);
+  std::vector<float> values = out.to_vector<float>();
+  REQUIRE(values.size() == 5 * 6 * 16);
+  for (int64_t h = 0; h < 5; ++h)
+    for (int64_t w = 0; w < 6; ++w)
+      for (int64_t c = 0; c < 16; ++c) {
+        bool inside = h >= 1 && h < 4 && w >= 1 && w < 5;
+        float expected =
+            inside ? std::max(0.0f, 2.0f * counting[static_cast<size_t>((c * 3 + h - 1) * 4 + w - 1)]) : 0.0f;
+        CHECK(values[static_cast<size_t>((h * 6 + w) * 16 + c)] == expected);
+      }
+}
+
 TEST_CASE("zero-sized outputs need no kernel; size-1 axes need no loop") {
   Tensor empty = input({0, 5});
   CHECK(schedule_of({empty + 1.0}).kernels.empty());
