@@ -80,7 +80,11 @@ Tensor sign_bit(const Tensor& x) {
 //    kernels, took ~130, and made YOLOX's SiLU epilogues compute-bound.
 //  - f64: exp2(r*log2 e) (|r*log2 e| <= 1/2 loses only ~0.35 ulp) times exp2 of the two halves of k.
 // Measured: f32 <= 3 ulp, f64 <= 3 ulp (see the tolerance table in the tests).
-Tensor exp_kernel(const Tensor& x) {
+// `non_positive`: the caller knows x <= 0 or NaN (the sigmoid's exp(-|x|)). In f32 the upper
+// clamp then goes, and 2^k is one factor 2^(k+32), normal for every k >= -158, times 2^-32, which
+// rounds once as the two halves did (k = -159 gives the bits of 0, where the result rounds to 0
+// anyway): 5 of the kernel's ~30 operations.
+Tensor exp_with_range(const Tensor& x, bool non_positive) {
   bool f32 = single(x);
   constexpr long double ln2 = 0.693147180559945309417232121458176568L;
   // HI = ln 2 truncated to 16 (f32) or 32 (f64) significant bits; |k| < 2^8 resp. 2^11.
@@ -90,7 +94,7 @@ Tensor exp_kernel(const Tensor& x) {
   // Beyond these the result is 0 or inf anyway; clamping keeps k*HI exact. NaN passes through.
   double high = f32 ? 89.0 : 710.0, low = f32 ? -110.0 : -760.0;
   Tensor clamped = select(x.lt(constant(x, low)), constant(x, low), x);
-  clamped = select(constant(x, high).lt(clamped), constant(x, high), clamped);
+  if (!(f32 && non_positive)) clamped = select(constant(x, high).lt(clamped), constant(x, high), clamped);
   if (!f32) {
     Tensor k = nearest_integer(clamped * constant(x, std::numbers::log2e));
     Tensor r = (clamped - k * constant(x, hi)) - k * constant(x, lo);
@@ -112,12 +116,15 @@ Tensor exp_kernel(const Tensor& x) {
   // k ∈ [-159, 129]: each half is within the normal exponent range. NaN gives garbage bits in k
   // and NaN in p, so a NaN result.
   Tensor k_bits = shifted.bitcast(S::Int32) - Tensor::scalar(0x4B400000, S::Int32);  // 1.5·2^23's bits
-  Tensor k1 = k_bits.shift_right(Tensor::scalar(1, S::Int32)), k2 = k_bits - k1;
-  auto power_of_two = [&](const Tensor& e) {
-    return (e + Tensor::scalar(127, S::Int32)).shift_left(Tensor::scalar(23, S::Int32)).bitcast(S::Float32);
+  auto power_of_two = [&](const Tensor& e, int bias) {
+    return (e + Tensor::scalar(bias, S::Int32)).shift_left(Tensor::scalar(23, S::Int32)).bitcast(S::Float32);
   };
-  return p * power_of_two(k1) * power_of_two(k2);
+  if (non_positive) return p * power_of_two(k_bits, 127 + 32) * constant(x, std::ldexp(1.0, -32));
+  Tensor k1 = k_bits.shift_right(Tensor::scalar(1, S::Int32)), k2 = k_bits - k1;
+  return p * power_of_two(k1, 127) * power_of_two(k2, 127);
 }
+
+Tensor exp_kernel(const Tensor& x) { return exp_with_range(x, false); }
 
 // ---- log ------------------------------------------------------------------------------------
 // log2(x) * ln 2: log2 is accurate to 2 ulp relative everywhere (also near 1), the product adds
@@ -227,7 +234,7 @@ Tensor tanh_kernel(const Tensor& x) {
   Tensor poly = constant(x, series.back());
   for (size_t i = series.size() - 1; i-- > 0;) poly = poly.mul_add(z, constant(x, series[i]));
   Tensor small_value = small_x * poly;
-  Tensor e = exp_kernel(magnitude * constant(x, -2.0));
+  Tensor e = exp_with_range(magnitude * constant(x, -2.0), true);  // exp(-2|x|)
   Tensor large = (constant(x, 1.0) - e) / (constant(x, 1.0) + e);
   large = select(x.lt(constant(x, 0.0)), large.neg(), large);
   return select(magnitude.lt(constant(x, threshold)), small_value, large);
@@ -471,7 +478,7 @@ Tensor Tensor::erf() const { return float_math(*this, erf_kernel); }
 // results for very negative x keep their relative precision.
 Tensor Tensor::sigmoid() const {
   return float_math(*this, [](const Tensor& x) {
-    Tensor e = exp_kernel(select(x.lt(constant(x, 0.0)), x, x.neg()));  // exp(-|x|)
+    Tensor e = exp_with_range(select(x.lt(constant(x, 0.0)), x, x.neg()), true);  // exp(-|x|)
     // One division: e / d rounds once, e * (1/d) twice (<= 1.5 ulp), and a vector division costs
     // as much as the rest of the sigmoid.
     Tensor reciprocal = constant(x, 1.0) / (constant(x, 1.0) + e);
@@ -501,7 +508,7 @@ Tensor Tensor::softplus() const {
   return float_math(*this, [](const Tensor& x) {
     Tensor zero = constant(x, 0.0);
     Tensor negative_magnitude = select(x.lt(zero), x, x.neg());
-    return select(zero.lt(x), x, zero) + log1p_kernel(exp_kernel(negative_magnitude));
+    return select(zero.lt(x), x, zero) + log1p_kernel(exp_with_range(negative_magnitude, true));
   });
 }
 
