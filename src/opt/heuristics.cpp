@@ -54,6 +54,23 @@ bool contiguous_in(const UOp* index, const UOp* upcast, int64_t width) {
   return true;
 }
 
+// Whether the lanes 0..width-1 of `upcast` read `index` at first + lane·s for one constant s from
+// 2 to 4: a strided gather, which the CPU renderer loads as one wide vector and a shuffle
+// (codegen/llvm/strided_gather.h) rather than lane by lane.
+bool strided_in(const UOp* index, const UOp* upcast, int64_t width) {
+  constexpr int64_t kWidestStride = 4;  // max_gather_stride of the renderer
+  const UOpPtr& offset = index->src(1);
+  UOpPtr first = simplify(substitute(offset, {{upcast, const_int(dtypes::index, 0)}}));
+  UOpPtr second = simplify(substitute(offset, {{upcast, const_int(dtypes::index, 1)}}) - first);
+  if (!second->is_const() || second->const_int() < 2 || second->const_int() > kWidestStride) return false;
+  int64_t stride = static_cast<int64_t>(second->const_int());
+  for (int64_t lane = 2; lane < width; ++lane) {
+    UOpPtr step = simplify(substitute(offset, {{upcast, const_int(dtypes::index, lane)}}) - first);
+    if (!step->is_const() || step->const_int() != lane * stride) return false;
+  }
+  return true;
+}
+
 bool depends_on(const UOp* node, const UOp* range) {
   std::vector<const UOp*> nodes = toposort(node->self());
   return std::find(nodes.begin(), nodes.end(), range) != nodes.end();
@@ -180,6 +197,8 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   int64_t width = 0;
   UOpPtr upcasted;
   bool gathers = false, scatters = false;
+  // Every gathered load is a strided one (strided_in).
+  bool strided_only = false;
   // Passes, in order of preference: everything contiguous; stores scattered lane by lane (once per
   // output, after the whole reduction: BERT's key projection writes K transposed); loads inside
   // the reduction gathered.
@@ -217,6 +236,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
         for (const UOp* r : tunable_ranges(candidate))
           if (axis_kind(r->arg_int()) == AxisKind::Upcast) lanes_range = r;
         bool fits = lanes_range != nullptr, gathered = false, scattered = false, vector_loads = false;
+        bool strided = true;
         for (const Access& access : global_accesses(candidate)) {
           if (!fits) break;
           if (!access.is_store && access.in_reduction && depends_on(access.index, lanes_range)) vector_loads = true;
@@ -227,6 +247,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
           } else if (access.in_reduction && depends_on(access.index, lanes_range) &&
                      !contiguous_in(access.index, lanes_range, w)) {
             gathered = true;
+            strided = strided && strided_in(access.index, lanes_range, w);
             fits = pass == Pass::GatheredLoads;
           }
         }
@@ -237,6 +258,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
         upcasted = candidate;
         gathers = gathered;  // gathered loads or scattered stores: worth it only under a register tile
         scatters = scattered;
+        strided_only = gathered && strided;
       }
       if (vector_axis != nullptr) break;
     }
@@ -321,14 +343,19 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
     if (pick_rows(1) > 2 * tile_rows) columns = 1;
   }
   if (columns == 1) tile_rows = pick_rows(1);
-  if ((gathers || scatters) && tile_rows == 0) {
+  // Strided gathers of a sum (a stride-2 depthwise conv's input) are cheap enough without tile
+  // rows: two vector loads and a shuffle per vector. Such a kernel gets its vector and the sliding
+  // window below; without them it ran scalar (MobileNetV2's stride-2 depthwise 3x3 at 112 -> 56:
+  // 17 GFLOP/s).
+  bool strided_sums = gathers && !scatters && strided_only && !only_max_reductions(kernel);
+  if ((gathers || scatters) && tile_rows == 0 && !strided_sums) {
     if (gathers && !scatters && only_max_reductions(kernel)) return {{OptOp::Upcast, vector_axis->arg_int(), width}};
     return {};
   }
   if (columns > 1) opts.push_back({OptOp::Unroll, vector_axis->arg_int(), columns});
   if (row_axis != nullptr) {
     if (tile_rows != 0) opts.push_back({OptOp::Unroll, row_axis->arg_int(), tile_rows});
-  } else if (!gathers) {
+  } else if (!gathers || strided_sums) {
     // A sliding window (a depthwise conv: output row oh reads input rows oh + kh): the window's
     // reduce axis unrolled whole and R output rows unrolled make the copies read R + K - 1 distinct
     // input rows instead of R·K (hash-consing merges the shared loads). The depthwise 3x3 of

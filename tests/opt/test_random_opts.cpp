@@ -805,6 +805,15 @@ TEST_CASE("the heuristics: a 13x13 1x1 conv pads its merged pixels for a registe
   for (const Opt& opt : conv_opts)
     if (opt.op == OptOp::Unroll && axis_kind(opt.axis) == AxisKind::Loop) accumulators *= opt.amount;
   CHECK(accumulators >= 6);
+  // A stride-2 depthwise conv reads its lanes two apart, a strided gather the renderer loads as
+  // wide vectors and a shuffle: it gets a vector without tile rows (it had none and ran scalar).
+  ConvOptions strided_depthwise;
+  strided_depthwise.stride = {2, 2};
+  strided_depthwise.groups = 32;
+  std::vector<Opt> depthwise_opts =
+      hand_coded_opts(reduction_kernel(f32({1, 32, 33, 33}, 4).conv(f32({32, 1, 3, 3}, 5), Tensor(), strided_depthwise)), caps);
+  if (caps.vector_lanes(dtypes::f32) >= 8)
+    CHECK(std::any_of(depthwise_opts.begin(), depthwise_opts.end(), [](const Opt& opt) { return opt.op == OptOp::Upcast; }));
   // A stride-2 window gathers its lanes; merged pixels would need a division per lane.
   PoolOptions options;
   options.kernel = {3, 3};
