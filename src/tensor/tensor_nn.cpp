@@ -809,7 +809,14 @@ Tensor Tensor::max_pool(const PoolOptions& options) const {
   PoolGeometry g = pool_geometry(*this, options, "max_pool");
   std::vector<int64_t> ends;
   for (size_t i = 0; i < g.pad_end.size(); ++i) ends.push_back(g.pad_end[i] + g.extra_end[i]);
-  Tensor padded = pad(spatial_pad_list(g.pad_begin, ends), PadMode::Constant, lowest_value(dtype()));
+  // A computed input with padding is realised first, as Tensor::conv does. Otherwise the padded
+  // value (where(inside, x, lowest)) is what the windows read several times, so it is stored, and
+  // that kernel computes the input through a mask per element on rows of odd width: Inception-v2's
+  // stem BatchNorm + ReLU into a ceil_mode pool's 113×113 rows ran at 3.5 GB/s.
+  bool pads = std::any_of(g.pad_begin.begin(), g.pad_begin.end(), [](int64_t p) { return p > 0; }) ||
+              std::any_of(ends.begin(), ends.end(), [](int64_t p) { return p > 0; });
+  Tensor source = pads && computes(*this) ? contiguous(*this) : *this;
+  Tensor padded = source.pad(spatial_pad_list(g.pad_begin, ends), PadMode::Constant, lowest_value(dtype()));
   auto n = static_cast<int64_t>(g.kernel.size());
   double direct_loads = 1;
   for (int64_t k : g.kernel) direct_loads *= static_cast<double>(k);

@@ -578,6 +578,27 @@ TEST_CASE("max_pool over large windows runs one spatial axis at a time, exactly"
   check_exact(out, ref_pool(ints, options, false));
 }
 
+TEST_CASE("max_pool of a computed input with padding stores the input, not its padded copy") {
+  // ReLU(x) pooled 3x3, stride 2, padding 1, ceil_mode: the ReLU is stored at 16 x 16 (whole
+  // vectors a row) and the pool reads it with masks; no kernel stores the 19 x 19 padded value
+  // (padding 1 and 1, and one more column and row for the ceil_mode window).
+  Array x = random_array({1, 4, 16, 16}, 426);
+  for (double& v : x.values) v -= 0.5;
+  Array relu = x;
+  for (double& v : relu.values) v = std::max(v, 0.0);
+  PoolOptions options = pool_options({3, 3}, {2, 2}, {1, 1}, {}, true);
+  Tensor out = to_tensor(x).relu().max_pool(options);
+  check_exact(out, ref_pool(relu, options, false));
+  Schedule schedule = create_schedule({out.data().node});
+  CHECK(schedule.kernels.size() == 2);
+  bool stores_input = false;
+  for (const ScheduledKernel& kernel : schedule.kernels) {
+    CHECK(kernel.name().rfind("E_4_19_19_", 0) == std::string::npos);
+    stores_input = stores_input || kernel.name().rfind("E_4_16_16_", 0) == 0;
+  }
+  CHECK(stores_input);
+}
+
 TEST_CASE("pooling: dtypes, non-contiguous input, global pools, errors") {
   Array x = random_array({2, 3, 7, 6}, 430);
   PoolOptions options = pool_options({3, 2}, {2, 2}, {1, 1}, {}, true);
