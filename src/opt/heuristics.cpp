@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "codegen/llvm/strided_gather.h"
 #include "ir/build.h"
 #include "ir/substitute.h"
 #include "opt/expand.h"
@@ -42,33 +43,33 @@ std::vector<Access> global_accesses(const UOpPtr& kernel) {
   return accesses;
 }
 
-// Whether the element index of `index` in lane l of the UPCAST range `upcast` is lane 0's plus l:
-// the test the expander applies, so a vector access chosen here is one vector access there.
-bool contiguous_in(const UOp* index, const UOp* upcast, int64_t width) {
+// The constant s such that lane l of the UPCAST range `upcast` (l < width) reads element index
+// lane 0's plus l·s, if there is one.
+std::optional<int64_t> lane_stride(const UOp* index, const UOp* upcast, int64_t width) {
   const UOpPtr& offset = index->src(1);
   UOpPtr first = simplify(substitute(offset, {{upcast, const_int(dtypes::index, 0)}}));
+  std::optional<int64_t> stride;
   for (int64_t lane = 1; lane < width; ++lane) {
     UOpPtr step = simplify(substitute(offset, {{upcast, const_int(dtypes::index, lane)}}) - first);
-    if (!step->is_const() || step->const_int() != lane) return false;
+    if (!step->is_const()) return std::nullopt;
+    auto value = static_cast<int64_t>(step->const_int());
+    if (!stride) stride = value;
+    if (value != lane * *stride) return std::nullopt;
   }
-  return true;
+  return stride;
 }
 
-// Whether the lanes 0..width-1 of `upcast` read `index` at first + lane·s for one constant s from
-// 2 to 4: a strided gather, which the CPU renderer loads as one wide vector and a shuffle
-// (codegen/llvm/strided_gather.h) rather than lane by lane.
+// Whether lane l of `upcast` reads lane 0's element plus l: the test the expander applies, so a
+// vector access chosen here is one vector access there.
+bool contiguous_in(const UOp* index, const UOp* upcast, int64_t width) {
+  return width < 2 || lane_stride(index, upcast, width) == int64_t{1};
+}
+
+// Whether the lanes read at a constant stride from 2 to max_gather_stride: a strided gather, which
+// the CPU renderer loads as one wide vector and a shuffle rather than lane by lane.
 bool strided_in(const UOp* index, const UOp* upcast, int64_t width) {
-  constexpr int64_t kWidestStride = 4;  // max_gather_stride of the renderer
-  const UOpPtr& offset = index->src(1);
-  UOpPtr first = simplify(substitute(offset, {{upcast, const_int(dtypes::index, 0)}}));
-  UOpPtr second = simplify(substitute(offset, {{upcast, const_int(dtypes::index, 1)}}) - first);
-  if (!second->is_const() || second->const_int() < 2 || second->const_int() > kWidestStride) return false;
-  int64_t stride = static_cast<int64_t>(second->const_int());
-  for (int64_t lane = 2; lane < width; ++lane) {
-    UOpPtr step = simplify(substitute(offset, {{upcast, const_int(dtypes::index, lane)}}) - first);
-    if (!step->is_const() || step->const_int() != lane * stride) return false;
-  }
-  return true;
+  std::optional<int64_t> stride = lane_stride(index, upcast, width);
+  return stride && *stride >= 2 && *stride <= max_gather_stride;
 }
 
 bool depends_on(const UOp* node, const UOp* range) {

@@ -80,12 +80,14 @@ Tensor sign_bit(const Tensor& x) {
 //    kernels, took ~130, and made YOLOX's SiLU epilogues compute-bound.
 //  - f64: exp2(r*log2 e) (|r*log2 e| <= 1/2 loses only ~0.35 ulp) times exp2 of the two halves of k.
 // Measured: f32 <= 3 ulp, f64 <= 3 ulp (see the tolerance table in the tests).
-// `non_positive`: the caller knows x <= 0 or NaN (the sigmoid's exp(-|x|)). In f32 the upper
-// clamp then goes, and 2^k is one factor 2^(k+32), normal for every k >= -158, times 2^-32, which
-// rounds once as the two halves did (k = -159 gives the bits of 0, where the result rounds to 0
-// anyway): 5 of the kernel's ~30 operations.
-Tensor exp_with_range(const Tensor& x, bool non_positive) {
-  bool f32 = single(x);
+// ExpArgument::NonPositive: the caller knows x <= 0 or NaN (the sigmoid's exp(-|x|)). In f32 the
+// upper clamp then goes, and 2^k is one factor 2^(k+32), normal for every k >= -158, times 2^-32,
+// which rounds once as the two halves did (k = -159 gives the bits of 0, where the result rounds
+// to 0 anyway): 5 of the kernel's ~30 operations.
+enum class ExpArgument { Any, NonPositive };
+
+Tensor exp_kernel_with(const Tensor& x, ExpArgument argument) {
+  bool f32 = single(x), non_positive = argument == ExpArgument::NonPositive;
   constexpr long double ln2 = 0.693147180559945309417232121458176568L;
   // HI = ln 2 truncated to 16 (f32) or 32 (f64) significant bits; |k| < 2^8 resp. 2^11.
   double hi = f32 ? std::ldexp(std::floor(std::ldexp(static_cast<double>(ln2), 16)), -16)
@@ -124,7 +126,7 @@ Tensor exp_with_range(const Tensor& x, bool non_positive) {
   return p * power_of_two(k1, 127) * power_of_two(k2, 127);
 }
 
-Tensor exp_kernel(const Tensor& x) { return exp_with_range(x, false); }
+Tensor exp_kernel(const Tensor& x) { return exp_kernel_with(x, ExpArgument::Any); }
 
 // ---- log ------------------------------------------------------------------------------------
 // log2(x) * ln 2: log2 is accurate to 2 ulp relative everywhere (also near 1), the product adds
@@ -234,7 +236,7 @@ Tensor tanh_kernel(const Tensor& x) {
   Tensor poly = constant(x, series.back());
   for (size_t i = series.size() - 1; i-- > 0;) poly = poly.mul_add(z, constant(x, series[i]));
   Tensor small_value = small_x * poly;
-  Tensor e = exp_with_range(magnitude * constant(x, -2.0), true);  // exp(-2|x|)
+  Tensor e = exp_kernel_with(magnitude * constant(x, -2.0), ExpArgument::NonPositive);  // exp(-2|x|)
   Tensor large = (constant(x, 1.0) - e) / (constant(x, 1.0) + e);
   large = select(x.lt(constant(x, 0.0)), large.neg(), large);
   return select(magnitude.lt(constant(x, threshold)), small_value, large);
@@ -478,7 +480,7 @@ Tensor Tensor::erf() const { return float_math(*this, erf_kernel); }
 // results for very negative x keep their relative precision.
 Tensor Tensor::sigmoid() const {
   return float_math(*this, [](const Tensor& x) {
-    Tensor e = exp_with_range(select(x.lt(constant(x, 0.0)), x, x.neg()), true);  // exp(-|x|)
+    Tensor e = exp_kernel_with(select(x.lt(constant(x, 0.0)), x, x.neg()), ExpArgument::NonPositive);  // exp(-|x|)
     // One division: e / d rounds once, e * (1/d) twice (<= 1.5 ulp), and a vector division costs
     // as much as the rest of the sigmoid.
     Tensor reciprocal = constant(x, 1.0) / (constant(x, 1.0) + e);
@@ -508,7 +510,7 @@ Tensor Tensor::softplus() const {
   return float_math(*this, [](const Tensor& x) {
     Tensor zero = constant(x, 0.0);
     Tensor negative_magnitude = select(x.lt(zero), x, x.neg());
-    return select(zero.lt(x), x, zero) + log1p_kernel(exp_with_range(negative_magnitude, true));
+    return select(zero.lt(x), x, zero) + log1p_kernel(exp_kernel_with(negative_magnitude, ExpArgument::NonPositive));
   });
 }
 

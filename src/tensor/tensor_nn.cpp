@@ -459,6 +459,12 @@ bool pads_channels_last(const Tensor& padded, const Shape& kernel, int64_t group
   return padded.dim(1) >= caps.vector_lanes(dtypes::f32) && 2 * bytes > caps.l2_bytes;
 }
 
+// Whether spatial pads (before, after) add anything: negative pads crop and zeros do nothing.
+bool pads_anything(const std::vector<int64_t>& before, const std::vector<int64_t>& after) {
+  auto positive = [](int64_t p) { return p > 0; };
+  return std::any_of(before.begin(), before.end(), positive) || std::any_of(after.begin(), after.end(), positive);
+}
+
 }  // namespace
 
 bool is_broadcast_value(const Tensor& t) {
@@ -515,8 +521,7 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
   // SiLU in an elementwise kernel of its own, vectorised either way): computed inside the copy,
   // YOLOX's SiLU ran through the copy's masked border lanes scalar (5 GFLOP/s on the 208×208
   // stem; the model 64 -> 46 ms at one thread on an AVX2 Zen 3).
-  bool pads = std::any_of(pad_begin.begin(), pad_begin.end(), [](int64_t p) { return p > 0; }) ||
-              std::any_of(pad_end.begin(), pad_end.end(), [](int64_t p) { return p > 0; });
+  bool pads = pads_anything(pad_begin, pad_end);
   if (pads && computes(source)) source = contiguous(source);
   Tensor padded = source.cast(compute).pad(spatial_pad_list(pad_begin, pad_end));
   if (pads && pads_channels_last(padded, kernel, groups, filters, stride))
@@ -813,8 +818,7 @@ Tensor Tensor::max_pool(const PoolOptions& options) const {
   // value (where(inside, x, lowest)) is what the windows read several times, so it is stored, and
   // that kernel computes the input through a mask per element on rows of odd width: Inception-v2's
   // stem BatchNorm + ReLU into a ceil_mode pool's 113×113 rows ran at 3.5 GB/s.
-  bool pads = std::any_of(g.pad_begin.begin(), g.pad_begin.end(), [](int64_t p) { return p > 0; }) ||
-              std::any_of(ends.begin(), ends.end(), [](int64_t p) { return p > 0; });
+  bool pads = pads_anything(g.pad_begin, ends);
   Tensor source = pads && computes(*this) ? contiguous(*this) : *this;
   Tensor padded = source.pad(spatial_pad_list(g.pad_begin, ends), PadMode::Constant, lowest_value(dtype()));
   auto n = static_cast<int64_t>(g.kernel.size());

@@ -747,7 +747,7 @@ TEST_CASE("the heuristics: with 32 registers the register tile takes the most ro
   Schedule schedule = create_schedule({f32({56, 64}, 21).matmul(f32({64, 32}, 22)).data().node});
   REQUIRE(schedule.kernels.size() == 1);
   TargetCaps caps = host_cpu_caps();
-  if (caps.vector_lanes(dtypes::f32) != 16) return;  // the column count differs with narrower vectors
+  caps.vector_bytes = 64;  // 16 f32 lanes, whatever the host (the heuristics read only the caps)
   for (int registers : {32, 16}) {
     caps.vector_registers = registers;
     std::vector<Opt> opts = hand_coded_opts(schedule.kernels[0].ast, caps);
