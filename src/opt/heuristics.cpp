@@ -169,6 +169,24 @@ bool only_max_reductions(const UOpPtr& kernel) {
   return any;
 }
 
+// A max pool's gathered windows: the vector, two vector columns and 8 rows of another output axis
+// (the channels; 4 with 16 registers). Every tap's index and padding masks are the same for all
+// channels, so the rows share them, and 16 independent maxima hide each other's latency. ResNet-50's 3x3 stride-2 pool,
+// 64 channels at 112 -> 56, one thread on an AVX-512 Xeon: 557 -> 237-280 µs (the tile that
+// `kiln tune` found; onnxruntime 450).
+std::vector<Opt> max_pool_tile(const std::vector<const UOp*>& outputs, const UOp* vector_axis, int64_t width,
+                               const TargetCaps& caps) {
+  std::vector<Opt> opts{{OptOp::Upcast, vector_axis->arg_int(), width}};
+  int64_t rows = caps.vector_registers >= 32 ? 8 : 4;
+  if ((extent_of(vector_axis) / width) % 2 == 0) opts.push_back({OptOp::Unroll, vector_axis->arg_int(), 2});
+  for (const UOp* range : outputs) {
+    if (range == vector_axis || extent_of(range) % rows != 0) continue;
+    opts.push_back({OptOp::Unroll, range->arg_int(), rows});
+    break;
+  }
+  return opts;
+}
+
 std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   std::vector<Opt> opts;
   if (!caps.supports_vector_ops) return opts;
@@ -350,7 +368,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // 17 GFLOP/s).
   bool strided_sums = gathers && !scatters && strided_only && !only_max_reductions(kernel);
   if ((gathers || scatters) && tile_rows == 0 && !strided_sums) {
-    if (gathers && !scatters && only_max_reductions(kernel)) return {{OptOp::Upcast, vector_axis->arg_int(), width}};
+    if (gathers && !scatters && only_max_reductions(kernel)) return max_pool_tile(outputs, vector_axis, width, caps);
     return {};
   }
   if (columns > 1) opts.push_back({OptOp::Unroll, vector_axis->arg_int(), columns});

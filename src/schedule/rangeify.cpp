@@ -229,13 +229,39 @@ class Rangeifier {
     return out == 0 ? 0 : dims_numel(shapes_.of(reduction->src(0).get())).max() / out;
   }
 
+  // Whether `node` computes a reduction other than `reduction` that is not stored yet, through
+  // elementwise and movement ops.
+  bool reaches_other_unstored_reduction(const UOp* node, const UOp* reduction) {
+    std::vector<const UOp*> stack{node};
+    std::unordered_set<const UOp*> seen;
+    while (!stack.empty()) {
+      const UOp* current = stack.back();
+      stack.pop_back();
+      // (a value with a contiguous copy is read from the copy)
+      if (!seen.insert(current).second || buffer_of_.contains(current) || contiguous_copy_of(current)) continue;
+      if (current->op() == Ops::REDUCE_AXIS) {
+        if (current != reduction) return true;
+        continue;
+      }
+      if (current->op() == Ops::BUFFER || current->op() == Ops::CONTIGUOUS) continue;
+      for (const UOpPtr& src : current->srcs()) stack.push_back(src.get());
+    }
+    return false;
+  }
+
   bool reduction_needs_own_kernel(const UOp* reduction) {
     std::unordered_set<const UOp*> boundaries, seen;
-    std::vector<const UOp*> stack{reduction};
+    // (node, whether the path from the reduction to it crossed a broadcast)
+    std::vector<std::pair<const UOp*, bool>> stack{{reduction, false}};
     while (!stack.empty()) {
-      const UOp* node = stack.back();
+      auto [node, broadcast] = stack.back();
       stack.pop_back();
-      for (const UOp* consumer : consumers_[node]) {
+      // A value with a contiguous copy is read from the copy by all its other consumers
+      // (contiguous_copy_of): the block output of a ResNet stage, realised for the next conv's
+      // channels-last copy, is one place, not also the next block's residual add.
+      std::unordered_set<const UOp*> copy_only;
+      if (const UOp* copy = contiguous_copy_of(node)) copy_only.insert(copy);
+      for (const UOp* consumer : copy_only.empty() ? consumers_[node] : copy_only) {
         if (!seen.insert(consumer).second) continue;
         bool boundary = consumer->op() == Ops::REDUCE_AXIS || consumer->op() == Ops::CONTIGUOUS ||
                         output_nodes_.contains(consumer);
@@ -245,16 +271,27 @@ class Rangeifier {
         OpGroup group = op_group(consumer->op());
         bool alu = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
         if (alu && recompute_cost(consumer) >= kExpensiveOps) return true;
+        // Two contractions meeting in one epilogue (a ResNet downsample block adds its shortcut
+        // conv to its last conv) would share one kernel, whose register tile fits neither: each
+        // is stored on its own (ResNet-50's four such blocks ran at 68-113 GFLOP/s fused).
+        if (alu) {
+          for (const UOpPtr& other : consumer->srcs())
+            if (other.get() != node && reaches_other_unstored_reduction(other.get(), reduction)) return true;
+        }
         if (boundary) {
           boundaries.insert(consumer);
           if (boundaries.size() > 1) return true;
           // Inside another reduction's loop (a conv under a global average pool) the contraction
           // runs once per step of the outer reduction, nested where its output axes cannot be
           // vectorised; stored first, it is a plain conv kernel with a register tile (MobileNetV2's
-          // last conv + pool: 5.7 GFLOP/s fused).
-          if (consumer->op() == Ops::REDUCE_AXIS && reduced_elements(reduction) >= kNestedContraction) return true;
+          // last conv + pool: 5.7 GFLOP/s fused). Reached through a broadcast (the next conv reads
+          // this conv's output once per filter), its epilogue is stored instead, with the
+          // contraction in that kernel (epilogue_of_stored_reduction): storing the bare sums cost
+          // ResNet-50 a separate bias + ReLU kernel after every conv but the last.
+          if (consumer->op() == Ops::REDUCE_AXIS && reduced_elements(reduction) >= kNestedContraction && !broadcast)
+            return true;
         } else {
-          stack.push_back(consumer);
+          stack.push_back({consumer, broadcast || consumer->op() == Ops::EXPAND});
         }
       }
     }

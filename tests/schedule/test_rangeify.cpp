@@ -343,6 +343,33 @@ TEST_CASE("an expensive epilogue after a reduction gets a kernel of its own") {
   CHECK(schedule.kernels.size() == 2);
 }
 
+TEST_CASE("a matmul's bias and relu, read by the next matmul, are stored by the first matmul's kernel") {
+  // The second matmul reads y once per output column (a broadcast): y is stored, and the first
+  // contraction runs in y's kernel, not in a kernel of its own followed by a bias + relu kernel.
+  // (A contraction of 96: from 64 on, one that flows into a reduction without a broadcast, as
+  // under a global pool, is stored bare.)
+  Tensor x = input({32, 96}), w1 = input({96, 64}), bias = input({64}), w2 = input({64, 40});
+  Tensor y = (x.matmul(w1) + bias).relu();
+  Schedule schedule = schedule_of({y.matmul(w2)});
+  CHECK(schedule.kernels.size() == 2);
+  const ScheduledKernel* first = reduction_kernel(schedule, 96);
+  REQUIRE(first != nullptr);
+  CHECK(count_ops(first->ast, Ops::LOAD) == 3);  // x, w1 and the bias
+}
+
+TEST_CASE("two contractions added in one epilogue are stored apart") {
+  // A ResNet downsample block: conv + shortcut conv, then relu. In one kernel no register tile
+  // fits both contractions.
+  Tensor x = input({32, 48}), w1 = input({48, 64}), z = input({32, 40}), w2 = input({40, 64});
+  Tensor y = (x.matmul(w1) + z.matmul(w2)).relu();
+  Schedule schedule = schedule_of({y});
+  const ScheduledKernel* first = reduction_kernel(schedule, 48);
+  const ScheduledKernel* second = reduction_kernel(schedule, 40);
+  REQUIRE(first != nullptr);
+  REQUIRE(second != nullptr);
+  CHECK(first != second);
+}
+
 }  // TEST_SUITE
 
 }  // namespace

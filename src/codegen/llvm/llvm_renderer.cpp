@@ -18,7 +18,9 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/llvm/llvm_alu.h"
+#include "codegen/llvm/next_tile_prefetch.h"
 #include "codegen/llvm/strided_gather.h"
+#include "codegen/target.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -369,6 +371,7 @@ class Renderer {
     llvm::Value* pointer = value_of(node.src(0));
     llvm::Type* memory = llvm_memory_type(context_, dtype.ptr());
     llvm::Align align(static_cast<uint64_t>(dtype.scalar_bytes()));
+    prefetch_next_tile(node, pointer);
     auto read = [&] {
       llvm::LoadInst* loaded = builder_.CreateAlignedLoad(memory, pointer, align);
       annotate(loaded, index);
@@ -398,6 +401,21 @@ class Renderer {
     result->addIncoming(loaded, valid_end);
     result->addIncoming(alternative, before);
     return result;
+  }
+
+  // next_tile_prefetch.h. A prefetch never faults, so the address may lie past the buffer's end.
+  void prefetch_next_tile(const UOp& load, llvm::Value* pointer) {
+    const UOp& index = *load.src(0);
+    if (index.src(0)->op() != Ops::DEFINE_GLOBAL || slot_is_output_.at(index.src(0)->arg_int())) return;
+    std::vector<const UOp*> open_loops;
+    for (const OpenLoop& loop : loops_) open_loops.push_back(loop.range);
+    std::optional<int64_t> offset = next_tile_prefetch_offset(load, open_loops, host_cpu_caps().l2_bytes);
+    if (!offset) return;
+    llvm::Value* ahead = builder_.CreateGEP(llvm_memory_type(context_, load.dtype().base()), pointer,
+                                            builder_.getInt64(static_cast<uint64_t>(*offset)));
+    // read, keep in the L2 and outer caches (locality 2), data.
+    builder_.CreateIntrinsic(llvm::Intrinsic::prefetch, {builder_.getPtrTy()},
+                             {ahead, builder_.getInt32(0), builder_.getInt32(2), builder_.getInt32(1)});
   }
 
   void store(const UOp& node) {
