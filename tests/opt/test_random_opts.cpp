@@ -775,6 +775,12 @@ TEST_CASE("the heuristics: a transposing copy swaps its loops; a matrix-vector p
   std::vector<Opt> transpose = hand_coded_opts(only_kernel(contiguous(f32({24, 40}, 1).transpose())), caps);
   REQUIRE(transpose.size() == 1);
   CHECK(transpose[0].op == OptOp::Swap);
+  // Every other column of (24, 80), transposed (the copy a stride-2 1x1 conv reads): the load steps
+  // by 2 along the loop that becomes the inner one, still its lines in order.
+  std::vector<Opt> strided =
+      hand_coded_opts(only_kernel(contiguous(f32({24, 80}, 6).slice(1, 0, 79, 2).transpose())), caps);
+  REQUIRE(strided.size() == 1);
+  CHECK(strided[0].op == OptOp::Swap);
   // A second load that is contiguous along the stores (a + b.T) keeps the store order.
   std::vector<Opt> sum = hand_coded_opts(only_kernel(f32({40, 24}, 2) + f32({24, 40}, 3).transpose()), caps);
   CHECK(std::none_of(sum.begin(), sum.end(), [](const Opt& opt) { return opt.op == OptOp::Swap; }));
