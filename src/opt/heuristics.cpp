@@ -123,12 +123,7 @@ Dim parallel_extent_of(const UOpPtr& kernel) {
 namespace {
 
 // The step of an index when `range` grows by one, if constant.
-std::optional<int64_t> index_stride(const UOp* index, const UOp* range) {
-  const UOpPtr& offset = index->src(1);
-  UOpPtr step = simplify(substitute(offset, {{range, range->self() + 1}}) - offset);
-  if (!step->is_const()) return std::nullopt;
-  return static_cast<int64_t>(step->const_int());
-}
+std::optional<int64_t> index_stride(const UOp* index, const UOp* range) { return constant_step(index->src(1), range); }
 // An output axis r and a short reduce axis k (at most 7 steps) such that every load inside the
 // reduction that depends on r reads it as r + k (equal strides): the rows of a sliding window.
 std::optional<std::pair<const UOp*, const UOp*>> sliding_window(const UOpPtr& kernel, const std::vector<const UOp*>& outputs,
@@ -169,11 +164,11 @@ bool only_max_reductions(const UOpPtr& kernel) {
   return any;
 }
 
-// A max pool's gathered windows: the vector, two vector columns and 8 rows of another output axis
-// (the channels; 4 with 16 registers). Every tap's index and padding masks are the same for all
-// channels, so the rows share them, and 16 independent maxima hide each other's latency. ResNet-50's 3x3 stride-2 pool,
-// 64 channels at 112 -> 56, one thread on an AVX-512 Xeon: 557 -> 237-280 µs (the tile that
-// `kiln tune` found; onnxruntime 450).
+// A max pool's gathered windows: the vector, two vector columns (where the vectors pair up) and 8
+// rows of another output axis (the channels; 4 with 16 registers). Every tap's index and padding
+// masks are the same for all channels, so the rows share them, and up to 16 independent maxima
+// hide each other's latency. ResNet-50's 3x3 stride-2 pool, 64 channels at 112 -> 56, one thread
+// on an AVX-512 Xeon: 557 -> 237-280 µs (the tile that `kiln tune` found; onnxruntime 450).
 std::vector<Opt> max_pool_tile(const std::vector<const UOp*>& outputs, const UOp* vector_axis, int64_t width,
                                const TargetCaps& caps) {
   std::vector<Opt> opts{{OptOp::Upcast, vector_axis->arg_int(), width}};

@@ -4,6 +4,7 @@
 
 #include "ir/build.h"
 #include "ir/evaluate.h"
+#include "ir/substitute.h"
 #include "passes/linear_terms.h"
 #include "rewrite/graph_rewrite.h"
 
@@ -174,6 +175,12 @@ std::vector<const PatternMatcher*> algebraic_rule_tables() {
 
 UOpPtr simplify(const UOpPtr& node) {
   return graph_rewrite(node, symbolic(), {.pass_name = "simplify", .spec = &ir_spec()});
+}
+
+std::optional<int64_t> constant_step(const UOpPtr& expression, const UOp* range) {
+  UOpPtr step = simplify(substitute(expression, {{range, range->self() + 1}}) - expression);
+  if (!step->is_const()) return std::nullopt;
+  return static_cast<int64_t>(step->const_int());
 }
 
 }  // namespace kiln

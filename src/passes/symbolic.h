@@ -8,6 +8,8 @@
 // including signed zeros and NaN: `x*1 → x` is a rule, `x+0 → x` is not (it changes -0).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "rewrite/pattern_matcher.h"
@@ -31,5 +33,9 @@ std::vector<const PatternMatcher*> algebraic_rule_tables();
 
 // graph_rewrite(node, symbolic()).
 UOpPtr simplify(const UOpPtr& node);
+
+// The constant by which `expression` changes when `range` grows by one (0 when it does not depend
+// on it), if the simplifier proves one: an index's step along a loop.
+std::optional<int64_t> constant_step(const UOpPtr& expression, const UOp* range);
 
 }  // namespace kiln

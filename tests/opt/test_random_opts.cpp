@@ -827,6 +827,15 @@ TEST_CASE("the heuristics: a 13x13 1x1 conv pads its merged pixels for a registe
   std::vector<Opt> pool_opts = hand_coded_opts(reduction_kernel(f32({1, 64, 55, 55}, 3).max_pool(options)), caps);
   CHECK_FALSE(pool_opts.empty());
   CHECK(std::none_of(pool_opts.begin(), pool_opts.end(), [](const Opt& opt) { return opt.op == OptOp::Merge; }));
+  // Its channels are the tile's rows (max_pool_tile): 8 of them with 32 registers, 4 with 16.
+  if (caps.vector_lanes(dtypes::f32) >= 8) {
+    int64_t vector_axis = -1, channel_rows = 0;
+    for (const Opt& opt : pool_opts)
+      if (opt.op == OptOp::Upcast) vector_axis = opt.axis;
+    for (const Opt& opt : pool_opts)
+      if (opt.op == OptOp::Unroll && opt.axis != vector_axis && axis_kind(opt.axis) == AxisKind::Loop) channel_rows = opt.amount;
+    CHECK(channel_rows == (caps.vector_registers >= 32 ? 8 : 4));
+  }
 }
 
 // A regression: an UNROLL that takes a reduce axis whole once left its outer range (extent 1, folded

@@ -23,8 +23,8 @@ constexpr int64_t kMinPrefetchStrideBytes = 4096;
 
 // The element offset to prefetch `load` at (its index plus this is the same element for the next
 // iteration of the outermost loop), when the load qualifies: a vector load from a global input buffer
-// inside a reduce loop, whose index is affine in the outermost open loop (a constant coefficient of
-// at least kMinPrefetchStrideBytes, at most a quarter of the L2) and independent of every other
+// inside a reduce loop, whose index steps by a constant along the outermost open loop (constant_step:
+// at least kMinPrefetchStrideBytes, at most a quarter of the L2) and is independent of every other
 // open output loop, which must exist (several passes per tile). `open_loops` are the RANGEs
 // enclosing the load, outermost first. Set KILN_PREFETCH=0 to turn this off.
 std::optional<int64_t> next_tile_prefetch_offset(const UOp& load, std::span<const UOp* const> open_loops,
