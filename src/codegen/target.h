@@ -19,6 +19,8 @@ struct TargetCaps {
   bool supports_vector_ops = true;
   bool supports_threads = true;  // kernels split their axis 0 across a thread pool
   bool supports_shared_memory = false;
+  // GPU: every output index is its own thread, all output axes merged into axis 0 (opt/gpu_grid.h).
+  bool output_grid = false;
   int64_t l1_bytes = 32 << 10;   // per core
   int64_t l2_bytes = 1 << 20;    // per core
 

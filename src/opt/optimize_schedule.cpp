@@ -4,29 +4,38 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "opt/gpu_grid.h"
 #include "opt/heuristics.h"
 #include "support/debug.h"
 #include "support/error.h"
 
 namespace kiln {
 
+namespace {
+
+// `kernel` with `changed` as its AST. The symbol names the code: the changed kernel gets the hash
+// of its own AST in place of the scheduler's, so it never shares a symbol with the original one in
+// a process or a plan.
+void replace_kernel_ast(ScheduledKernel& kernel, const UOpPtr& changed) {
+  std::string name = kernel.name();
+  size_t suffix = name.rfind('_');
+  char hash[20];
+  std::snprintf(hash, sizeof(hash), "_%08llx", static_cast<unsigned long long>(changed->hash() & 0xffffffffu));
+  name = (suffix == std::string::npos ? name : name.substr(0, suffix)) + hash;
+  kernel.ast = UOp::make(Ops::SINK, dtypes::void_, changed->srcs(), name);
+  kernel.parallel_extent = parallel_extent_of(kernel.ast);
+  kernel.variables = kernel_variables(kernel.ast);
+}
+
+}  // namespace
+
 void apply_kernel_opts(ScheduledKernel& kernel, const std::vector<Opt>& opts) {
   if (opts.empty()) {
     kernel.opts.clear();
     return;
   }
-  UOpPtr optimised = apply_opts(kernel.ast, opts);
-  // The symbol names the code: the optimised kernel gets the hash of its own AST in place of the
-  // scheduler's, so it never shares a symbol with the unoptimised one in a process or a plan.
-  std::string name = kernel.name();
-  size_t suffix = name.rfind('_');
-  char hash[20];
-  std::snprintf(hash, sizeof(hash), "_%08llx", static_cast<unsigned long long>(optimised->hash() & 0xffffffffu));
-  name = (suffix == std::string::npos ? name : name.substr(0, suffix)) + hash;
-  kernel.ast = UOp::make(Ops::SINK, dtypes::void_, optimised->srcs(), name);
+  replace_kernel_ast(kernel, apply_opts(kernel.ast, opts));
   kernel.opts = opts;
-  kernel.parallel_extent = parallel_extent_of(kernel.ast);
-  kernel.variables = kernel_variables(kernel.ast);
 }
 
 OptimizeReport optimize_schedule(Schedule& schedule, const TargetCaps& caps, const OptimizeOptions& options) {
@@ -57,6 +66,10 @@ OptimizeReport optimize_schedule(Schedule& schedule, const TargetCaps& caps, con
       if (tuned == nullptr) throw;  // the heuristics' own choice: a bug, reported as it is
       throw TuningDbError(str_cat(options.tuning->source(), ":", tuned->line, ": the entry for kernel ", kernel.name(),
                                   " does not apply to it: ", error.what()));
+    }
+    if (caps.output_grid && opts.empty()) {
+      UOpPtr merged = merge_output_axes_into_grid(kernel.ast);
+      if (merged != kernel.ast) replace_kernel_ast(kernel, merged);
     }
   }
   return report;

@@ -14,6 +14,7 @@ const TargetCaps& cuda_target_caps() {
     c.vector_bytes = 16;
     c.supports_vector_ops = false;
     c.supports_threads = false;
+    c.output_grid = true;
     c.has_fma = true;  // fma() is a device function; kiln only emits it for MULACC
     return c;
   }();
