@@ -35,8 +35,8 @@ TEST_CASE("an elementwise kernel: extern \"C\" __global__, one thread per index 
   std::string body = rendered.source.substr(rendered.source.find("extern"));
   CHECK(body ==
         "extern \"C\" __global__ void E_37(float* data0, const float* data1, const float* data2) {\n"
-        "  long ridx0 = (long)(blockIdx.x * (ulong)blockDim.x + threadIdx.x);\n"
-        "  if (ridx0 < ((long)37L)) {\n"
+        "  int ridx0 = (int)(blockIdx.x * (ulong)blockDim.x + threadIdx.x);\n"
+        "  if (ridx0 < ((int)37L)) {\n"
         "    float v1 = data1[ridx0];\n"
         "    float v2 = data2[ridx0];\n"
         "    float v3 = (v1 + v2);\n"

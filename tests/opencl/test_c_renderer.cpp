@@ -35,14 +35,34 @@ TEST_CASE("an elementwise kernel: one work-item per index of axis 0, guarded") {
   CHECK(body_of(rendered.source) ==
         "#pragma OPENCL FP_CONTRACT OFF\n"
         "__kernel void E_37(__global float* data0, __global const float* data1, __global const float* data2) {\n"
-        "  long ridx0 = (long)get_global_id(0);\n"
-        "  if (ridx0 < ((long)37L)) {\n"
+        "  int ridx0 = (int)get_global_id(0);\n"
+        "  if (ridx0 < ((int)37L)) {\n"
         "    float v1 = data1[ridx0];\n"
         "    float v2 = data2[ridx0];\n"
         "    float v3 = (v1 + v2);\n"
         "    data0[ridx0] = v3;\n"
         "  }\n"
         "}\n");
+}
+
+TEST_CASE("index math is 32-bit where every index value fits, else 64-bit") {
+  // 2^31 - 2^16 is the largest extent that keeps 32 bits: the grid rounds up to whole blocks, and
+  // those threads' indices must not wrap past the guard.
+  for (int64_t extent : {int64_t{37}, (int64_t{1} << 31) - (int64_t{1} << 16), (int64_t{1} << 31) - (int64_t{1} << 16) + 1,
+                         int64_t{3} << 31}) {
+    CAPTURE(extent);
+    UOpPtr i = range(extent, 0);
+    UOpPtr ast = kernel("E_big", {store(index(global(dtypes::u8, extent, 0), i), load(index(global(dtypes::u8, extent, 1), i)))});
+    std::string source = render(ast);
+    bool narrow = extent <= (int64_t{1} << 31) - (int64_t{1} << 16);
+    CHECK(source.find(narrow ? "int ridx0 = (int)get_global_id(0);" : "long ridx0 = (long)get_global_id(0);") !=
+          std::string::npos);
+  }
+  // A product that exceeds 32 bits inside the index keeps the whole kernel 64-bit.
+  UOpPtr i = range(1 << 20, 0), j = range(4096, 1);
+  UOpPtr at = UOp::make(Ops::ADD, dtypes::index, {UOp::make(Ops::MUL, dtypes::index, {i, idx(4096)}), j});
+  UOpPtr wide = kernel("E_2d", {store(index(global(dtypes::u8, int64_t{1} << 32, 0), at), const_int(dtypes::u8, 1))});
+  CHECK(render(wide).find("for (long ridx") != std::string::npos);
 }
 
 TEST_CASE("a reduction: a for loop over the reduce axis and an accumulator array") {
@@ -53,7 +73,7 @@ TEST_CASE("a reduction: a for loop over the reduce axis and an accumulator array
   std::string source = render(ast);
   CHECK(source.find("float acc0[1];") != std::string::npos);
   CHECK(source.find("acc0[0] = as_float(4286578688U);") != std::string::npos);  // -inf, MAX's identity
-  CHECK(source.find("for (long ridx") != std::string::npos);
+  CHECK(source.find("for (int ridx") != std::string::npos);
   CHECK(source.find("kiln_max_float(") != std::string::npos);
   CHECK(source.find("static inline float kiln_max_float(float x, float y)") != std::string::npos);
 }

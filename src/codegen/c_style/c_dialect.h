@@ -4,6 +4,7 @@
 // not two renderers.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "ir/dtype.h"
@@ -28,8 +29,9 @@ struct CDialect {
   std::string f16_requirement;
   std::string f64_requirement;
 
-  // The register type of a scalar dtype (bool → "bool", index → the 64-bit signed type).
-  std::string (*scalar_type)(ScalarType scalar) = nullptr;
+  // The register type of a scalar dtype (bool → "bool", index → the 64-bit signed type; the
+  // renderer narrows index to the 32-bit one in kernels whose index values all fit, c_renderer.h).
+  std::function<std::string(ScalarType scalar)> scalar_type;
   // `expression` (of scalar type `from`) reinterpreted as the same-sized scalar type `to`.
   std::string (*bitcast)(ScalarType from, ScalarType to, const std::string& expression) = nullptr;
   // f16 ↔ f32 conversions (round to nearest even towards f16); f16 arithmetic goes through f32.

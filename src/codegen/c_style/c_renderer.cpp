@@ -320,9 +320,25 @@ class CRenderer {
 
 }  // namespace
 
+bool index_fits_32_bits(const LinearProgram& program) {
+  // A margin below 2^31: the launch grid rounds axis 0 up to whole blocks, and those extra threads'
+  // indices must not wrap to negative ones that would pass the `ridx0 < end` guard.
+  constexpr int64_t kLimit = (int64_t{1} << 31) - (int64_t{1} << 16);
+  for (const UOpPtr& node : program.ops)
+    if (node->dtype().is_index() && (node->vmin() < -kLimit || node->vmax() > kLimit)) return false;
+  return true;
+}
+
 RenderedKernel render_c(const LinearProgram& program, const CDialect& dialect, const CDeviceFeatures& features) {
   if (program.name.empty()) throw_internal_error(dialect.name + " renderer: a kernel needs a name");
-  return CRenderer(program, dialect, features).run();
+  if (!index_fits_32_bits(program)) return CRenderer(program, dialect, features).run();
+  // GPUs do 64-bit integer division, remainder and multiplication in several instructions each,
+  // and the launch grid's index math is full of them.
+  CDialect narrowed = dialect;
+  narrowed.scalar_type = [wide = dialect.scalar_type](ScalarType scalar) {
+    return wide(scalar == ScalarType::Index ? ScalarType::Int32 : scalar);
+  };
+  return CRenderer(program, narrowed, features).run();
 }
 
 }  // namespace kiln

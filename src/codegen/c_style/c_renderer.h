@@ -36,7 +36,11 @@ struct RenderedKernel {
   bool uses_f64 = false;
 };
 
-// Renders `program`. A dtype the language or the device cannot hold (bf16 always; f16 and f64 when
+// Whether every index value of `program` (bounds from ir/bounds.h) fits a 32-bit signed integer,
+// with room for the launch grid's rounding: then index math is rendered in 32 bits.
+bool index_fits_32_bits(const LinearProgram& program);
+
+// Renders `program`; index values in 32 bits where index_fits_32_bits, else in 64. A dtype the language or the device cannot hold (bf16 always; f16 and f64 when
 // the device lacks them) is a UserError "unsupported: DTYPE …" naming the op, the kernel, the
 // device and what it lacks. A malformed program (unbalanced RANGE/END, a source used before it is
 // defined) is an InternalError.
