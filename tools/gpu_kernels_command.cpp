@@ -12,6 +12,7 @@
 
 #include "codegen/c_style/cuda_codegen.h"
 #include "codegen/cuda/nvrtc_compiler.h"
+#include "codegen/target.h"
 #include "compile_onnx_file.h"
 #include "model_arguments.h"
 #include "opt/optimize_schedule.h"
@@ -84,6 +85,7 @@ int build_kernels(const Options& options) {
   onnx_import::OnnxGraph graph;
   std::optional<PlanSchedule> scheduled;
   run_on_large_stack([&] {
+    ScopedGraphTarget target(&cuda_target_caps());  // the layouts a CUDA plan of the model has
     graph = onnx_import::build_onnx_graph(options.model_path, compile_options);
     scheduled = schedule_plan(graph.outputs, write_options);
   });

@@ -6,6 +6,9 @@
 #include <optional>
 #include <utility>
 
+#include "codegen/c_style/cuda_codegen.h"
+#include "codegen/c_style/opencl_codegen.h"
+#include "codegen/target.h"
 #include "plan/plan_writer.h"
 #include "support/atomic_file.h"
 #include "support/large_stack.h"
@@ -55,7 +58,11 @@ std::string compile_onnx_plan(const std::string& model_path, const OnnxCompileOp
   // Import and scheduling recurse as deep as the graph (up to limits::kMaxGraphDepth nodes, each
   // several UOps): run them on a stack sized for that, not on the caller's.
   std::string plan;
+  const TargetCaps* device_caps = options.device == "cuda"     ? &cuda_target_caps()
+                                  : options.device == "opencl" ? &opencl_target_caps()
+                                                               : nullptr;
   run_on_large_stack([&] {
+    ScopedGraphTarget target(device_caps);  // the graph's layouts for the device the plan is for
     OnnxGraph graph = build_onnx_graph(model_path, options);
     PlanWriteOptions write_options;
     write_options.progress = options.progress;

@@ -430,6 +430,7 @@ bool reads_channels_last(const Tensor& input, const Shape& kernel, int64_t group
                          const std::vector<int64_t>& windows) {
   constexpr int64_t kLongReduction = 256;
   if (kernel != Shape{1, 1} || groups != 1 || filters % filter_panel() != 0) return false;
+  if (graph_target_caps().output_grid) return false;  // a GPU thread per output reads NCHW coalesced
   const TargetCaps& caps = host_cpu_caps();
   int64_t lanes = caps.vector_lanes(dtypes::f32);
   if (input.dim(1) < lanes) return false;
@@ -454,6 +455,7 @@ bool pads_channels_last(const Tensor& padded, const Shape& kernel, int64_t group
       filters < kMinimumFilters)
     return false;
   if (std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s != 1; })) return false;
+  if (graph_target_caps().output_grid) return false;
   const TargetCaps& caps = host_cpu_caps();
   int64_t bytes = padded.numel() / std::max<int64_t>(padded.dim(0), 1) * DType(padded.dtype()).scalar_bytes();
   return padded.dim(1) >= caps.vector_lanes(dtypes::f32) && 2 * bytes > caps.l2_bytes;

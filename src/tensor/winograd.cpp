@@ -214,6 +214,10 @@ bool use_winograd(const Tensor& x, const Tensor& weight, const Tensor& bias, con
   WinogradMode mode = winograd_mode();
   if (mode == WinogradMode::Off || !winograd_eligible(x, weight, bias, options)) return false;
   if (mode == WinogradMode::Always) return true;
+  // On a GPU target the direct conv, one thread per output, ran at 1.7-3.3 TFLOP/s on an H200 and
+  // Winograd's per-tap products at 0.5, in 48 extra launches (ResNet-50); GPU Winograd would need
+  // its own kernels.
+  if (graph_target_caps().output_grid) return false;
   // Measured with bench-tensor, one thread, AVX-512 (docs/winograd.md): Winograd's 16 products
   // save 20·F·C multiply-adds per tile, its transforms and intermediates cost memory traffic per
   // tile in proportion to C + F, and beyond 56x56 outputs the intermediates leave the caches
