@@ -4,17 +4,18 @@
 // axes inside each; a GPU needs tens of thousands of threads to fill its multiprocessors, and a
 // kernel whose axis 0 is 64 filters would run on 64 of them (ResNet-50 took 1.8 s on an H200 so).
 // For a target with TargetCaps::output_grid, every output axis of a kernel becomes one axis 0 of
-// E0·E1·…·En indices, each old axis recovered as (g / inner) % extent. The axis whose stride in the
-// stored index is smallest varies fastest, so neighbouring threads of a warp store (and usually
-// load) neighbouring elements. Reduction axes stay loops inside the thread.
+// E0·E1·…·En indices, each old axis recovered as (g / inner) % extent. The fastest-varying axis is
+// the one whose warps touch the fewest memory sectors (a reduction's loads counted once per step,
+// a value shared by the warp as one sector, contiguous ones as one per 8 threads), the others
+// follow the stored index's strides. Reduction axes stay loops inside the thread.
 #pragma once
 
 #include "ir/uop.h"
 
 namespace kiln {
 
-// `kernel` (a SINK of stores, unoptimised) with its output axes merged into axis 0, ordered by the
-// first store's strides; unchanged when it has fewer than two output axes or a symbolic extent.
+// `kernel` (a SINK of stores, unoptimised) with its output axes merged into axis 0, ordered as
+// above; unchanged when it has fewer than two output axes or a symbolic extent.
 UOpPtr merge_output_axes_into_grid(const UOpPtr& kernel);
 
 }  // namespace kiln
