@@ -41,7 +41,7 @@ int64_t axis_of(const UOp* range) { return range->arg_int(); }
 bool allowed_in_kernel_ast(Ops op) {
   switch (op) {
     case Ops::CONST: case Ops::DEFINE_GLOBAL: case Ops::DEFINE_VAR: case Ops::INDEX: case Ops::LOAD: case Ops::STORE:
-    case Ops::CAST: case Ops::BITCAST: case Ops::VECTORIZE: case Ops::GEP:
+    case Ops::CAST: case Ops::BITCAST: case Ops::VECTORIZE: case Ops::GEP: case Ops::SHUFFLE_XOR:
       return true;
     default:
       return op_is_alu(op);

@@ -21,6 +21,9 @@ struct TargetCaps {
   bool supports_shared_memory = false;
   // GPU: every output index is its own thread, all output axes merged into axis 0 (opt/gpu_grid.h).
   bool output_grid = false;
+  // GPU: threads of a warp can exchange registers (SHUFFLE_XOR); 0 where they cannot. A kernel with
+  // few outputs and a long reduction then gives each output a warp (opt/gpu_grid.h).
+  int warp_size = 0;
   int64_t l1_bytes = 32 << 10;   // per core
   int64_t l2_bytes = 1 << 20;    // per core
 

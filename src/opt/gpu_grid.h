@@ -7,7 +7,9 @@
 // E0·E1·…·En indices, each old axis recovered as (g / inner) % extent. The fastest-varying axis is
 // the one whose warps touch the fewest memory sectors (a reduction's loads counted once per step,
 // a value shared by the warp as one sector, contiguous ones as one per 8 threads), the others
-// follow the stored index's strides. Reduction axes stay loops inside the thread.
+// follow the stored index's strides. Reduction axes stay loops inside the thread, except that on
+// a target with warps (TargetCaps::warp_size) a kernel with few outputs gives each output a whole
+// warp: its long f32 sums and maxima are split across the lanes and combined by warp shuffles.
 #pragma once
 
 #include "ir/uop.h"
@@ -15,7 +17,8 @@
 namespace kiln {
 
 // `kernel` (a SINK of stores, unoptimised) with its output axes merged into axis 0, ordered as
-// above; unchanged when it has fewer than two output axes or a symbolic extent.
-UOpPtr merge_output_axes_into_grid(const UOpPtr& kernel);
+// above (a warp per output where `warp_size` > 1 and the kernel qualifies); unchanged when it has
+// fewer than two output axes and no such reduction, or a symbolic extent.
+UOpPtr merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size = 0);
 
 }  // namespace kiln

@@ -68,7 +68,7 @@ OptimizeReport optimize_schedule(Schedule& schedule, const TargetCaps& caps, con
                                   " does not apply to it: ", error.what()));
     }
     if (caps.output_grid && opts.empty()) {
-      UOpPtr merged = merge_output_axes_into_grid(kernel.ast);
+      UOpPtr merged = merge_output_axes_into_grid(kernel.ast, caps.warp_size);
       if (merged != kernel.ast) replace_kernel_ast(kernel, merged);
     }
   }

@@ -224,6 +224,15 @@ TEST_CASE("reductions") {
       return x.argmax(1).add(x.argmin(1));
     });
   }
+  // Few outputs, long reductions of whole warps: CUDA gives each output a warp and combines its
+  // lanes with shuffles (opt/gpu_grid.h), so the sums, maxima and a LayerNorm's two rows of
+  // reductions run through that path there, and through the plain loop everywhere else.
+  check_parity("reduce", "long rows: sum/max/layer norm f32", S::Float32, [&] {
+    Tensor x = input(S::Float32, {6, 768}, 21, 0.5, 2);
+    Tensor centred = x.sub(x.mean({1}, true));
+    Tensor normalised = centred.div(centred.mul(centred).mean({1}, true).add(Tensor::scalar(1e-5)).sqrt());
+    return normalised.add(x.sum({1}, true)).add(x.max({1}, true)).add(x.softmax(-1));
+  });
 }
 
 TEST_CASE("movement: permute, pad, slice, flip, expand, concat, gather") {

@@ -20,6 +20,9 @@ struct CDialect {
   std::string barrier;            // a workgroup barrier statement (unused until locals exist)
   // Expression of the global index of dimension 0 of the launch grid (a size_t-like value).
   std::string global_id0;
+  // A warp shuffle: `%v` of the thread whose lane is this one's XOR `%m` (every lane of the warp
+  // takes part); empty where the language has none (OpenCL C 1.2).
+  std::string shuffle_xor;
   // Lines at the top of every program (FP contraction off: kiln's float semantics round every op).
   std::string preamble;
   // Lines that enable f16 and f64 arithmetic where the language needs an extension for them.

@@ -192,6 +192,7 @@ class CRenderer {
         values_[&node] = std::move(lanes);
         return;
       }
+      case Ops::SHUFFLE_XOR: return shuffle(node);
       case Ops::CAST: case Ops::BITCAST: {
         const Value& source = value_of(node.src(0));
         DType from = node.src(0)->dtype().base(), to = node.dtype().base();
@@ -214,6 +215,23 @@ class CRenderer {
       std::vector<std::string> sources;
       for (const UOpPtr& source : node.srcs()) sources.push_back(value_of(source).lane(static_cast<size_t>(k)));
       result.lanes.push_back(declare(node.dtype().base(), c_alu(context_, node.op(), operand, sources, shift_amount)));
+    }
+    values_[&node] = std::move(result);
+  }
+
+  // The dialect's warp shuffle, lane by lane; f32, i32 and u32 only (what gpu_grid emits).
+  void shuffle(const UOp& node) {
+    if (dialect_.shuffle_xor.empty()) fail("SHUFFLE_XOR, but " + dialect_.name + " has no warp shuffle");
+    ScalarType scalar = node.dtype().scalar();
+    if (scalar != ScalarType::Float32 && scalar != ScalarType::Int32 && scalar != ScalarType::UInt32)
+      fail("SHUFFLE_XOR of " + node.dtype().name());
+    const Value& source = value_of(node.src(0));
+    Value result;
+    for (int k = 0; k < node.dtype().count(); ++k) {
+      std::string expression = dialect_.shuffle_xor;
+      expression.replace(expression.find("%v"), 2, source.lane(static_cast<size_t>(k)));
+      expression.replace(expression.find("%m"), 2, std::to_string(node.arg_int()));
+      result.lanes.push_back(declare(node.dtype().base(), expression));
     }
     values_[&node] = std::move(result);
   }

@@ -15,6 +15,7 @@ const TargetCaps& cuda_target_caps() {
     c.supports_vector_ops = false;
     c.supports_threads = false;
     c.output_grid = true;
+    c.warp_size = 32;
     c.has_fma = true;  // fma() is a device function; kiln only emits it for MULACC
     return c;
   }();
