@@ -10,6 +10,7 @@
 #include "error_bridge.h"
 #include "kiln/kiln.h"
 #include "runtime/cpu/plan_runner.h"
+#include "runtime/device_plan.h"
 #include "support/limits.h"
 
 struct kiln_plan {
@@ -256,6 +257,7 @@ kiln_status kiln_plan_run_with_options(const kiln_plan* plan, const kiln_tensor*
   kiln::RunSettings settings;
   settings.thread_count = options.thread_count;
   settings.cancel = options.cancel ? &options.cancel->requested : nullptr;
+  settings.tensors_on_device = options.tensors_on_device != 0;
   return guarded("kiln_plan_run_with_options",
                  [&] { plan->runner.run(inputs, input_count, outputs, output_count, settings); });
 }
@@ -345,6 +347,16 @@ kiln_status kiln_plan_describe(const kiln_plan* plan, const char** out_target_tr
   if (out_arena_bytes) *out_arena_bytes = static_cast<uint64_t>(meta.arena_bytes());
   if (out_weights_bytes) *out_weights_bytes = plan->runner.weights_bytes();
   if (out_kernel_count) *out_kernel_count = meta.kernels()->size();
+  last_error.clear();
+  return KILN_OK;
+}
+
+kiln_status kiln_plan_device(const kiln_plan* plan, const char** out_device, void** out_context, void** out_queue) {
+  if (plan == nullptr) return null_argument("kiln_plan_device", "plan");
+  const kiln::DevicePlan* device = plan->runner.device_plan();
+  if (out_device) *out_device = device != nullptr ? device->device_name().c_str() : "cpu";
+  if (out_context) *out_context = device != nullptr ? device->native_context() : nullptr;
+  if (out_queue) *out_queue = device != nullptr ? device->native_queue() : nullptr;
   last_error.clear();
   return KILN_OK;
 }

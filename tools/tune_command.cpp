@@ -109,6 +109,7 @@ int tune(const Options& options) {
   onnx_import::OnnxGraph graph;
   std::optional<PlanSchedule> scheduled;
   run_on_large_stack([&] {
+    ScopedGraphTarget target(&host_cpu_caps());  // tuning is for CPU plans, whatever KILN_DEVICE says
     graph = onnx_import::build_onnx_graph(options.model_path, compile_options);
     scheduled = schedule_plan(graph.outputs, write_options);
   });

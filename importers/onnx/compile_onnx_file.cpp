@@ -60,7 +60,7 @@ std::string compile_onnx_plan(const std::string& model_path, const OnnxCompileOp
   std::string plan;
   const TargetCaps* device_caps = options.device == "cuda"     ? &cuda_target_caps()
                                   : options.device == "opencl" ? &opencl_target_caps()
-                                                               : nullptr;
+                                                               : &host_cpu_caps();
   run_on_large_stack([&] {
     ScopedGraphTarget target(device_caps);  // the graph's layouts for the device the plan is for
     OnnxGraph graph = build_onnx_graph(model_path, options);

@@ -215,6 +215,16 @@ typedef struct kiln_run_options {
   size_t size;         /* sizeof(kiln_run_options), set by kiln_run_options_init */
   int thread_count;    /* at most this many threads work on each kernel; 0 = all the plan has */
   kiln_cancel* cancel; /* polled between kernels and chunks; NULL = the run cannot be cancelled */
+  int tensors_on_device; /* non-zero, for a device plan (compiled with --target cuda or opencl):
+                            every input's and output's `data` is memory on the plan's device, not
+                            on the host: a CUdeviceptr (cast to void*) in the primary context of
+                            the GPU libkiln uses (KILN_CUDA_DEVICE, default 0), or a cl_mem of the
+                            context of the OpenCL device libkiln uses (KILN_OPENCL_DEVICE). The
+                            kernels read and write it in place: nothing goes through the host, and
+                            the run has finished with it when the call returns. The shapes,
+                            dtypes and byte sizes are checked as for host memory; the memory itself
+                            cannot be (the caller vouches that each holds byte_size bytes).
+                            Outputs must not be inputs or each other. 0 = host memory. Since 0.2.0. */
 } kiln_run_options;
 
 /* Fills *options with the defaults (size = sizeof, everything else 0/NULL). NULL is a no-op. */
@@ -222,8 +232,9 @@ KILN_API void kiln_run_options_init(kiln_run_options* options);
 
 /* kiln_plan_run with options (NULL = defaults, the same as kiln_plan_run). Thread-safe as
  * kiln_plan_run; one token may be shared by many runs. The options are read during the call only.
- * Errors: those of kiln_plan_run; KILN_ERROR_INVALID_ARGUMENT for options->size 0 or a negative
- * thread_count; KILN_ERROR_CANCELLED when the token was requested before or during the run. */
+ * Errors: those of kiln_plan_run; KILN_ERROR_INVALID_ARGUMENT for options->size 0, a negative
+ * thread_count, tensors_on_device for a CPU plan, or device tensors where an output is an input or
+ * another output; KILN_ERROR_CANCELLED when the token was requested before or during the run. */
 KILN_API kiln_status kiln_plan_run_with_options(const kiln_plan* plan, const kiln_tensor* inputs, size_t input_count,
                                                 const kiln_tensor* outputs, size_t output_count,
                                                 const kiln_run_options* options);
@@ -370,6 +381,18 @@ KILN_API kiln_status kiln_plan_output_info_v2(const kiln_plan* plan, size_t inde
 KILN_API kiln_status kiln_plan_output_shape(const kiln_plan* plan, const kiln_tensor* inputs, size_t input_count,
                                             size_t output_index, int64_t* out_shape, size_t capacity,
                                             size_t* out_rank);
+
+/* Where a plan runs, for callers that pass device memory (kiln_run_options.tensors_on_device).
+ * *out_device (may be NULL) is "cpu" for a CPU plan, else the device's name as libkiln opened it
+ * ("cuda:NVIDIA H200 (sm_90)", "opencl:..."), valid until kiln_plan_free. *out_context and
+ * *out_queue (may be NULL) are the API's own handles that device tensors must belong to: for an
+ * OpenCL plan the cl_context and cl_command_queue libkiln uses (create buffers in that context;
+ * libkiln's runs finish all their work on that queue before they return), for a CUDA plan the
+ * device's primary CUcontext and NULL (the default stream); NULL and NULL for a CPU plan.
+ * Thread-safe. Since 0.2.0.
+ * Errors: KILN_ERROR_INVALID_ARGUMENT (NULL plan). */
+KILN_API kiln_status kiln_plan_device(const kiln_plan* plan, const char** out_device, void** out_context,
+                                      void** out_queue);
 
 /* Plan facts for tools (`kiln inspect`). Every out-pointer may be NULL. Strings point into the plan
  * and stay valid until kiln_plan_free. Thread-safe.

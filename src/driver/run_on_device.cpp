@@ -136,7 +136,12 @@ const char* execution_device_name(ExecutionDevice device) {
 }
 
 ScopedRealizeDevice::ScopedRealizeDevice(ExecutionDevice device, const TargetCaps* caps)
-    : previous_(scoped_device), previous_caps_(scoped_caps) {
+    : previous_(scoped_device),
+      previous_caps_(scoped_caps),
+      graph_target_(caps != nullptr                  ? caps
+                    : device == ExecutionDevice::Cpu ? &host_cpu_caps()
+                    : device == ExecutionDevice::Cuda ? &cuda_target_caps()
+                                                      : &opencl_target_caps()) {
   scoped_device = static_cast<int>(device);
   scoped_caps = caps;
 }

@@ -22,6 +22,7 @@ const char* execution_device_name(ExecutionDevice device);
 // one process this way). With `caps`, the optimisation layer plans the kernels for those
 // capabilities instead of the device's own: the parity test runs OpenCL kernels optimised for the
 // host CPU too (vector lanes, unrolled register tiles), which the OpenCL defaults never produce.
+// Graphs built in the scope take their layouts for the same target (graph_target_caps).
 class ScopedRealizeDevice {
  public:
   explicit ScopedRealizeDevice(ExecutionDevice device, const TargetCaps* caps = nullptr);
@@ -32,6 +33,7 @@ class ScopedRealizeDevice {
  private:
   int previous_;
   const TargetCaps* previous_caps_;
+  ScopedGraphTarget graph_target_;
 };
 
 // The capabilities the optimisation layer sees for kernels that run on `device`: the scope's

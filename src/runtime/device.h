@@ -60,6 +60,12 @@ class Device {
 
   // Waits until every queued copy and launch has finished.
   virtual void synchronize() = 0;
+
+  // The API's own handles, for callers that bring device memory of their own (kiln_plan_device):
+  // the context (a cl_context, the CUcontext) and the queue (a cl_command_queue; null for CUDA's
+  // default stream). Null for devices without them.
+  virtual void* native_context() const { return nullptr; }
+  virtual void* native_queue() const { return nullptr; }
 };
 
 }  // namespace kiln

@@ -136,12 +136,24 @@ DeviceMemory DevicePlan::allocate(uint64_t bytes, const std::string& what) {
 
 void DevicePlan::run(const std::vector<const void*>& inputs, const std::vector<uint64_t>& input_bytes,
                      const std::vector<void*>& outputs, const std::vector<uint64_t>& output_bytes,
-                     const std::atomic<int>* cancel, double* kernel_seconds) {
+                     const std::atomic<int>* cancel, double* kernel_seconds, bool on_device) {
   std::lock_guard lock(mutex_);
   auto cancelled = [&] { return cancel != nullptr && cancel->load(std::memory_order_acquire) != 0; };
-  as_plan_error(KILN_ERROR_INTERNAL, "kiln_plan_run on " + device_->name() + ": ", [&] {
+  // The buffers this run's kernels use: the plan's own, or in place of its inputs and outputs the
+  // caller's device memory (empty tensors keep the plan's one-byte buffers: a null cl_mem is no
+  // kernel argument).
+  std::vector<DeviceMemory> bound = memory_;
+  if (on_device) {
     for (size_t i = 0; i < input_count_; ++i)
-      if (input_bytes[i] > 0) device_->copy_to_device(memory_[i], inputs[i], static_cast<size_t>(input_bytes[i]));
+      if (input_bytes[i] > 0) bound[i] = DeviceMemory{const_cast<void*>(inputs[i]), static_cast<size_t>(input_bytes[i])};
+    for (size_t i = 0; i < output_count_; ++i)
+      if (output_bytes[i] > 0 && outputs[i] != nullptr)
+        bound[input_count_ + i] = DeviceMemory{outputs[i], static_cast<size_t>(output_bytes[i])};
+  }
+  as_plan_error(KILN_ERROR_INTERNAL, "kiln_plan_run on " + device_->name() + ": ", [&] {
+    if (!on_device)
+      for (size_t i = 0; i < input_count_; ++i)
+        if (input_bytes[i] > 0) device_->copy_to_device(memory_[i], inputs[i], static_cast<size_t>(input_bytes[i]));
     std::vector<DeviceMemory> arguments;
     for (size_t k = 0; k < launches_.size(); ++k) {
       if (cancelled()) {
@@ -151,7 +163,7 @@ void DevicePlan::run(const std::vector<const void*>& inputs, const std::vector<u
       }
       const Launch& launch = launches_[k];
       arguments.clear();
-      for (size_t argument : launch.arguments) arguments.push_back(memory_[argument]);
+      for (size_t argument : launch.arguments) arguments.push_back(bound[argument]);
       LaunchDims dims;
       dims.global[0] = launch.extent;
       auto start = std::chrono::steady_clock::now();
@@ -161,9 +173,22 @@ void DevicePlan::run(const std::vector<const void*>& inputs, const std::vector<u
         kernel_seconds[k] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       }
     }
+    if (on_device) {
+      device_->synchronize();  // the caller may use its buffers once the call returns
+      return;
+    }
     for (size_t i = 0; i < output_count_; ++i)
       if (output_bytes[i] > 0 && outputs[i] != nullptr)
         device_->copy_to_host(outputs[i], memory_[input_count_ + i], static_cast<size_t>(output_bytes[i]));
+  });
+}
+
+void DevicePlan::copy_device_tensor(void* destination, const void* source, uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  as_plan_error(KILN_ERROR_INTERNAL, "kiln_plan_run on " + device_->name() + ": ", [&] {
+    device_->copy_on_device(DeviceMemory{destination, static_cast<size_t>(bytes)},
+                            DeviceMemory{const_cast<void*>(source), static_cast<size_t>(bytes)}, static_cast<size_t>(bytes));
+    device_->synchronize();
   });
 }
 

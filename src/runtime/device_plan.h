@@ -26,15 +26,23 @@ class DevicePlan {
   DevicePlan& operator=(const DevicePlan&) = delete;
 
   const std::string& device_name() const { return device_->name(); }
+  void* native_context() const { return device_->native_context(); }
+  void* native_queue() const { return device_->native_queue(); }
   // Device memory the plan holds while loaded (weights, arena slots, inputs and outputs).
   uint64_t device_bytes() const { return device_bytes_; }
 
-  // inputs[i] / outputs[i]: the caller's host buffers of input_bytes[i] / output_bytes[i] bytes.
-  // A non-zero *cancel stops the run before the next kernel (PlanError KILN_ERROR_CANCELLED).
-  // kernel_seconds (may be null): the time of launch k, synchronised, is added to kernel_seconds[k].
+  // inputs[i] / outputs[i]: the caller's host buffers of input_bytes[i] / output_bytes[i] bytes,
+  // or with `on_device` the caller's device memory (DeviceMemory handles: a CUdeviceptr, a cl_mem),
+  // which the kernels then use in place of the plan's own input and output buffers (a null output:
+  // not wanted, as for host buffers). A non-zero *cancel stops the run before the next kernel
+  // (PlanError KILN_ERROR_CANCELLED). kernel_seconds (may be null): the time of launch k,
+  // synchronised, is added to kernel_seconds[k]. Returns once the device has finished.
   void run(const std::vector<const void*>& inputs, const std::vector<uint64_t>& input_bytes,
            const std::vector<void*>& outputs, const std::vector<uint64_t>& output_bytes,
-           const std::atomic<int>* cancel, double* kernel_seconds);
+           const std::atomic<int>* cancel, double* kernel_seconds, bool on_device = false);
+
+  // Copies `bytes` between two of the caller's device buffers (an output that is a copy of another).
+  void copy_device_tensor(void* destination, const void* source, uint64_t bytes);
 
  private:
   struct Launch {

@@ -10,6 +10,7 @@
 #include "kiln/kiln.h"
 #include "plan/plan_format.h"
 #include "plan/plan_writer.h"
+#include "runtime/opencl/opencl_api.h"
 #include "tensor/tensor_internal.h"
 
 using namespace kiln;
@@ -78,6 +79,67 @@ TEST_CASE("an OpenCL plan computes what the CPU plan of the same graph computes"
   std::vector<float> other = ramp(300, -2.0f);
   std::vector<std::vector<float>> expected_other = run(cpu.plan, other), got_other = run(opencl.plan, other);
   for (size_t i = 0; i < expected_other[1].size(); ++i) CHECK(got_other[1][i] == doctest::Approx(expected_other[1][i]).epsilon(1e-5));
+}
+
+TEST_CASE("device tensors: an OpenCL plan runs on the caller's buffers in libkiln's context") {
+  LoadedPlan cpu(conv_plan("")), opencl(conv_plan("opencl"));
+  const char* device = nullptr;
+  void *context = nullptr, *queue = nullptr;
+  REQUIRE(kiln_plan_device(opencl.plan, &device, &context, &queue) == KILN_OK);
+  CHECK(std::string(device).rfind("opencl:", 0) == 0);
+  REQUIRE(context != nullptr);
+  REQUIRE(queue != nullptr);
+  const OpenCLApi* api = load_opencl_api(nullptr);
+  REQUIRE(api != nullptr);
+  std::vector<cl_mem> buffers;
+  auto buffer = [&](size_t bytes) {
+    cl_int status = CL_SUCCESS;
+    cl_mem memory = api->clCreateBuffer(static_cast<cl_context>(context), CL_MEM_READ_WRITE, bytes, nullptr, &status);
+    REQUIRE(status == CL_SUCCESS);
+    buffers.push_back(memory);
+    return memory;
+  };
+  auto* commands = static_cast<cl_command_queue>(queue);
+  std::vector<float> input = ramp(300, 1.0f);
+  cl_mem x = buffer(300 * 4), features = buffer(400 * 4), scores = buffer(28 * 4), again = buffer(28 * 4);
+  REQUIRE(api->clEnqueueWriteBuffer(commands, x, CL_TRUE, 0, 300 * 4, input.data(), 0, nullptr, nullptr) == CL_SUCCESS);
+  int64_t x_shape[] = {1, 3, 10, 10}, y_shape[] = {1, 4, 10, 10}, s_shape[] = {4, 7};
+  kiln_tensor in{"x", KILN_DTYPE_FLOAT32, 4, x_shape, x, 300 * 4};
+  kiln_tensor out[] = {{"features", KILN_DTYPE_FLOAT32, 4, y_shape, features, 400 * 4},
+                       {"scores", KILN_DTYPE_FLOAT32, 2, s_shape, scores, 28 * 4},
+                       {"scores_again", KILN_DTYPE_FLOAT32, 2, s_shape, again, 28 * 4}};
+  kiln_run_options options;
+  kiln_run_options_init(&options);
+  options.tensors_on_device = 1;
+  REQUIRE_MESSAGE(kiln_plan_run_with_options(opencl.plan, &in, 1, out, 3, &options) == KILN_OK, kiln_error_message());
+  std::vector<std::vector<float>> expected = run(cpu.plan, input);
+  std::vector<std::vector<float>> got{std::vector<float>(400), std::vector<float>(28), std::vector<float>(28)};
+  cl_mem results[] = {features, scores, again};
+  for (size_t o = 0; o < 3; ++o) {
+    REQUIRE(api->clEnqueueReadBuffer(commands, results[o], CL_TRUE, 0, got[o].size() * 4, got[o].data(), 0, nullptr,
+                                     nullptr) == CL_SUCCESS);
+    CAPTURE(o);
+    for (size_t i = 0; i < got[o].size(); ++i) CHECK(got[o][i] == doctest::Approx(expected[o][i]).epsilon(1e-5));
+  }
+  CHECK(got[1] == got[2]);
+  // An output that is an input's memory is refused (handles cannot be checked for overlap).
+  kiln_tensor aliased[] = {out[0], {"scores", KILN_DTYPE_FLOAT32, 2, s_shape, x, 28 * 4}, out[2]};
+  CHECK(kiln_plan_run_with_options(opencl.plan, &in, 1, aliased, 3, &options) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(kiln_error_message()) ==
+        "kiln_plan_run: output 'scores' is the device memory of input 'x'");
+  // A CPU plan has no device memory to take.
+  std::vector<float> host_out(400), host_scores(28), host_again(28);
+  kiln_tensor host_in{"x", KILN_DTYPE_FLOAT32, 4, x_shape, input.data(), 300 * 4};
+  kiln_tensor host[] = {{"features", KILN_DTYPE_FLOAT32, 4, y_shape, host_out.data(), 400 * 4},
+                        {"scores", KILN_DTYPE_FLOAT32, 2, s_shape, host_scores.data(), 28 * 4},
+                        {"scores_again", KILN_DTYPE_FLOAT32, 2, s_shape, host_again.data(), 28 * 4}};
+  CHECK(kiln_plan_run_with_options(cpu.plan, &host_in, 1, host, 3, &options) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(kiln_error_message()).find("tensors_on_device is for plans compiled for a device") != std::string::npos);
+  REQUIRE(kiln_plan_device(cpu.plan, &device, &context, &queue) == KILN_OK);
+  CHECK(std::string(device) == "cpu");
+  CHECK(context == nullptr);
+  CHECK(queue == nullptr);
+  for (cl_mem memory : buffers) api->clReleaseMemObject(memory);
 }
 
 TEST_CASE("bad arguments get the CPU plan's errors, and the OpenCL plan runs afterwards") {

@@ -426,6 +426,21 @@ void PlanRunner::check_overlaps(const RunContext& context) const {
   }
 }
 
+// Device memory is a handle (a cl_mem is not an address), so device tensors can only be told apart,
+// not checked for overlapping ranges: an output that is an input or another output is refused.
+void PlanRunner::check_distinct_device_tensors(const RunContext& context) const {
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const void* output = context.bound_outputs[i]->data;
+    if (context.output_bytes[i] == 0) continue;
+    for (size_t j = 0; j < inputs_.size(); ++j)
+      if (context.input_bytes[j] > 0 && context.bound_inputs[j]->data == output)
+        bad_argument(kRun, "output '" + outputs_[i].name + "' is the device memory of input '" + inputs_[j].name + "'");
+    for (size_t j = 0; j < i; ++j)
+      if (context.output_bytes[j] > 0 && context.bound_outputs[j]->data == output)
+        bad_argument(kRun, "output '" + outputs_[i].name + "' is the device memory of output '" + outputs_[j].name + "'");
+  }
+}
+
 namespace {
 
 // One kernel handed to the caller's parallel_for: chunk i is [i * chunk, min((i + 1) * chunk, extent)).
@@ -523,7 +538,14 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
     bind_symbolic_outputs(*context, kRun);
     prepare_symbolic_launches(*context);
   }
-  check_overlaps(*context);
+  if (settings.tensors_on_device) {
+    if (device_plan_ == nullptr)
+      bad_argument(kRun, "options->tensors_on_device is for plans compiled for a device (--target cuda or opencl); "
+                         "this plan is for the CPU");
+    check_distinct_device_tensors(*context);
+  } else {
+    check_overlaps(*context);
+  }
   if (device_plan_ != nullptr) {
     run_on_device(*context, settings);
     return;
@@ -615,15 +637,25 @@ void PlanRunner::copy_same_outputs(const RunContext& context) const {
 }
 
 // A device plan: the caller's buffers go to the device and back as they are (no alignment staging:
-// the copies do not care), and the outputs that copy another are filled on the host afterwards.
+// the copies do not care), and the outputs that copy another are filled on the host afterwards;
+// device tensors are the kernels' arguments themselves, and those outputs are device copies.
 void PlanRunner::run_on_device(RunContext& context, const RunSettings& settings) const {
   std::vector<const void*> inputs(inputs_.size());
   std::vector<void*> outputs(outputs_.size(), nullptr);
   for (size_t i = 0; i < inputs_.size(); ++i) inputs[i] = context.bound_inputs[i]->data;
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (outputs_[i].same_as_output < 0) outputs[i] = context.bound_outputs[i]->data;
-  device_plan_->run(inputs, context.input_bytes, outputs, context.output_bytes, settings.cancel, settings.kernel_seconds);
-  copy_same_outputs(context);
+  device_plan_->run(inputs, context.input_bytes, outputs, context.output_bytes, settings.cancel, settings.kernel_seconds,
+                    settings.tensors_on_device);
+  if (!settings.tensors_on_device) {
+    copy_same_outputs(context);
+    return;
+  }
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (outputs_[i].same_as_output >= 0 && context.output_bytes[i] > 0)
+      device_plan_->copy_device_tensor(context.bound_outputs[i]->data,
+                                       context.bound_outputs[static_cast<size_t>(outputs_[i].same_as_output)]->data,
+                                       context.output_bytes[i]);
 }
 
 }  // namespace kiln

@@ -55,6 +55,7 @@ class RunTracer {
 struct RunSettings {
   int thread_count = 0;                       // 0: every thread the plan has
   const std::atomic<int>* cancel = nullptr;   // non-zero: stop at the next kernel or chunk
+  bool tensors_on_device = false;             // device plans: the tensors' data is device memory
   // Non-null: the wall time of launch k (seconds, the chunks' threads included) is added to
   // kernel_seconds[k], one per metadata().kernels(). Internal, for `kiln bench --profile`: libkiln's
   // C API has no such option (docs/profiling.md says why).
@@ -64,6 +65,8 @@ struct RunSettings {
 
 class PlanRunner {
  public:
+  // The device half of a device plan; null for a CPU plan.
+  const DevicePlan* device_plan() const { return device_plan_.get(); }
   // Verifies `bytes` (verify_plan) and only then loads its code. Throws PlanError.
   explicit PlanRunner(PlanBytes bytes, const PlanRunnerOptions& options = {});
   ~PlanRunner();
@@ -116,6 +119,7 @@ class PlanRunner {
   void bind_symbolic_outputs(RunContext& context, const char* function) const;
   // Symbolic plans: each launch's extent, slot sizes (checked against their buffers) and variables.
   void prepare_symbolic_launches(RunContext& context) const;
+  void check_distinct_device_tensors(const RunContext& context) const;
   void check_overlaps(const RunContext& context) const;  // PlanError naming the two tensors
   void copy_same_outputs(const RunContext& context) const;  // outputs that are copies of earlier ones
   void run_on_device(RunContext& context, const RunSettings& settings) const;  // a device plan's run

@@ -39,6 +39,7 @@ class CudaDevice final : public Device {
   std::unique_ptr<DeviceKernel> build_kernel(const std::string& source, const std::string& name) override;
   void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims) override;
   void synchronize() override;
+  void* native_context() const override { return context_; }
 
   // Compute capability as NN (90 for sm_90).
   int compute_capability() const { return compute_capability_; }

@@ -30,6 +30,8 @@ class OpenCLDevice final : public Device {
   std::unique_ptr<DeviceKernel> build_kernel(const std::string& source, const std::string& name) override;
   void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims) override;
   void synchronize() override;
+  void* native_context() const override { return context_; }
+  void* native_queue() const override { return queue_; }
 
   // What the device computes: cl_khr_fp16 / cl_khr_fp64, and correctly rounded f32 divide and sqrt
   // (asked for at build time when present; otherwise OpenCL allows 2.5 / 3 ulp).
