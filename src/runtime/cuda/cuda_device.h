@@ -21,7 +21,10 @@ struct CudaApi;
 
 class CudaDevice final : public Device {
  public:
+  // A whole number of warps: kernels that give an output a warp (opt/gpu_grid.h) rely on every warp
+  // lying in one block, all in or all out of the grid guard, so that all its lanes reach the shuffles.
   static constexpr size_t kCudaThreadsPerBlock = 128;
+  static_assert(kCudaThreadsPerBlock % 32 == 0);
 
   // The process's CUDA device. Throws a UserError starting "unsupported target: CUDA: " naming what is
   // missing (the driver library, an entry point, a device; cuInit's error) when there is none.
