@@ -13,6 +13,7 @@
 #include "codegen/c_style/cuda_codegen.h"
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "codegen/target.h"
+#include "driver/run_on_device.h"
 #include "compile_onnx_file.h"
 #include "model_arguments.h"
 #include "opt/optimize_schedule.h"

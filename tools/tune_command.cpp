@@ -13,6 +13,7 @@
 
 #include "codegen/cpu_codegen.h"
 #include "codegen/target.h"
+#include "driver/run_on_device.h"
 #include "compile_onnx_file.h"
 #include "model_arguments.h"
 #include "opt/beam_search.h"

@@ -9,6 +9,7 @@
 #include "codegen/c_style/cuda_codegen.h"
 #include "codegen/c_style/opencl_codegen.h"
 #include "codegen/target.h"
+#include "driver/run_on_device.h"
 #include "plan/plan_writer.h"
 #include "support/atomic_file.h"
 #include "support/large_stack.h"

@@ -38,23 +38,4 @@ struct TargetCaps {
 // instructions at all) on an AVX-512 machine, so both code paths can be tested on one host.
 const TargetCaps& host_cpu_caps();
 
-// The target whose kernels a graph under construction will become: the innermost
-// ScopedGraphTarget of this thread, else the device KILN_DEVICE names (cuda, opencl), else the host
-// CPU. Compiling a plan scopes the plan's target, so the variable only steers in-process realize(). Graph construction consults it where a layout
-// choice only pays on one kind of target (channels-last conv inputs and Winograd, which help a CPU's
-// register tiles and cost a GPU's one-thread-per-output kernels extra passes and launches).
-const TargetCaps& graph_target_caps();
-
-// Makes graph_target_caps() return `caps` on this thread while it lives (plans compiled for a GPU).
-class ScopedGraphTarget {
- public:
-  explicit ScopedGraphTarget(const TargetCaps* caps);
-  ~ScopedGraphTarget();
-  ScopedGraphTarget(const ScopedGraphTarget&) = delete;
-  ScopedGraphTarget& operator=(const ScopedGraphTarget&) = delete;
-
- private:
-  const TargetCaps* previous_;
-};
-
 }  // namespace kiln

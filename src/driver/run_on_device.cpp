@@ -136,12 +136,7 @@ const char* execution_device_name(ExecutionDevice device) {
 }
 
 ScopedRealizeDevice::ScopedRealizeDevice(ExecutionDevice device, const TargetCaps* caps)
-    : previous_(scoped_device),
-      previous_caps_(scoped_caps),
-      graph_target_(caps != nullptr                  ? caps
-                    : device == ExecutionDevice::Cpu ? &host_cpu_caps()
-                    : device == ExecutionDevice::Cuda ? &cuda_target_caps()
-                                                      : &opencl_target_caps()) {
+    : previous_(scoped_device), previous_caps_(scoped_caps) {
   scoped_device = static_cast<int>(device);
   scoped_caps = caps;
 }
@@ -156,6 +151,20 @@ const TargetCaps& execution_target_caps(ExecutionDevice device) {
   if (device == ExecutionDevice::Cuda) return cuda_target_caps();
   return host_cpu_caps();
 }
+
+namespace {
+thread_local const TargetCaps* scoped_graph_target = nullptr;
+}  // namespace
+
+const TargetCaps& graph_target_caps() {
+  return scoped_graph_target != nullptr ? *scoped_graph_target : execution_target_caps(realize_device());
+}
+
+ScopedGraphTarget::ScopedGraphTarget(const TargetCaps* caps) : previous_(scoped_graph_target) {
+  if (caps != nullptr) scoped_graph_target = caps;
+}
+
+ScopedGraphTarget::~ScopedGraphTarget() { scoped_graph_target = previous_; }
 
 void run_schedule_on_device(ExecutionDevice where, const Schedule& schedule, const std::vector<void*>& host) {
   KILN_ASSERT(where != ExecutionDevice::Cpu, "run_schedule_on_device runs on OpenCL or CUDA");

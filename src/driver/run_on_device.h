@@ -22,7 +22,7 @@ const char* execution_device_name(ExecutionDevice device);
 // one process this way). With `caps`, the optimisation layer plans the kernels for those
 // capabilities instead of the device's own: the parity test runs OpenCL kernels optimised for the
 // host CPU too (vector lanes, unrolled register tiles), which the OpenCL defaults never produce.
-// Graphs built in the scope take their layouts for the same target (graph_target_caps).
+// Graphs built in the scope take their layouts for the same target (graph_target_caps below).
 class ScopedRealizeDevice {
  public:
   explicit ScopedRealizeDevice(ExecutionDevice device, const TargetCaps* caps = nullptr);
@@ -33,12 +33,31 @@ class ScopedRealizeDevice {
  private:
   int previous_;
   const TargetCaps* previous_caps_;
-  ScopedGraphTarget graph_target_;
 };
 
 // The capabilities the optimisation layer sees for kernels that run on `device`: the scope's
 // override if there is one, else opencl_target_caps(), cuda_target_caps() or host_cpu_caps().
 const TargetCaps& execution_target_caps(ExecutionDevice device);
+
+// The target whose kernels a graph under construction will become: the innermost
+// ScopedGraphTarget of this thread, else where realize() would run it
+// (execution_target_caps(realize_device())). Graph construction consults it where a layout choice
+// only pays on one kind of target: channels-last conv inputs and Winograd help a CPU's register
+// tiles and cost a GPU's one-thread-per-output kernels extra passes and launches. Compiling a plan
+// scopes the plan's target, so KILN_DEVICE only steers in-process realize().
+const TargetCaps& graph_target_caps();
+
+// Makes graph_target_caps() return `caps` on this thread while it lives (null: no change).
+class ScopedGraphTarget {
+ public:
+  explicit ScopedGraphTarget(const TargetCaps* caps);
+  ~ScopedGraphTarget();
+  ScopedGraphTarget(const ScopedGraphTarget&) = delete;
+  ScopedGraphTarget& operator=(const ScopedGraphTarget&) = delete;
+
+ private:
+  const TargetCaps* previous_;
+};
 
 // Runs `schedule` (already optimised for execution_target_caps(device)) on the OpenCL or CUDA device:
 // builds its kernels (each distinct source once per process: OpenCL C by the OpenCL driver; CUDA C

@@ -222,7 +222,8 @@ std::optional<ScalarValue> fold_alu(Ops op, DType result, std::span<const Scalar
 }
 
 std::optional<ScalarValue> evaluate(const UOpPtr& root,
-                                    const std::unordered_map<std::string, int128>& variables) {
+                                    const std::unordered_map<std::string, int128>& variables,
+                                    const std::unordered_map<const UOp*, int128>* ranges) {
   std::unordered_map<const UOp*, ScalarValue> values;
   for (const UOp* node : toposort(root)) {
     if (node->dtype().count() != 1) return std::nullopt;
@@ -232,6 +233,8 @@ std::optional<ScalarValue> evaluate(const UOpPtr& root,
       auto found = variables.find(node->arg_variable().name);
       if (found == variables.end()) return std::nullopt;
       values[node] = integer_value(node->dtype(), found->second);
+    } else if (node->op() == Ops::RANGE && ranges != nullptr && ranges->count(node) != 0) {
+      values[node] = integer_value(node->dtype(), ranges->at(node));
     } else if (node->op() == Ops::RANGE || node->op() == Ops::SPECIAL) {
       return std::nullopt;
     } else if (op_is_alu(node->op()) || node->op() == Ops::CAST || node->op() == Ops::BITCAST) {

@@ -32,8 +32,10 @@ int128 wrap_integer(int128 value, DType dtype);
 std::optional<ScalarValue> fold_alu(Ops op, DType result, std::span<const ScalarValue> sources);
 
 // Evaluates a graph of scalar ALU ops over CONSTs and DEFINE_VARs, with the variables' values
-// taken from `variables` (by name). Returns nothing if any step is undefined or not an ALU op.
+// taken from `variables` (by name) and, where given, RANGEs' values from `ranges`. Returns nothing
+// if any step is undefined, not an ALU op, or a RANGE without a value.
 std::optional<ScalarValue> evaluate(const UOpPtr& root,
-                                    const std::unordered_map<std::string, int128>& variables);
+                                    const std::unordered_map<std::string, int128>& variables,
+                                    const std::unordered_map<const UOp*, int128>* ranges = nullptr);
 
 }  // namespace kiln

@@ -42,42 +42,21 @@ std::vector<Access> buffer_accesses(const UOpPtr& kernel) {
   return accesses;
 }
 
-// The value of an index expression with every RANGE at the value `at` gives it (0 when absent), or
-// nothing where it reads memory (a gather's index) or is undefined.
-std::optional<int128> evaluate_index(const UOp* node, const std::unordered_map<const UOp*, int64_t>& at,
-                                     std::unordered_map<const UOp*, std::optional<ScalarValue>>& memo) {
-  if (auto found = memo.find(node); found != memo.end())
-    return found->second ? std::optional<int128>(found->second->integer) : std::nullopt;
-  std::optional<ScalarValue> value;
-  if (node->op() == Ops::CONST) {
-    value = constant_value(*node);
-  } else if (node->op() == Ops::RANGE) {
-    auto found = at.find(node);
-    value = ScalarValue{node->dtype(), found == at.end() ? 0 : found->second, 0.0};
-  } else if (op_is_alu(node->op()) && !node->dtype().is_float()) {
-    std::vector<ScalarValue> sources;
-    for (const UOpPtr& source : node->srcs()) {
-      if (!evaluate_index(source.get(), at, memo)) break;
-      sources.push_back(*memo[source.get()]);
-    }
-    if (sources.size() == node->src_count()) value = fold_alu(node->op(), node->dtype(), sources);
-  }
-  memo[node] = value;
-  return value ? std::optional<int128>(value->integer) : std::nullopt;
-}
-
 // 32-byte memory sectors that one warp's access touches when `axis` varies fastest across its
 // threads (the other axes at 0): one for a value all threads share, one per 8 contiguous f32s, up
 // to one per thread; one per thread where the address depends on memory.
 double sectors_per_warp(const UOp* index, const UOp* axis) {
   int64_t lanes = std::min<int64_t>(kWarp, axis->src(0)->const_int());
   int64_t element_bytes = index->src(0)->dtype().pointee().scalar_bytes();
+  std::unordered_map<const UOp*, int128> at;
+  for (const UOp* node : toposort(index->src(1)))
+    if (node->op() == Ops::RANGE) at[node] = 0;
   std::set<int128> sectors;
   for (int64_t lane = 0; lane < lanes; ++lane) {
-    std::unordered_map<const UOp*, std::optional<ScalarValue>> memo;
-    std::optional<int128> element = evaluate_index(index->src(1).get(), {{axis, lane}}, memo);
+    at[axis] = lane;
+    std::optional<ScalarValue> element = evaluate(index->src(1), {}, &at);
     if (!element) return kWarp;
-    int128 byte = *element * element_bytes;
+    int128 byte = element->integer * element_bytes;
     sectors.insert(byte >= 0 ? byte / 32 : (byte - 31) / 32);
   }
   return static_cast<double>(sectors.size());

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "codegen/target.h"
+#include "driver/run_on_device.h"
 #include "support/error.h"
 #include "tensor/tensor_internal.h"
 #include "tensor/winograd.h"

@@ -30,6 +30,7 @@
 #include <atomic>
 
 #include "codegen/target.h"
+#include "driver/run_on_device.h"
 #include "support/debug.h"
 #include "tensor/tensor_internal.h"
 

@@ -409,35 +409,25 @@ void PlanRunner::prepare_symbolic_launches(RunContext& context) const {
 }
 
 // Outputs must not overlap inputs or each other (kiln.h): a kernel would read what another has
-// already overwritten, a wrong answer with no error. Empty tensors overlap nothing.
-void PlanRunner::check_overlaps(const RunContext& context) const {
-  auto overlap = [](const kiln_tensor& a, uint64_t a_bytes, const kiln_tensor& b, uint64_t b_bytes) {
+// already overwritten, a wrong answer with no error. Empty tensors overlap nothing. Device memory
+// is a handle (a cl_mem is not an address), so device tensors can only be told apart: an output
+// that is an input's or another output's memory is refused.
+void PlanRunner::check_overlaps(const RunContext& context, bool device_memory) const {
+  auto overlap = [&](const kiln_tensor& a, uint64_t a_bytes, const kiln_tensor& b, uint64_t b_bytes) {
+    if (a_bytes == 0 || b_bytes == 0) return false;
+    if (device_memory) return a.data == b.data;
     auto a_begin = reinterpret_cast<uintptr_t>(a.data), b_begin = reinterpret_cast<uintptr_t>(b.data);
-    return a_bytes > 0 && b_bytes > 0 && a_begin < b_begin + b_bytes && b_begin < a_begin + a_bytes;
+    return a_begin < b_begin + b_bytes && b_begin < a_begin + a_bytes;
   };
+  const char* verb = device_memory ? "' is the device memory of " : "' overlaps ";
   for (size_t i = 0; i < outputs_.size(); ++i) {
     const kiln_tensor& output = *context.bound_outputs[i];
     for (size_t j = 0; j < inputs_.size(); ++j)
       if (overlap(output, context.output_bytes[i], *context.bound_inputs[j], context.input_bytes[j]))
-        bad_argument(kRun, "output '" + outputs_[i].name + "' overlaps input '" + inputs_[j].name + "'");
+        bad_argument(kRun, "output '" + outputs_[i].name + verb + "input '" + inputs_[j].name + "'");
     for (size_t j = 0; j < i; ++j)
       if (overlap(output, context.output_bytes[i], *context.bound_outputs[j], context.output_bytes[j]))
-        bad_argument(kRun, "output '" + outputs_[i].name + "' overlaps output '" + outputs_[j].name + "'");
-  }
-}
-
-// Device memory is a handle (a cl_mem is not an address), so device tensors can only be told apart,
-// not checked for overlapping ranges: an output that is an input or another output is refused.
-void PlanRunner::check_distinct_device_tensors(const RunContext& context) const {
-  for (size_t i = 0; i < outputs_.size(); ++i) {
-    const void* output = context.bound_outputs[i]->data;
-    if (context.output_bytes[i] == 0) continue;
-    for (size_t j = 0; j < inputs_.size(); ++j)
-      if (context.input_bytes[j] > 0 && context.bound_inputs[j]->data == output)
-        bad_argument(kRun, "output '" + outputs_[i].name + "' is the device memory of input '" + inputs_[j].name + "'");
-    for (size_t j = 0; j < i; ++j)
-      if (context.output_bytes[j] > 0 && context.bound_outputs[j]->data == output)
-        bad_argument(kRun, "output '" + outputs_[i].name + "' is the device memory of output '" + outputs_[j].name + "'");
+        bad_argument(kRun, "output '" + outputs_[i].name + verb + "output '" + outputs_[j].name + "'");
   }
 }
 
@@ -538,14 +528,10 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
     bind_symbolic_outputs(*context, kRun);
     prepare_symbolic_launches(*context);
   }
-  if (settings.tensors_on_device) {
-    if (device_plan_ == nullptr)
-      bad_argument(kRun, "options->tensors_on_device is for plans compiled for a device (--target cuda or opencl); "
-                         "this plan is for the CPU");
-    check_distinct_device_tensors(*context);
-  } else {
-    check_overlaps(*context);
-  }
+  if (settings.tensors_on_device && device_plan_ == nullptr)
+    bad_argument(kRun, "options->tensors_on_device is for plans compiled for a device (--target cuda or opencl); "
+                       "this plan is for the CPU");
+  check_overlaps(*context, settings.tensors_on_device);
   if (device_plan_ != nullptr) {
     run_on_device(*context, settings);
     return;

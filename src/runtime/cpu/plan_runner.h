@@ -119,8 +119,7 @@ class PlanRunner {
   void bind_symbolic_outputs(RunContext& context, const char* function) const;
   // Symbolic plans: each launch's extent, slot sizes (checked against their buffers) and variables.
   void prepare_symbolic_launches(RunContext& context) const;
-  void check_distinct_device_tensors(const RunContext& context) const;
-  void check_overlaps(const RunContext& context) const;  // PlanError naming the two tensors
+  void check_overlaps(const RunContext& context, bool device_memory) const;  // PlanError naming the two tensors
   void copy_same_outputs(const RunContext& context) const;  // outputs that are copies of earlier ones
   void run_on_device(RunContext& context, const RunSettings& settings) const;  // a device plan's run
 
