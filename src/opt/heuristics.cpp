@@ -316,6 +316,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
     }
     if (shares_vector_loads && !has_row_loads && plain_rows == nullptr) plain_rows = range;
   }
+  bool rows_load_nothing = row_axis == nullptr && plain_rows != nullptr;
   if (row_axis == nullptr) row_axis = plain_rows;
   // The tile's accumulators, one vector load per column and one broadcast per row must fit in the
   // register file: LLVM loads every row's broadcast of a reduction step before the FMAs that use
@@ -435,8 +436,20 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   }
   // Without a reduction nothing is re-read, and the columns outermost only walk the rows in
   // vector-wide strips (an elementwise SiLU over a padded 16x208x208 buffer: 0.38 -> 0.66 ms).
+  // But the columns outermost also re-read the whole row operand (every row × every reduction step)
+  // once per strip. When that operand does not stay in L1 and the whole vector operand stays in
+  // the L2 anyway, the rows outermost are better: each row tile's weights stay in L1, the vector
+  // operand comes from L2, and the stores stream along each row. A 1x1 conv 64->256 at 56×56
+  // (256×64 weights, 64 KB; input 800 KB), one thread on the AVX-512 Xeon: 1.20 -> 0.75 ms
+  // (docs/optimisation.md). With the weights in L1 (YOLOX's 64 filters) the columns outermost
+  // stay as fast; with rows that load nothing (a weight of one broadcast value) they let LLVM
+  // hoist the reduction out of the row loop, which the other order cannot.
+  int64_t element_bytes = caps.vector_bytes / lanes;
+  bool vector_operand_in_l2 = reduce_steps * extent_of(vector_axis) * element_bytes <= caps.l2_bytes / 2;
+  bool row_operand_in_l1 = row_axis == nullptr || reduce_steps * extent_of(row_axis) * element_bytes <= caps.l1_bytes / 2;
+  bool rows_outermost_better = vector_operand_in_l2 && !row_operand_in_l1 && !rows_load_nothing;
   if (row_axis != nullptr && has_axis_0 && vector_axis->arg_int() != 0 && strip_shared && reduce_steps > 1 &&
-      strip_bytes <= caps.l2_bytes / 2 && column_tiles >= 4)
+      strip_bytes <= caps.l2_bytes / 2 && column_tiles >= 4 && !rows_outermost_better)
     opts.push_back({OptOp::Swap, 0, vector_axis->arg_int()});
   return opts;
 }

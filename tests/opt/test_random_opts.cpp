@@ -764,6 +764,32 @@ TEST_CASE("the heuristics: with 32 registers the register tile takes the most ro
   }
 }
 
+TEST_CASE("the heuristics: a 1x1 conv keeps its filter tiles outermost when its weights leave L1 and its input stays in L2") {
+  // Fixed caches, whatever the host: 48 KB L1, 2 MB L2, AVX-512 lanes.
+  TargetCaps caps = host_cpu_caps();
+  caps.vector_bytes = 64;
+  caps.vector_registers = 32;
+  caps.l1_bytes = 48 << 10;
+  caps.l2_bytes = 2 << 20;
+  // Whether the pixel vectors end up the outermost loop: a SWAP, or the vector axis is axis 0.
+  auto columns_outermost = [&](int64_t filters, int64_t channels, int64_t size) {
+    Tensor conv = f32({1, channels, size, size}, 31).conv(f32({filters, channels, 1, 1}, 32), f32({filters}, 33));
+    Schedule schedule = create_schedule({conv.data().node});
+    REQUIRE(!schedule.kernels.empty());
+    std::vector<Opt> opts = hand_coded_opts(schedule.kernels.back().ast, caps);
+    auto upcast = std::find_if(opts.begin(), opts.end(), [](const Opt& opt) { return opt.op == OptOp::Upcast; });
+    REQUIRE(upcast != opts.end());
+    return upcast->axis == 0 ||
+           std::any_of(opts.begin(), opts.end(), [](const Opt& opt) { return opt.op == OptOp::Swap; });
+  };
+  // ResNet-50's 64 -> 256 at 56×56: 64 KB of weights, an 800 KB input. Filter tiles outermost.
+  CHECK_FALSE(columns_outermost(256, 64, 56));
+  // YOLOX's 64 -> 64 at 52×52: 16 KB of weights stay in L1 while the pixel strips go by.
+  CHECK(columns_outermost(64, 64, 52));
+  // 128 -> 256 at 56×56: a 1.6 MB input is more than half the L2; one strip of it is not.
+  CHECK(columns_outermost(256, 128, 56));
+}
+
 TEST_CASE("the heuristics: a transposing copy swaps its loops; a matrix-vector product unrolls its reduction") {
   TargetCaps caps = host_cpu_caps();
   auto only_kernel = [](const Tensor& t) {
