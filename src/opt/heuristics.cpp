@@ -444,10 +444,21 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // (docs/optimisation.md). With the weights in L1 (YOLOX's 64 filters) the columns outermost
   // stay as fast; with rows that load nothing (a weight of one broadcast value) they let LLVM
   // hoist the reduction out of the row loop, which the other order cannot.
+  // Only when every strip reads the same rows: attention's P·V reads one head's P per strip (its
+  // row loads vary with the columns' outer loop), and there BERT's context product ran 17 % slower
+  // with the rows outermost.
+  bool rows_same_for_every_strip = true;
+  for (const Access& access : global_accesses(upcasted)) {
+    if (access.is_store || !access.in_reduction || row_axis == nullptr || !depends_on(access.index, row_axis)) continue;
+    for (const UOp* range : upcasted_ranges)
+      if (range->arg_int() == vector_axis->arg_int() && depends_on(access.index, range))
+        rows_same_for_every_strip = false;
+  }
   int64_t element_bytes = caps.vector_bytes / lanes;
   bool vector_operand_in_l2 = reduce_steps * extent_of(vector_axis) * element_bytes <= caps.l2_bytes / 2;
   bool row_operand_in_l1 = row_axis == nullptr || reduce_steps * extent_of(row_axis) * element_bytes <= caps.l1_bytes / 2;
-  bool rows_outermost_better = vector_operand_in_l2 && !row_operand_in_l1 && !rows_load_nothing;
+  bool rows_outermost_better =
+      vector_operand_in_l2 && !row_operand_in_l1 && !rows_load_nothing && rows_same_for_every_strip;
   if (row_axis != nullptr && has_axis_0 && vector_axis->arg_int() != 0 && strip_shared && reduce_steps > 1 &&
       strip_bytes <= caps.l2_bytes / 2 && column_tiles >= 4 && !rows_outermost_better)
     opts.push_back({OptOp::Swap, 0, vector_axis->arg_int()});
