@@ -92,7 +92,9 @@ UOpPtr and_valid(const UOpPtr& valid, const UOpPtr& condition) {
 // The cost of recomputing a value: ALU ops down to buffers and reductions (transcendentals count
 // as the ~20 ops their approximations take). Capped, so the walk stays small. Without
 // `count_selects`, WHERE and ops on bool (masks, comparisons) are free: only arithmetic counts.
-int recompute_cost(const UOp* root, int limit = kExpensiveOps, int pad_cost = 2, bool count_selects = true) {
+// Nodes for which `stored` says yes are read from a buffer, like reductions.
+int recompute_cost(const UOp* root, int limit = kExpensiveOps, int pad_cost = 2, bool count_selects = true,
+                   const std::function<bool(const UOp*)>& stored = nullptr) {
   int cost = 0;
   std::vector<const UOp*> stack{root};
   std::unordered_set<const UOp*> seen;
@@ -102,6 +104,7 @@ int recompute_cost(const UOp* root, int limit = kExpensiveOps, int pad_cost = 2,
     if (!seen.insert(node).second) continue;
     OpGroup group = op_group(node->op());
     if (node->op() == Ops::REDUCE_AXIS || node->op() == Ops::CONTIGUOUS || node->op() == Ops::BUFFER) continue;
+    if (node != root && stored && stored(node)) continue;
     bool select = node->op() == Ops::WHERE || node->dtype().is_bool();
     if ((group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary) && (count_selects || !select))
       cost += (node->op() == Ops::EXP2 || node->op() == Ops::LOG2 || node->op() == Ops::SIN) ? 20 : 1;
@@ -270,7 +273,11 @@ class Rangeifier {
         // that vectorises.
         OpGroup group = op_group(consumer->op());
         bool alu = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
-        if (alu && recompute_cost(consumer) >= kExpensiveOps) return true;
+        // (A value with a contiguous copy is stored, and read from there: a ResNet block's output,
+        // which the next block's residual add reads. Counted through, the chain of residual adds
+        // made the fourth block of a stage "expensive", and its conv stored its bare sums.)
+        auto copied = [&](const UOp* value) { return contiguous_copy_of(value) != nullptr; };
+        if (alu && recompute_cost(consumer, kExpensiveOps, 2, true, copied) >= kExpensiveOps) return true;
         // Two contractions meeting in one epilogue (a ResNet downsample block adds its shortcut
         // conv to its last conv) would share one kernel, whose register tile fits neither: each
         // is stored on its own (ResNet-50's four such blocks ran at 68-113 GFLOP/s fused).

@@ -357,6 +357,37 @@ TEST_CASE("a matmul's bias and relu, read by the next matmul, are stored by the 
   CHECK(count_ops(first->ast, Ops::LOAD) == 3);  // x, w1 and the bias
 }
 
+TEST_CASE("a residual chain of convs keeps every residual add in its conv's kernel") {
+  // ResNet's identity blocks, one 1x1 conv each: h = relu(conv(h) + b + h). At 14×14 the conv
+  // reads a channels-last copy of h, so h is stored and the next add reads it from there. Counted
+  // through those stored values, the chain of adds looked like an expensive epilogue from the
+  // fourth block on, and the conv stored its bare sums with the add in a kernel of its own.
+  constexpr int kBlocks = 6;
+  Tensor h = input({1, 64, 14, 14});
+  for (int block = 0; block < kBlocks; ++block)
+    h = (h.conv(input({64, 64, 1, 1}), input({64})) + h).relu();
+  Schedule schedule = schedule_of({h});
+  int convs = 0;
+  for (const ScheduledKernel& kernel : schedule.kernels) {
+    bool reduces = false;
+    for (const UOp* node : toposort(kernel.ast))
+      if (node->op() == Ops::RANGE && node->arg_int() >= 1000) reduces = true;
+    CAPTURE(kernel.name());
+    auto nodes = toposort(kernel.ast);
+    int float_adds = static_cast<int>(std::count_if(nodes.begin(), nodes.end(), [](const UOp* n) {
+      return n->op() == Ops::ADD && n->dtype().is_float();
+    }));
+    if (reduces) {
+      ++convs;
+      CHECK(float_adds == 2);  // the bias and the residual (the sum itself is the REDUCE)
+    } else {
+      // the channels-last copies (and weight panels): loads and stores only, no arithmetic
+      CHECK(count_ops(kernel.ast, Ops::MAX) + count_ops(kernel.ast, Ops::WHERE) == 0);
+    }
+  }
+  CHECK(convs == kBlocks);
+}
+
 TEST_CASE("two contractions added in one epilogue are stored apart") {
   // A ResNet downsample block: conv + shortcut conv, then relu. In one kernel no register tile
   // fits both contractions.
