@@ -88,6 +88,19 @@ std::vector<const UOp*> tunable_ranges(const UOpPtr& kernel) {
   return ranges;
 }
 
+// Whether some load inside a reduction of `kernel` whose index depends on `range` also depends on
+// one of the kernel's tunable loops that `other` accepts.
+template <class Accept>
+bool reduction_load_also_varies(const UOpPtr& kernel, const UOp* range, Accept other) {
+  std::vector<const UOp*> ranges = tunable_ranges(kernel);
+  for (const Access& access : global_accesses(kernel)) {
+    if (access.is_store || !access.in_reduction || !depends_on(access.index, range)) continue;
+    for (const UOp* loop : ranges)
+      if (other(loop) && depends_on(access.index, loop)) return true;
+  }
+  return false;
+}
+
 // ALU ops per element, a transcendental counting as the ~20 ops of its polynomial.
 constexpr int64_t kExpensiveElementwise = 16;
 int64_t alu_cost(const UOpPtr& kernel) {
@@ -425,15 +438,9 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // vary with the output row: there each tile reads a strip of its own, and with the columns
   // outermost a 224×224 image's rows left the caches between filter tiles (VGG-19's convs at 224
   // and 112 on an AVX2 Zen 3: 28-30 -> 65-68 GFLOP/s without the SWAP).
-  bool strip_shared = true;
-  std::vector<const UOp*> upcasted_ranges = tunable_ranges(upcasted);
-  for (const Access& access : global_accesses(upcasted)) {
-    if (access.is_store || !access.in_reduction || !depends_on(access.index, upcast)) continue;
-    for (const UOp* range : upcasted_ranges)
-      if (axis_kind(range->arg_int()) == AxisKind::Loop && range->arg_int() != vector_axis->arg_int() &&
-          depends_on(access.index, range))
-        strip_shared = false;
-  }
+  bool strip_shared = !reduction_load_also_varies(upcasted, upcast, [&](const UOp* loop) {
+    return axis_kind(loop->arg_int()) == AxisKind::Loop && loop->arg_int() != vector_axis->arg_int();
+  });
   // Without a reduction nothing is re-read, and the columns outermost only walk the rows in
   // vector-wide strips (an elementwise SiLU over a padded 16x208x208 buffer: 0.38 -> 0.66 ms).
   // But the columns outermost also re-read the whole row operand (every row × every reduction step)
@@ -447,13 +454,10 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // Only when every strip reads the same rows: attention's P·V reads one head's P per strip (its
   // row loads vary with the columns' outer loop), and there BERT's context product ran 17 % slower
   // with the rows outermost.
-  bool rows_same_for_every_strip = true;
-  for (const Access& access : global_accesses(upcasted)) {
-    if (access.is_store || !access.in_reduction || row_axis == nullptr || !depends_on(access.index, row_axis)) continue;
-    for (const UOp* range : upcasted_ranges)
-      if (range->arg_int() == vector_axis->arg_int() && depends_on(access.index, range))
-        rows_same_for_every_strip = false;
-  }
+  bool rows_same_for_every_strip =
+      row_axis == nullptr || !reduction_load_also_varies(upcasted, row_axis, [&](const UOp* loop) {
+        return loop->arg_int() == vector_axis->arg_int();  // the columns' outer loop
+      });
   int64_t element_bytes = caps.vector_bytes / lanes;
   bool vector_operand_in_l2 = reduce_steps * extent_of(vector_axis) * element_bytes <= caps.l2_bytes / 2;
   bool row_operand_in_l1 = row_axis == nullptr || reduce_steps * extent_of(row_axis) * element_bytes <= caps.l1_bytes / 2;

@@ -369,11 +369,11 @@ TEST_CASE("a residual chain of convs keeps every residual add in its conv's kern
   Schedule schedule = schedule_of({h});
   int convs = 0;
   for (const ScheduledKernel& kernel : schedule.kernels) {
-    bool reduces = false;
-    for (const UOp* node : toposort(kernel.ast))
-      if (node->op() == Ops::RANGE && node->arg_int() >= 1000) reduces = true;
     CAPTURE(kernel.name());
     auto nodes = toposort(kernel.ast);
+    bool reduces = std::any_of(nodes.begin(), nodes.end(), [](const UOp* n) {
+      return n->op() == Ops::RANGE && n->arg_int() >= 1000;
+    });
     int float_adds = static_cast<int>(std::count_if(nodes.begin(), nodes.end(), [](const UOp* n) {
       return n->op() == Ops::ADD && n->dtype().is_float();
     }));
