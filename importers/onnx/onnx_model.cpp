@@ -17,6 +17,7 @@
 
 #include "ir/uop.h"
 #include "conv_batchnorm.h"
+#include "pointwise_readers.h"
 #include "narrow_types.h"
 #include "onnx/onnx_pb.h"
 #include "op_helpers.h"
@@ -536,8 +537,10 @@ std::vector<OnnxValue> build_subgraph(const BuildContext& context, const onnx::G
   return outputs;
 }
 
-// The view of one node that op builders see: its inputs looked up in `scope`.
-OnnxNode make_node(const BuildContext& context, const onnx::NodeProto& proto, Scope& scope) {
+// The view of one node that op builders see: its inputs looked up in `scope`. `pointwise_reader_filters`
+// is the layout hint of pointwise_readers.h (0: none).
+OnnxNode make_node(const BuildContext& context, const onnx::NodeProto& proto, Scope& scope,
+                   int64_t pointwise_reader_filters = 0) {
   const std::string domain = canonical_domain(proto.domain());
   std::optional<int64_t> node_opset = context.opset(domain);
 
@@ -563,17 +566,20 @@ OnnxNode make_node(const BuildContext& context, const onnx::NodeProto& proto, Sc
   std::vector<int32_t> narrow_inputs;
   for (const auto& name : proto.input()) narrow_inputs.push_back(name.empty() ? 0 : scope.narrow_type(name));
   node.set_narrow_input_types(std::move(narrow_inputs));
+  node.set_pointwise_reader_filters(pointwise_reader_filters);
   if (!node_opset) node.fail(str_cat("the model imports no opset for domain '", domain_label(domain), "'"));
   return node;
 }
 
 // Builds one node: looks up its inputs in `scope`, runs its builder (Constant is the model's own)
 // and stores its outputs in `scope`. `fused_conv` is the Conv a BatchNormalization absorbs
-// (conv_batchnorm.h), or null.
+// (conv_batchnorm.h), or null. The last two arguments are the layout hints (pointwise_readers.h) of
+// the node and of the fused conv.
 void build_node(const BuildContext& context, const onnx::NodeProto& proto, Scope& scope,
-                const onnx::NodeProto* fused_conv = nullptr) {
+                const onnx::NodeProto* fused_conv = nullptr, int64_t pointwise_reader_filters = 0,
+                int64_t fused_conv_pointwise_reader_filters = 0) {
   const std::string domain = canonical_domain(proto.domain());
-  OnnxNode node = make_node(context, proto, scope);
+  OnnxNode node = make_node(context, proto, scope, pointwise_reader_filters);
   std::optional<int64_t> node_opset = context.opset(domain);
 
   // Every UOp this node's builder creates is tagged with the node, so errors and profiles made
@@ -582,7 +588,8 @@ void build_node(const BuildContext& context, const onnx::NodeProto& proto, Scope
   std::vector<OnnxValue> results;
   try {
     std::vector<Tensor> fused;
-    if (fused_conv != nullptr) fused = build_conv_batchnorm(make_node(context, *fused_conv, scope), node);
+    if (fused_conv != nullptr)
+      fused = build_conv_batchnorm(make_node(context, *fused_conv, scope, fused_conv_pointwise_reader_filters), node);
     if (!fused.empty()) {
       results.emplace_back(fused[0]);
     } else if (domain.empty() && proto.op_type() == "Constant") {
@@ -634,9 +641,16 @@ void build_node(const BuildContext& context, const onnx::NodeProto& proto, Scope
 void build_nodes(const BuildContext& context, const onnx::GraphProto& graph, const std::vector<int>& order,
                  Scope& scope) {
   std::unordered_map<int, int> conv_of_batchnorm = find_conv_batchnorm_pairs(graph);
+  std::unordered_map<int, int64_t> pointwise_readers = find_convs_feeding_pointwise(graph);
+  auto hint = [&](int index) {
+    auto found = pointwise_readers.find(index);
+    return found == pointwise_readers.end() ? int64_t{0} : found->second;
+  };
   for (int index : order) {
     auto conv = conv_of_batchnorm.find(index);
-    build_node(context, graph.node(index), scope, conv == conv_of_batchnorm.end() ? nullptr : &graph.node(conv->second));
+    bool fused = conv != conv_of_batchnorm.end();
+    build_node(context, graph.node(index), scope, fused ? &graph.node(conv->second) : nullptr, hint(index),
+               fused ? hint(conv->second) : 0);
   }
 }
 

@@ -99,6 +99,11 @@ class OnnxNode {
   // The first narrow input the builder did not ask about, if any.
   std::optional<size_t> unexpected_narrow_input() const;
 
+  // Set by the model for a Conv whose output feeds one pointwise conv (pointwise_readers.h): that
+  // conv's filter count, else 0. Conv builders pass it on as ConvOptions::pointwise_reader_filters.
+  void set_pointwise_reader_filters(int64_t filters) { pointwise_reader_filters_ = filters; }
+  int64_t pointwise_reader_filters() const { return pointwise_reader_filters_; }
+
   // A UserError whose message names the node, op type, domain and opset, then `what`.
   [[noreturn]] void fail(const std::string& what) const;
   // "node 'conv1' (Conv, opset 13)": the prefix every error about this node carries.
@@ -112,6 +117,7 @@ class OnnxNode {
   std::vector<std::optional<OnnxValue>> inputs_;
   std::string model_directory_;
   std::vector<int32_t> narrow_inputs_;
+  int64_t pointwise_reader_filters_ = 0;
   // Builders see a const node; what they learn and declare about element types is recorded here.
   mutable std::vector<bool> narrow_input_understood_;
   mutable std::vector<int32_t> narrow_outputs_;

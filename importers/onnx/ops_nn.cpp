@@ -630,6 +630,7 @@ ConvOptions conv_options(const OnnxNode& node, const Shape& x_shape, const Shape
   options.dilation = per_axis(node, "dilations", spatial, 1);
   options.groups = node.attr_int("group", 1);
   options.padding = forward_pads(node, x_shape, kernel, options.stride, options.dilation);
+  options.pointwise_reader_filters = node.pointwise_reader_filters();
   return options;
 }
 

@@ -47,6 +47,11 @@ struct ConvOptions {
   std::vector<int64_t> dilation;  // per spatial axis; empty = all 1
   int64_t groups = 1;
   std::vector<int64_t> output_padding;  // transposed convolution only: extra size at the end
+  // A layout hint, not a semantic option: the filter count of the one conv that reads this conv's
+  // output (directly or through elementwise ops), when that reader is a 2-D 1x1 conv with stride 1,
+  // no padding and one group; 0 when unknown. A depthwise conv may then compute channels-last,
+  // the layout such a reader wants (docs/optimisation.md). The ONNX importer sets it.
+  int64_t pointwise_reader_filters = 0;
 };
 
 struct PoolOptions {
