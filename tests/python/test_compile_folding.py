@@ -4,6 +4,8 @@ compile`, described with `kiln inspect` and run with `kiln run`, against numpy r
   - Conv -> BatchNormalization -> Relu is one kernel (after the copy of the zero-padded input that
     a padded conv reads), and the plan stores only the folded weight and
     bias (W' = W*gamma/sqrt(var+eps), b' = (b-mean)*gamma/sqrt(var+eps)+beta), not the BN vectors;
+  - a depthwise conv whose one reader is a 1x1 conv stores its output channels-last, the order that
+    conv reads (no copy kernel between them);
   - MatMul by a constant (K, N) weight is one kernel: the transposed weight is stored, not made
     on every run;
   - Gather with negative and out-of-range indices: negative ones wrap once, ones still out of range
@@ -93,6 +95,42 @@ with tempfile.TemporaryDirectory(prefix="kiln_folding_test_") as work:
     produced = np.load(os.path.join(out_dir, "out.npy"))
     error = float(np.max(np.abs(produced - reference)))
     check(error < 1e-4, f"Conv + BN + Relu matches numpy (max abs error {error:.2e})")
+
+    # Depthwise 3x3 -> Relu -> pointwise 1x1 at 14x14 (a MobileNetV2 block's tail). The importer
+    # sees that the depthwise conv's one reader is a 1x1 conv, so the depthwise conv computes
+    # channels-last: three kernels (the input's channels-last padded copy, the depthwise conv with
+    # its Relu storing in the order the 1x1 conv reads, the 1x1 conv). Without the hint there were
+    # four (an NCHW padded copy, the depthwise conv, the 1x1 conv's channels-last copy of its
+    # output, the 1x1 conv), as there still are, plus the second output, where the Relu's output is
+    # also a graph output (read twice: no hint).
+    channels, side = 32, 14
+    depthwise_w = rng.standard_normal((channels, 1, 3, 3)).astype(np.float32)
+    depthwise_b = rng.standard_normal(channels).astype(np.float32)
+    pointwise_w = rng.standard_normal((channels, channels, 1, 1)).astype(np.float32)
+    x = rng.standard_normal((1, channels, side, side)).astype(np.float32)
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    depthwise = np.zeros((1, channels, side, side))
+    for ky in range(3):
+        for kx in range(3):
+            depthwise += padded[:, :, ky:ky + side, kx:kx + side] * depthwise_w[:, 0, ky, kx].reshape(1, -1, 1, 1)
+    relu = np.maximum(depthwise + depthwise_b.reshape(1, -1, 1, 1), 0)
+    pointwise = np.einsum("nchw,fc->nfhw", relu, pointwise_w[:, :, 0, 0])
+    counts = {}
+    for variant, outputs in (("hinted", ["out"]), ("read_twice", ["out", "relu"])):
+        value_infos = {"out": [1, channels, side, side], "relu": [1, channels, side, side]}
+        save_model(os.path.join(work, f"depthwise_{variant}.onnx"),
+                   [helper.make_node("Conv", ["x", "dw", "db"], ["y"], pads=[1, 1, 1, 1], group=channels, name="dw"),
+                    helper.make_node("Relu", ["y"], ["relu"], name="relu"),
+                    helper.make_node("Conv", ["relu", "pw"], ["out"], name="pw")],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels, side, side])],
+                   [helper.make_tensor_value_info(name, TensorProto.FLOAT, value_infos[name]) for name in outputs],
+                   [("dw", depthwise_w), ("db", depthwise_b), ("pw", pointwise_w)])
+        counts[variant], _, out_dir = compile_and_run(work, f"depthwise_{variant}", {"x": x})
+        error = float(np.max(np.abs(np.load(os.path.join(out_dir, "out.npy")) - pointwise)))
+        check(error < 1e-3, f"depthwise -> Relu -> 1x1 ({variant}) matches numpy (max abs error {error:.2e})")
+    check(counts["hinted"] == 3 and counts["read_twice"] > 3,
+          f"a depthwise conv whose one reader is a 1x1 conv stores channels-last: {counts['hinted']} kernels "
+          f"(3 expected), {counts['read_twice']} when its output is read twice")
 
     # MatMul by a constant (K, N) weight.
     k, n = 48, 40

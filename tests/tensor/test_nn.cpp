@@ -291,6 +291,44 @@ TEST_CASE("conv: 1-D, 2-D and 3-D with stride, padding, dilation and groups") {
   }
 }
 
+TEST_CASE("a depthwise conv whose reader is a 1x1 conv computes channels-last") {
+  // MobileNetV2's block tail at 14x14: depthwise 3x3 (pad 1) + bias, relu, 1x1 conv. With the hint
+  // (ConvOptions::pointwise_reader_filters, which the ONNX importer sets) the depthwise conv reads
+  // a channels-last padded copy and stores its relu'd output in the channels-last order the 1x1
+  // conv reads: 3 kernels on activations (padded copy, depthwise, 1x1). Without it, 4: the NCHW
+  // padded copy, the depthwise conv, the 1x1 conv's channels-last copy of its output, the 1x1
+  // conv. (Kernels that only re-order a weight are not counted: fold_constants computes them at
+  // compile time for constant weights.) 14x14 is no whole number of vectors of 8 or 16 lanes, so
+  // the 1x1 conv reads channels-last on AVX2 and AVX-512 hosts alike.
+  const int64_t channels = 32, side = 14;
+  Array x = random_array({1, channels, side, side}, 240), dw = random_array({channels, 1, 3, 3}, 241);
+  Array db = random_array({channels}, 242), pw = random_array({channels, channels, 1, 1}, 243);
+  ConvOptions depthwise = conv_options({}, {1}, {}, channels);
+  Array expected_depthwise = ref_conv(x, dw, db, depthwise);
+  for (double& v : expected_depthwise.values) v = std::max(v, 0.0);
+  Array expected = ref_conv(expected_depthwise, pw, std::nullopt, conv_options({}, {}, {}, 1));
+  for (int64_t hint : {int64_t{0}, channels}) {
+    CAPTURE(hint);
+    depthwise.pointwise_reader_filters = hint;
+    Tensor out = to_tensor(x).conv(to_tensor(dw), to_tensor(db), depthwise).relu().conv(to_tensor(pw));
+    check_close(out, expected, kF32Atol, kF32Rtol);
+    // A kernel works on activations when it reads an intermediate buffer or the input x (the only
+    // input with x's element count; the weights and the bias are smaller).
+    Schedule schedule = create_schedule({out.data().node});
+    size_t on_activations = 0;
+    for (const ScheduledKernel& kernel : schedule.kernels) {
+      bool reads_activation = false;
+      for (size_t slot = 1; slot < kernel.buffers.size(); ++slot) {
+        const ScheduledBuffer& buffer = schedule.buffers[static_cast<size_t>(kernel.buffers[slot])];
+        reads_activation |= buffer.kind == ScheduledBuffer::Kind::Intermediate ||
+                            (buffer.kind == ScheduledBuffer::Kind::Input && buffer.count == x.numel());
+      }
+      on_activations += reads_activation ? 1 : 0;
+    }
+    CHECK(on_activations == (hint != 0 ? 3u : 4u));
+  }
+}
+
 TEST_CASE("conv + bias + relu is one kernel; non-contiguous inputs; dtypes") {
   Array x = random_array({2, 3, 8, 7}, 230), w = random_array({5, 3, 3, 3}, 231), b = random_array({5}, 232);
   ConvOptions options = conv_options({2, 1}, {1, 1, 0, 1}, {1, 2}, 1);
