@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -46,26 +48,40 @@ class ThreadPool {
   static bool inside_parallel_for();
 
  private:
-  struct Job;
-  void worker_main(uint32_t start_epoch);
-  void help_current_job();
+  struct WorkerSlot;
+  void worker_main(size_t index, uint64_t start_word);
+  // Runs chunk `chunk` of the current job, recording the first exception instead of throwing.
+  void run_chunk(uint32_t chunk);
+  // Runs the current job's chunks past the ones handed out up front, claimed one at a time.
+  void run_shared_chunks();
 
   std::vector<std::thread> workers_;
+  std::unique_ptr<WorkerSlot[]> slots_;  // one per worker: slots_[i] belongs to workers_[i]
   // Callers take turns: one job runs on the workers at a time.
   std::mutex submit_mutex_;
-  // The job that workers may join; null between jobs. Lives on the submitting caller's stack.
-  std::atomic<Job*> current_job_{nullptr};
-  // Bumped for every new job (and on shutdown); sleeping workers wait for it to change.
-  std::atomic<uint32_t> epoch_{0};
-  // Workers between "announce" and "done" in help_current_job; the caller waits for zero before
-  // its Job leaves scope, so no worker can touch a dead Job.
-  std::atomic<int> workers_inside_{0};
+
+  // The current job, written by its caller before it publishes job_word_ and read by workers
+  // after they see that word. One cache line, so a worker gets the whole announcement at once.
+  struct alignas(64) Announcement {
+    // (generation << 16) | chunk count. The generation counts jobs (and the shutdown); workers
+    // wait for this word to change.
+    std::atomic<uint64_t> job_word{0};
+    const FunctionRef<void(int64_t, int64_t)>* body = nullptr;
+    int64_t count = 0;
+    uint32_t chunk_count = 0;
+  } announcement_;
+  // The next chunk past those handed out up front (chunk i to thread i).
+  alignas(64) std::atomic<uint32_t> next_chunk_{0};
+  // Workers about to block, or blocked, on job_word: the caller wakes them only when there are any.
+  alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> stopping_{false};
+  // The first failure of the current job; chunks not yet started are skipped after it.
+  alignas(64) std::atomic<bool> failed_{false};
+  std::exception_ptr error_;
   // The fork() generation the workers were started in; in a later one they do not exist.
   uint32_t created_in_fork_generation_;
 };
 
-// The process-wide pool used by the CPU runtime, created on first use with default_thread_count().
 ThreadPool& default_thread_pool();
 
 }  // namespace kiln
