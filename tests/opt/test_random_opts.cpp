@@ -790,6 +790,30 @@ TEST_CASE("the heuristics: a 1x1 conv keeps its filter tiles outermost when its 
   CHECK(columns_outermost(256, 128, 56));
 }
 
+TEST_CASE("the heuristics: a register tile of a grouped conv has at least 8 accumulators") {
+  // ShuffleNet's 1x1 group convs: 4 groups of 68 filters at 14×14, stored through the channel
+  // shuffle that follows them (group and filter become separate loops). The pixels are the vector
+  // and the filters of a group the tile's rows, of which 68 allows 4; 4 accumulators wait on their
+  // own FMAs (4-cycle latency, two per cycle), so a second output loop is unrolled as well.
+  TargetCaps caps = host_cpu_caps();
+  caps.vector_bytes = 64;
+  caps.vector_registers = 32;
+  ConvOptions grouped;
+  grouped.groups = 4;
+  Tensor conv = f32({1, 272, 14, 14}, 41).conv(f32({272, 68, 1, 1}, 42), f32({272}, 43), grouped).relu();
+  Tensor shuffled = contiguous(conv.reshape({1, 4, 68, 14, 14}).permute({0, 2, 1, 3, 4}).reshape({1, 272, 14, 14}));
+  Schedule schedule = create_schedule({shuffled.data().node});
+  REQUIRE(!schedule.kernels.empty());
+  std::vector<Opt> opts = hand_coded_opts(schedule.kernels.back().ast, caps);
+  std::string chosen;
+  for (const Opt& opt : opts) chosen += opt.text() + " ";
+  CAPTURE(chosen);
+  int64_t accumulators = 1;
+  for (const Opt& opt : opts)
+    if (opt.op == OptOp::Unroll && opt.axis < kFirstReduceAxis) accumulators *= opt.amount;
+  CHECK(accumulators >= 8);
+}
+
 TEST_CASE("the heuristics: a transposing copy swaps its loops; a matrix-vector product unrolls its reduction") {
   TargetCaps caps = host_cpu_caps();
   auto only_kernel = [](const Tensor& t) {
