@@ -53,7 +53,8 @@ int64_t pointwise_filters(const onnx::NodeProto& node,
 std::unordered_map<int, int64_t> find_convs_feeding_pointwise(const onnx::GraphProto& graph) {
   std::unordered_map<std::string, std::vector<int>> readers;
   for (int i = 0; i < graph.node_size(); ++i)
-    for (const auto& input : graph.node(i).input()) readers[input].push_back(i);
+    for (const auto& input : graph.node(i).input())
+      if (!input.empty()) readers[input].push_back(i);  // "" is an omitted optional input
   std::unordered_set<std::string> graph_outputs;
   for (const auto& output : graph.output()) graph_outputs.insert(output.name());
   std::unordered_map<std::string, const onnx::TensorProto*> initializers;
@@ -62,7 +63,7 @@ std::unordered_map<int, int64_t> find_convs_feeding_pointwise(const onnx::GraphP
   std::unordered_map<int, int64_t> found;
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
-    if (!node.domain().empty() || node.op_type() != "Conv" || node.output_size() != 1) continue;
+    if (!node.domain().empty() || node.op_type() != "Conv" || node.output_size() != 1 || node.output(0).empty()) continue;
     std::string value = node.output(0);
     // Each step moves to the value's one reader; the chain is at most the graph's length.
     for (int step = 0; step < graph.node_size(); ++step) {

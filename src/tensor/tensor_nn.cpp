@@ -412,6 +412,19 @@ Tensor filters_in_panels(const Tensor& weight, int64_t groups) {
   return panels.permute(back).reshape(weight.shape());
 }
 
+// The orders of the channels-last copies Tensor::conv makes, which computed_channels_last also
+// recognises: an activation (N, C, H, W) stored (N, H, W, C), a depthwise weight (C, 1, KH, KW)
+// stored (KH, KW, C, 1).
+const std::vector<int64_t> kChannelsLast{0, 2, 3, 1};
+const std::vector<int64_t> kTapsFirst{2, 3, 0, 1};
+
+// t copied into a buffer in `order` (a permutation of its axes) and viewed again in its own order.
+Tensor stored_in_order(const Tensor& t, const std::vector<int64_t>& order) {
+  std::vector<int64_t> back(order.size());
+  for (size_t i = 0; i < order.size(); ++i) back[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
+  return contiguous(t.permute(order)).permute(back);
+}
+
 // The image test of reads_channels_last below: whether a 1x1 conv over `channels` input channels
 // at the 2-D image `windows` reads a channels-last copy of its input on the host CPU.
 bool channels_last_image(int64_t channels, const std::vector<int64_t>& windows) {
@@ -474,8 +487,8 @@ bool computed_channels_last(const Tensor& t) {
     if (node->op() != Ops::CONTIGUOUS) return true;
     const UOp* source = node->src(0).get();
     if (source->op() == Ops::PERMUTE) {
-      input_copy |= source->arg_list() == std::vector<int64_t>{0, 2, 3, 1};
-      weight_copy |= source->arg_list() == std::vector<int64_t>{2, 3, 0, 1};
+      input_copy |= source->arg_list() == kChannelsLast;
+      weight_copy |= source->arg_list() == kTapsFirst;
     }
     return false;
   });
@@ -605,7 +618,7 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
   }
   bool depthwise_last = pads && depthwise_channels_last(padded, kernel, groups, filters, windows, options.pointwise_reader_filters);
   if (pads && (depthwise_last || pads_channels_last(padded, kernel, groups, filters, stride)))
-    padded = contiguous(padded.permute({0, 2, 3, 1})).permute({0, 3, 1, 2});
+    padded = stored_in_order(padded, kChannelsLast);
   else if (pads) padded = contiguous(padded);
   int64_t group_channels = channels / groups, group_filters = filters / groups;
   if (!pads && reads_channels_last(padded, kernel, groups, filters, windows)) {
@@ -620,7 +633,7 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
       auto axis = static_cast<int64_t>(i) + 2;
       if (stride[i] != 1) picked = picked.slice(axis, 0, (windows[i] - 1) * stride[i] + 1, stride[i]);
     }
-    padded = contiguous(picked.permute({0, 2, 3, 1})).permute({0, 3, 1, 2});
+    padded = stored_in_order(picked, kChannelsLast);
     stride.assign(n, 1);
   }
   Tensor view = pool_windows(padded, kernel, stride, dilation, windows);  // (N, C, O…, K…)
@@ -639,7 +652,7 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
   weight_shape.insert(weight_shape.end(), kernel.begin(), kernel.end());
   // A channels-last depthwise conv reads one vector of consecutive channels per tap: its weight
   // (C, 1, K…) is stored (K…, C) (folded at compile time).
-  Tensor weights = depthwise_last ? contiguous(weight.cast(compute).permute({2, 3, 0, 1})).permute({2, 3, 0, 1})
+  Tensor weights = depthwise_last ? stored_in_order(weight.cast(compute), kTapsFirst)
                                   : filters_in_panels(weight.cast(compute), groups);
   weights = weights.reshape(weight_shape);
   Tensor result = input.mul(weights).sum(last_axes(static_cast<int64_t>(n) + 1, input.ndim()));
