@@ -27,6 +27,21 @@ TEST_CASE("next-tile prefetch: a weight strip read by several passes of a tile")
   CHECK(next_tile_prefetch_offset(*strip, loops, kL2) == 32768);
 }
 
+TEST_CASE("next-tile prefetch: a strip read by many passes is not prefetched") {
+  // A matmul's column strip: for strip, for row tile, for k. Every pass issues the prefetches.
+  UOpPtr b = global(dtypes::f32, 1 << 24, 1);
+  UOpPtr strip = range(32, 0), k = range(1024, 1000);
+  UOpPtr at_bound = range(kMaxPrefetchPasses, 1), beyond = range(kMaxPrefetchPasses + 1, 1);
+  UOpPtr load = vector_load(b, strip * idx(32768) + k * idx(32));
+  std::vector<const UOp*> few{strip.get(), at_bound.get(), k.get()}, many{strip.get(), beyond.get(), k.get()};
+  CHECK(next_tile_prefetch_offset(*load, few, kL2) == 32768);
+  CHECK_FALSE(next_tile_prefetch_offset(*load, many, kL2));
+  // The passes are the product of the tile's output loops: 8 × 8 row tiles of an image are 64.
+  UOpPtr rows = range(8, 1), columns = range(8, 2);
+  std::vector<const UOp*> image{strip.get(), rows.get(), columns.get(), k.get()};
+  CHECK_FALSE(next_tile_prefetch_offset(*load, image, kL2));
+}
+
 TEST_CASE("next-tile prefetch: what is not prefetched") {
   UOpPtr weights = global(dtypes::f32, 1 << 24, 1);
   UOpPtr tile = range(16, 0), row = range(7, 1), k = range(2048, 1000);

@@ -26,6 +26,7 @@ std::optional<int64_t> next_tile_prefetch_offset(const UOp& load, std::span<cons
   const UOp& outermost = *open_loops.front();
   if (axis_kind(outermost.arg_int()) != AxisKind::Loop) return std::nullopt;
   bool in_reduction = false, several_passes = false;
+  int64_t passes = 1;
   for (const UOp* loop : open_loops.subspan(1)) {
     if (axis_kind(loop->arg_int()) == AxisKind::Reduce) {
       in_reduction = true;
@@ -33,8 +34,13 @@ std::optional<int64_t> next_tile_prefetch_offset(const UOp& load, std::span<cons
       return std::nullopt;  // the load moves with an inner output loop too: not one strip per tile
     } else {
       several_passes = true;
+      // A symbolic loop (rows of a symbolic sequence) counts as one pass: its extent is unknown here.
+      if (loop->src(0)->is_const()) passes *= static_cast<int64_t>(loop->src(0)->const_int());
     }
   }
+  // Every pass issues the prefetches, and only the first needs them: over many passes they cost
+  // more issue slots than the first pass's wait (a 1024³ matmul's 128 passes per column strip).
+  if (passes > kMaxPrefetchPasses) return std::nullopt;
   // A matrix-vector product reads each strip once: it streams, and the hardware prefetchers keep up
   // with a stream (AlexNet's and VGG-19's classifiers ran 8-15 % slower with the prefetches).
   if (!in_reduction || !several_passes) return std::nullopt;
