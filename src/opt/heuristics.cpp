@@ -566,37 +566,53 @@ bool divided_in_reduction(const UOpPtr& kernel, int64_t axis) {
   return false;
 }
 
-// A transposing copy (no reduction; stores contiguous along the innermost loop, a load strided
-// along it and contiguous along another output loop) runs that other loop innermost: the loads
-// then walk their lines in order and the stores are spread instead, which the store buffer absorbs.
-// Read in store order, each load of a (C, H·W) → (H·W, C) transpose touched a new line and a
-// row's lines did not stay in L1 (the channels-last copy of 1024×14×14, one thread, Zen 3:
-// 150 -> 70 µs, as `kiln tune` had found). A load that steps by 2-4 along the other loop (the
-// channels-last copy of every other pixel that a stride-2 1x1 conv reads) still walks its lines
-// in order: ResNet-50's 256×56×56 → 28×28×256, one thread, AVX-512: 0.29-0.32 -> 0.15-0.17 ms.
+// A transposing copy (stores contiguous along the innermost loop, a load strided along it and
+// contiguous along another output loop) runs that other loop innermost: the loads then walk their
+// lines in order and the stores are spread instead, which the store buffer absorbs. Read in store
+// order, each load of a (C, H·W) → (H·W, C) transpose touched a new line and a row's lines did not
+// stay in L1 (the channels-last copy of 1024×14×14, one thread, Zen 3: 150 -> 70 µs, as `kiln
+// tune` had found). A load that steps by 2-4 along the other loop (the channels-last copy of every
+// other pixel that a stride-2 1x1 conv reads) still walks its lines in order: ResNet-50's
+// 256×56×56 → 28×28×256, one thread, AVX-512: 0.29-0.32 -> 0.15-0.17 ms.
+// A pooling window of up to kPoolWindow taps per axis reads like such a copy: VGG-19's 2x2 max
+// pools store into the next conv's channels-last padded input, and with a vector of 16 channels
+// each lane's loads were a whole 224×224 plane apart (16 pages per load, 3.3 GB/s): 224×224×64,
+// AVX-512 Xeon, 4.9 -> 2.1 ms at one thread and 2.5 -> 1.2 at two in the model (VGG-19 2 % and 1 %
+// faster). Another load must not move along the other
+// loop (a bias per channel): it is read once per inner loop.
+constexpr int64_t kPoolWindow = 4;
 std::vector<Opt> transpose_opts(const UOpPtr& kernel) {
   std::vector<const UOp*> outputs;
   for (const UOp* range : tunable_ranges(kernel)) {
-    if (axis_kind(range->arg_int()) != AxisKind::Loop) return {};  // a reduction, or optimised already
+    AxisKind kind = axis_kind(range->arg_int());
+    if (kind == AxisKind::Reduce && range->src(0)->is_const() && extent_of(range) <= kPoolWindow) continue;
+    if (kind != AxisKind::Loop) return {};  // a longer reduction, or optimised already
     outputs.push_back(range);
   }
   if (outputs.size() < 2) return {};
   const UOp* inner = *std::max_element(outputs.begin(), outputs.end(),
                                        [](const UOp* a, const UOp* b) { return a->arg_int() < b->arg_int(); });
   if (store_stride(kernel, inner) != 1) return {};
-  std::vector<Access> accesses = global_accesses(kernel);
-  // A copy: one load. With other loads contiguous along the inner loop, the swap would spread them.
-  if (std::count_if(accesses.begin(), accesses.end(), [](const Access& a) { return !a.is_store; }) != 1) return {};
-  for (const Access& access : accesses) {
-    if (access.is_store) continue;
-    std::optional<int64_t> along_inner = index_stride(access.index, inner);
+  std::vector<Access> loads = global_accesses(kernel);
+  loads.erase(std::remove_if(loads.begin(), loads.end(), [](const Access& a) { return a.is_store; }), loads.end());
+  // The transposed load: strided along the inner loop.
+  const Access* transposed = nullptr;
+  for (const Access& load : loads) {
+    std::optional<int64_t> along_inner = index_stride(load.index, inner);
     if (!along_inner || *along_inner == 0 || *along_inner == 1) continue;
-    for (const UOp* other : outputs)
-      if (other != inner && extent_of(other) >= 4) {
-        std::optional<int64_t> along_other = index_stride(access.index, other);
-        if (along_other && *along_other >= 1 && *along_other <= max_gather_stride)
-          return {{OptOp::Swap, other->arg_int(), inner->arg_int()}};
-      }
+    if (transposed != nullptr) return {};
+    transposed = &load;
+  }
+  if (transposed == nullptr) return {};
+  for (const UOp* other : outputs) {
+    if (other == inner || extent_of(other) < 4) continue;
+    std::optional<int64_t> along_other = index_stride(transposed->index, other);
+    if (!along_other || *along_other < 1 || *along_other > max_gather_stride) continue;
+    // With another load moving along `other` too, the swap would spread it.
+    bool others_still = std::all_of(loads.begin(), loads.end(), [&](const Access& load) {
+      return &load == transposed || index_stride(load.index, other) == 0;
+    });
+    if (others_still) return {{OptOp::Swap, other->arg_int(), inner->arg_int()}};
   }
   return {};
 }

@@ -831,6 +831,16 @@ TEST_CASE("the heuristics: a transposing copy swaps its loops; a matrix-vector p
       hand_coded_opts(only_kernel(contiguous(f32({24, 80}, 6).slice(1, 0, 79, 2).transpose())), caps);
   REQUIRE(strided.size() == 1);
   CHECK(strided[0].op == OptOp::Swap);
+  // A 2x2 max pool of a (1, 32, 32, 32) image plus a bias per channel, stored channels-last (VGG-19's
+  // pools store into the next conv's channels-last input): the window is read like a copy, and the
+  // bias does not move along the image row that becomes the inner loop.
+  Tensor image = f32({1, 32, 32, 32}, 7) + f32({32}, 8).reshape({1, 32, 1, 1});
+  PoolOptions window{{2, 2}, {}, {}, {}, false, false};
+  Schedule pooled = create_schedule({contiguous(image.max_pool(window).permute({0, 2, 3, 1})).data().node});
+  REQUIRE(pooled.kernels.size() == 1);
+  std::vector<Opt> pool = hand_coded_opts(pooled.kernels[0].ast, caps);
+  REQUIRE(pool.size() == 1);
+  CHECK(pool[0].op == OptOp::Swap);
   // A second load that is contiguous along the stores (a + b.T) keeps the store order.
   std::vector<Opt> sum = hand_coded_opts(only_kernel(f32({40, 24}, 2) + f32({24, 40}, 3).transpose()), caps);
   CHECK(std::none_of(sum.begin(), sum.end(), [](const Opt& opt) { return opt.op == OptOp::Swap; }));
