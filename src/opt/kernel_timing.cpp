@@ -31,8 +31,8 @@ void KernelTimer::run_once(KernelFunction function, const ScheduledKernel& kerne
   }
   // As the plan runner splits a run with an explicit thread count: at most one chunk per thread,
   // none shorter than the kernel's minimum chunk.
-  int64_t minimum_chunk = std::max<int64_t>(kernel_minimum_chunk(kernel), (extent + threads - 1) / threads);
-  pool_.parallel_for(extent, [&](int64_t begin, int64_t end) { function(arguments, begin, end); }, minimum_chunk);
+  pool_.parallel_for(extent, [&](int64_t begin, int64_t end) { function(arguments, begin, end); },
+                     kernel_minimum_chunk(kernel), threads);
 }
 
 double KernelTimer::time(KernelFunction function, const ScheduledKernel& kernel, const KernelArguments& arguments,

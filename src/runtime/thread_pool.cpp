@@ -201,10 +201,11 @@ void ThreadPool::worker_main(size_t index, uint64_t seen) {
 }
 
 void ThreadPool::parallel_for(int64_t count, FunctionRef<void(int64_t, int64_t)> body,
-                              int64_t min_chunk) {
+                              int64_t min_chunk, int64_t max_chunks) {
   if (count <= 0) return;
   min_chunk = std::max<int64_t>(min_chunk, 1);
   int64_t chunk_count = std::min(count / min_chunk, thread_count() * kChunksPerThread);
+  if (max_chunks > 0) chunk_count = std::min(chunk_count, max_chunks);
   bool nested = body_depth > 0;
   bool forked = fork_generation.load(std::memory_order_relaxed) != created_in_fork_generation_;
   if (chunk_count <= 1 || workers_.empty() || nested || forked) {

@@ -56,6 +56,36 @@ TEST_SUITE("runtime") {
     }
   }
 
+  TEST_CASE("parallel_for with max_chunks: an odd count limited to 2 threads still splits in two") {
+    // A run limited to T threads used to ask for min_chunk = ceil(count / T): 49 iterations at T = 2
+    // became one chunk of 49 (no chunk may be shorter than 25), and ran on one thread.
+    ThreadPool pool(4);
+    for (int64_t count : {3, 49, 101, 4097}) {
+      for (int64_t limit : {2, 3}) {
+        std::atomic<int64_t> chunks{0}, covered{0}, shortest{count};
+        pool.parallel_for(
+            count,
+            [&](int64_t begin, int64_t end) {
+              chunks.fetch_add(1);
+              covered.fetch_add(end - begin);
+              int64_t seen = shortest.load();
+              while (end - begin < seen && !shortest.compare_exchange_weak(seen, end - begin)) {
+              }
+            },
+            1, limit);
+        INFO("count ", count, " max_chunks ", limit);
+        CHECK(chunks.load() == std::min(count, limit));
+        CHECK(covered.load() == count);
+        CHECK(shortest.load() >= count / limit);  // as even as the count allows
+      }
+    }
+    // min_chunk still holds under the cap: 10 iterations, chunks of at least 4, at most 3 chunks.
+    check_exact_cover(pool, 10, 4);
+    std::atomic<int64_t> chunks{0};
+    pool.parallel_for(10, [&](int64_t, int64_t) { chunks.fetch_add(1); }, 4, 3);
+    CHECK(chunks.load() == 2);
+  }
+
   TEST_CASE("parallel_for with count <= 0 calls nothing") {
     ThreadPool pool(4);
     int calls = 0;

@@ -585,8 +585,7 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
       return;
     }
     // thread_count T > 1 caps the chunks at T, so at most T threads get work.
-    if (settings.thread_count > 1)
-      minimum_chunk = std::max(minimum_chunk, (extent + settings.thread_count - 1) / settings.thread_count);
+    int64_t max_chunks = settings.thread_count > 1 ? settings.thread_count : 0;
     pool->parallel_for(
         extent,
         [&](int64_t begin, int64_t end) {
@@ -594,7 +593,7 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
           if (tracer == nullptr) function(args, begin, end);
           else run_traced_chunk(*tracer, kernel, function, args, begin, end);
         },
-        minimum_chunk);
+        minimum_chunk, max_chunks);
   };
   for (size_t k = 0; k < launches_.size(); ++k) {
     if (cancelled(cancel)) throw_cancelled(k, launches_.size());
