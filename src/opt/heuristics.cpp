@@ -577,9 +577,9 @@ bool divided_in_reduction(const UOpPtr& kernel, int64_t axis) {
 // A pooling window of up to kPoolWindow taps per axis reads like such a copy: VGG-19's 2x2 max
 // pools store into the next conv's channels-last padded input, and with a vector of 16 channels
 // each lane's loads were a whole 224×224 plane apart (16 pages per load, 3.3 GB/s): 224×224×64,
-// AVX-512 Xeon, 4.9 -> 2.1 ms at one thread and 2.5 -> 1.2 at two in the model (VGG-19 2 % and 1 %
-// faster). Another load must not move along the other
-// loop (a bias per channel): it is read once per inner loop.
+// AVX-512 Xeon, 4.9 -> 2.1 ms at one thread and 2.5 -> 1.2 at two in the model (VGG-19 2 % and
+// 1 % faster). Another load must not move along the other loop (a bias per channel is read once
+// per inner loop); one that does would be spread by the swap.
 constexpr int64_t kPoolWindow = 4;
 std::vector<Opt> transpose_opts(const UOpPtr& kernel) {
   std::vector<const UOp*> outputs;

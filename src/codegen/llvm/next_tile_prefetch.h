@@ -30,8 +30,9 @@ constexpr int64_t kMaxPrefetchPasses = 32;
 // iteration of the outermost loop), when the load qualifies: a vector load from a global input buffer
 // inside a reduce loop, whose index steps by a constant along the outermost open loop (constant_step:
 // at least kMinPrefetchStrideBytes, at most a quarter of the L2) and is independent of every other
-// open output loop, which must exist (several passes per tile, at most kMaxPrefetchPasses). `open_loops` are the RANGEs
-// enclosing the load, outermost first. Set KILN_PREFETCH=0 to turn this off.
+// open output loop, which must exist (several passes per tile, at most kMaxPrefetchPasses).
+// `open_loops` are the RANGEs enclosing the load, outermost first. Set KILN_PREFETCH=0 to turn
+// this off.
 std::optional<int64_t> next_tile_prefetch_offset(const UOp& load, std::span<const UOp* const> open_loops,
                                                  int64_t l2_bytes);
 
