@@ -27,12 +27,24 @@ import sys
 
 
 def load(path):
-    with open(path) as f:
-        data = json.load(f)
-    events = data["traceEvents"] if isinstance(data, dict) else data
+    """The trace's events and its run count; exits with a message naming what is wrong otherwise."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as error:
+        sys.exit(f"{path}: cannot read it: {error.strerror}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        sys.exit(f"{path}: not JSON ({error}); expected a `kiln bench --trace` file")
+    events = data.get("traceEvents") if isinstance(data, dict) else data
+    if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+        sys.exit(f"{path}: no list of trace events; expected a `kiln bench --trace` file")
     runs = [e for e in events if e.get("cat") == "run"]
     if not runs:
         sys.exit(f"{path}: no 'run' events; is this a `kiln bench --trace` file?")
+    for e in events:
+        if e.get("cat") in ("kernel", "chunk") and not all(key in e.get("args", {}) for key in ("iteration", "kernel")):
+            sys.exit(f"{path}: a '{e.get('cat')}' event without args.iteration and args.kernel; "
+                     "expected a `kiln bench --trace` file")
     return events, len(runs)
 
 

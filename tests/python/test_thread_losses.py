@@ -1,7 +1,9 @@
 """bench/thread_losses.py: its arithmetic on a hand-made trace whose losses are known, then a run on a
 real two-thread trace from `kiln bench --trace` (ONNX's test_matmul_2d from Debian's libonnx-testdata):
 the kernels' wall time is the sum of busiest-thread time and overhead, and busy time is at least
-the busiest thread's. Needs only the system python3.
+the busiest thread's. Files that are not kiln traces (not JSON, no runs, events without their args,
+absent) are refused with a message naming the file, never a traceback. Needs only the system
+python3.
 
 usage: test_thread_losses.py --source-root DIR --kiln KILN_CLI [--python IGNORED]
 """
@@ -57,6 +59,21 @@ with tempfile.TemporaryDirectory() as work:
     check("inflation +12" in shown.stdout, f"inflation = busy 100 - one-thread busy 88 = +12:\n{shown.stdout}")
     refused = subprocess.run([sys.executable, script, hand_made, hand_made], capture_output=True, text=True)
     check(refused.returncode != 0 and "one thread" in refused.stderr, "a second trace of two threads is refused")
+    # Files that are not kiln traces: a clear message naming the file, no traceback.
+    bad_inputs = {"not_json.json": "{ not json", "no_runs.json": json.dumps({"traceEvents": []}),
+                  "no_args.json": json.dumps({"traceEvents": [{"cat": "run", "dur": 1, "ts": 0},
+                                                              {"cat": "kernel", "name": "k", "dur": 1, "ts": 0}]}),
+                  "a_number.json": "42"}
+    for name, text in bad_inputs.items():
+        path = os.path.join(work, name)
+        with open(path, "w") as f:
+            f.write(text)
+        bad = subprocess.run([sys.executable, script, path], capture_output=True, text=True)
+        check(bad.returncode != 0 and name in bad.stderr and "Traceback" not in bad.stderr,
+              f"{name}: refused with a message naming the file: {bad.stderr.strip()}")
+    missing = subprocess.run([sys.executable, script, os.path.join(work, "absent.json")], capture_output=True, text=True)
+    check(missing.returncode != 0 and "cannot read" in missing.stderr and "Traceback" not in missing.stderr,
+          f"an absent file: {missing.stderr.strip()}")
 
     model = "/usr/share/libonnx-testdata/data/node/test_matmul_2d/model.onnx"
     if not os.path.isfile(model):
