@@ -1,8 +1,7 @@
-// ThreadPool: a job is announced in one cache line; chunk i goes to thread i up front (the caller
-// takes chunk 0), the rest are claimed from a shared counter; each worker reports on a cache line
-// of its own, and the caller takes over the chunk of any worker that has not claimed it when the
-// caller runs out of work. Workers spin briefly between jobs (a plan runs many short kernels back
-// to back) and then sleep on a futex.
+// ThreadPool: a job is announced in one cache line; chunk i goes to thread i (the caller takes chunk
+// 0), one chunk per thread; each worker reports on a cache line of its own, and the caller takes over
+// the chunk of any worker that has not claimed it when the caller finishes its own. Workers spin
+// briefly between jobs (a plan runs many short kernels back to back) and then sleep on a futex.
 //
 // Why this shape: a job handed over between cores costs one cache-line transfer per shared line
 // touched on the way. The first design (one job record on the caller's stack, a shared chunk
@@ -10,6 +9,14 @@
 // transfers per job: 2.7 µs above the ideal for two chunks of 2.2 µs of work on the AVX-512 VM,
 // against 0.4 µs for a bare one-line handoff. That cost every kernel launch of a plan at two
 // threads (MobileNetV2 runs 99, YOLOX 324).
+//
+// Why one chunk per thread, in order: thread i always computes the i-th part of every kernel's
+// parallel axis, so a kernel split the same way as the one before it (rows of an image, rows of a
+// matrix) reads what the same core just wrote, from its own L2. Until 2026-11-28 each thread took
+// one chunk up front and then four per thread in all were claimed from a shared counter: which core
+// computed which part changed from kernel to kernel and from run to run, and every claim moved the
+// counter's line between the cores. At two threads on the AVX-512 VM one chunk per thread was
+// faster on 14 of 15 models (geomean 0.950x; YOLOX 0.93x, ShuffleNet 0.89x); bench/README.md.
 #include "runtime/thread_pool.h"
 
 #include <pthread.h>
@@ -24,10 +31,6 @@
 namespace kiln {
 
 namespace {
-
-// Chunks per participating thread: enough that a slow or late thread costs little, few enough that
-// the per-chunk call overhead stays negligible next to a kernel's inner loops.
-constexpr int64_t kChunksPerThread = 4;
 
 // How long a waiting thread spins before it blocks. Long enough to cover the gap between two kernels
 // of one plan, short enough not to burn a core when the pool goes idle.
@@ -93,7 +96,7 @@ namespace {
 
 constexpr int kGenerationShift = 16;  // job_word = generation << 16 | chunk count
 constexpr uint64_t kChunkCountMask = (uint64_t{1} << kGenerationShift) - 1;
-static_assert(kMaxThreads * kChunksPerThread <= static_cast<long>(kChunkCountMask), "chunk counts fit the job word");
+static_assert(kMaxThreads <= static_cast<long>(kChunkCountMask), "chunk counts fit the job word");
 
 uint64_t generation_of(uint64_t job_word) { return job_word >> kGenerationShift; }
 uint32_t chunk_count_of(uint64_t job_word) { return static_cast<uint32_t>(job_word & kChunkCountMask); }
@@ -157,16 +160,6 @@ void ThreadPool::run_chunk(uint32_t chunk) {
   }
 }
 
-void ThreadPool::run_shared_chunks() {
-  uint32_t chunk_count = announcement_.chunk_count;
-  if (next_chunk_.load(std::memory_order_relaxed) >= chunk_count) return;  // no RMW when none are left
-  for (;;) {
-    uint32_t chunk = next_chunk_.fetch_add(1, std::memory_order_relaxed);
-    if (chunk >= chunk_count) return;
-    run_chunk(chunk);
-  }
-}
-
 void ThreadPool::worker_main(size_t index, uint64_t seen) {
   WorkerSlot& slot = slots_[index];
   const auto own_chunk = static_cast<uint32_t>(index + 1);
@@ -183,7 +176,7 @@ void ThreadPool::worker_main(size_t index, uint64_t seen) {
     if (stopping_.load(std::memory_order_acquire)) return;
     uint64_t generation = generation_of(seen);
     if (own_chunk >= chunk_count_of(seen)) continue;  // no chunk for this worker in this job
-    // Claim the up-front chunk, unless the caller took it over (it then set `claimed` to this
+    // Claim the chunk, unless the caller took it over (it then set `claimed` to this
     // generation). Winning the claim also keeps the job alive: the caller waits for `finished`.
     uint64_t claimed = slot.claimed.load(std::memory_order_relaxed);
     if (claimed >= 2 * generation ||
@@ -192,7 +185,6 @@ void ThreadPool::worker_main(size_t index, uint64_t seen) {
     {
       BodyScope scope;
       run_chunk(own_chunk);
-      run_shared_chunks();
     }
     // Release: the chunks' writes (and error_) become visible to the caller that sees it.
     slot.finished.store(generation, std::memory_order_release);
@@ -204,7 +196,7 @@ void ThreadPool::parallel_for(int64_t count, FunctionRef<void(int64_t, int64_t)>
                               int64_t min_chunk, int64_t max_chunks) {
   if (count <= 0) return;
   min_chunk = std::max<int64_t>(min_chunk, 1);
-  int64_t chunk_count = std::min(count / min_chunk, thread_count() * kChunksPerThread);
+  int64_t chunk_count = std::min<int64_t>(count / min_chunk, thread_count());
   if (max_chunks > 0) chunk_count = std::min(chunk_count, max_chunks);
   bool nested = body_depth > 0;
   bool forked = fork_generation.load(std::memory_order_relaxed) != created_in_fork_generation_;
@@ -215,11 +207,9 @@ void ThreadPool::parallel_for(int64_t count, FunctionRef<void(int64_t, int64_t)>
 
   std::lock_guard turn(submit_mutex_);
   auto chunks = static_cast<uint32_t>(chunk_count);
-  auto up_front = static_cast<uint32_t>(std::min<int64_t>(chunk_count, thread_count()));
   announcement_.body = &body;
   announcement_.count = count;
   announcement_.chunk_count = chunks;
-  next_chunk_.store(up_front, std::memory_order_relaxed);
   failed_.store(false, std::memory_order_relaxed);
   error_ = nullptr;
   uint64_t generation = generation_of(announcement_.job_word.load(std::memory_order_relaxed)) + 1;
@@ -231,10 +221,9 @@ void ThreadPool::parallel_for(int64_t count, FunctionRef<void(int64_t, int64_t)>
   {
     BodyScope scope;
     run_chunk(0);
-    run_shared_chunks();
     // Workers that have not claimed their chunk yet (asleep, or slower than this thread's share)
     // lose it to the caller.
-    for (uint32_t chunk = 1; chunk < up_front; ++chunk) {
+    for (uint32_t chunk = 1; chunk < chunks; ++chunk) {
       WorkerSlot& slot = slots_[chunk - 1];
       if (slot.finished.load(std::memory_order_acquire) == generation) continue;
       uint64_t claimed = slot.claimed.load(std::memory_order_relaxed);
@@ -244,7 +233,7 @@ void ThreadPool::parallel_for(int64_t count, FunctionRef<void(int64_t, int64_t)>
     }
   }
   // Wait for the workers that did claim theirs (acquire: their writes are visible after).
-  for (uint32_t chunk = 1; chunk < up_front; ++chunk) {
+  for (uint32_t chunk = 1; chunk < chunks; ++chunk) {
     WorkerSlot& slot = slots_[chunk - 1];
     if (slot.claimed.load(std::memory_order_relaxed) != 2 * generation) continue;  // taken over, or done
     auto done = [&] { return slot.finished.load(std::memory_order_acquire) == generation; };

@@ -1,5 +1,6 @@
-// The CPU thread pool that runs a kernel's parallel axis: parallel_for splits [0, count) into
-// contiguous chunks, hands them to the workers and the calling thread, and returns when all are done.
+// The CPU thread pool that runs a kernel's parallel axis: parallel_for splits [0, count) into one
+// contiguous chunk per thread, chunk i to thread i (the caller is thread 0), and returns when all
+// are done.
 // CPU kernels are called as fn(buffers, begin, end) over one chunk each.
 #pragma once
 
@@ -33,8 +34,9 @@ class ThreadPool {
   int thread_count() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Calls body(begin, end) on disjoint contiguous chunks that together cover [0, count) exactly once,
-  // each chunk at least `min_chunk` long (except when count itself is shorter), and returns when all
-  // calls have returned. The first exception thrown by a body is rethrown here, after every chunk
+  // each chunk at least `min_chunk` long (except when count itself is shorter), at most one per
+  // thread and in order (chunk i on thread i unless the caller takes it over from a worker that has
+  // not started), and returns when all calls have returned. The first exception thrown by a body is rethrown here, after every chunk
   // already started has finished; chunks not yet started are then skipped.
   // Runs body(0, count) inline when there is only one chunk, when the pool has one thread, when it is
   // called from inside a body (of any pool: nested calls never wait for workers, so they cannot
@@ -55,8 +57,6 @@ class ThreadPool {
   void worker_main(size_t index, uint64_t start_word);
   // Runs chunk `chunk` of the current job, recording the first exception instead of throwing.
   void run_chunk(uint32_t chunk);
-  // Runs the current job's chunks past the ones handed out up front, claimed one at a time.
-  void run_shared_chunks();
 
   std::vector<std::thread> workers_;
   std::unique_ptr<WorkerSlot[]> slots_;  // one per worker: slots_[i] belongs to workers_[i]
@@ -73,8 +73,6 @@ class ThreadPool {
     int64_t count = 0;
     uint32_t chunk_count = 0;
   } announcement_;
-  // The next chunk past those handed out up front (chunk i to thread i).
-  alignas(64) std::atomic<uint32_t> next_chunk_{0};
   // Workers about to block, or blocked, on job_word: the caller wakes them only when there are any.
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> stopping_{false};

@@ -86,6 +86,28 @@ TEST_SUITE("runtime") {
     CHECK(chunks.load() == 2);
   }
 
+  TEST_CASE("one chunk per thread, the first on the caller: every call splits the same way") {
+    // Thread i computes the i-th part of each kernel's parallel axis, so a kernel split like the one
+    // before it reads what the same core wrote (thread_pool.cpp). Before, threads claimed up to four
+    // chunks each from a shared counter, in whatever order they got there.
+    ThreadPool pool(4);
+    std::thread::id caller = std::this_thread::get_id();
+    for (int call = 0; call < 3; ++call) {
+      std::mutex mutex;
+      std::vector<std::pair<int64_t, int64_t>> chunks;
+      bool first_on_caller = false;
+      pool.parallel_for(1002, [&](int64_t begin, int64_t end) {
+        std::lock_guard lock(mutex);
+        chunks.emplace_back(begin, end);
+        if (begin == 0) first_on_caller = std::this_thread::get_id() == caller;
+      });
+      std::sort(chunks.begin(), chunks.end());
+      std::vector<std::pair<int64_t, int64_t>> expected{{0, 251}, {251, 502}, {502, 752}, {752, 1002}};
+      CHECK(chunks == expected);
+      CHECK(first_on_caller);
+    }
+  }
+
   TEST_CASE("parallel_for with count <= 0 calls nothing") {
     ThreadPool pool(4);
     int calls = 0;
