@@ -835,10 +835,11 @@ std::vector<Opt> with_parallel_axis(const UOpPtr& kernel, std::vector<Opt> opts)
 // and ZFNet's 7 MB 3x3s ran 3-4 % slower with them).
 //
 // "Rows" are found from the accesses: inside the reduction the activation load depends on more
-// output loops than any other load, and its own loops (those no weight load depends on) are the
-// pixel axes; rows are the one with the largest stride in the output. B is the largest power of two
-// up to kRowBlocks that divides the rows (2 for 14, 4 for 28, 8 for 56 and 112), so 2 or 4 threads
-// split every blocked kernel of a chain at the same rows. KILN_ROW_BLOCKS=0 turns this off, for
+// output loops than any other load (or, on as many, is larger), and its own loops (those no weight
+// load depends on) are the pixel axes; rows are the one with the largest stride in the output. B is
+// the largest power of two up to kRowBlocks that divides the rows (2 for 14, 4 for 28, 8 for 56 and
+// 112), so 2 or 4 threads split every blocked kernel of a chain at the same rows; an odd extent
+// gets 2. KILN_ROW_BLOCKS=0 turns this off, for
 // comparisons.
 constexpr int64_t kRowBlocks = 8;
 
@@ -857,6 +858,7 @@ std::optional<std::vector<Opt>> with_row_blocks(const UOpPtr& kernel, const std:
   struct Read {
     const UOp* index;
     std::vector<const UOp*> loops;  // the output loops it depends on
+    int64_t bytes = 0;              // its footprint (at most)
   };
   const UOp* store = nullptr;
   std::vector<Read> reads;  // the loads inside the reduction
@@ -865,22 +867,28 @@ std::optional<std::vector<Opt>> with_row_blocks(const UOpPtr& kernel, const std:
       if (store != nullptr) return std::nullopt;
       store = access.index;
     } else if (access.in_reduction) {
-      Read read{access.index, {}};
+      Read read{access.index, {}, 0};
       for (const UOp* loop : loops)
         if (depends_on(access.index, loop)) read.loops.push_back(loop);
       reads.push_back(std::move(read));
     }
   }
   if (store == nullptr || reads.size() < 2) return std::nullopt;
-  std::stable_sort(reads.begin(), reads.end(), [](const Read& a, const Read& b) { return a.loops.size() > b.loops.size(); });
-  if (reads[0].loops.size() <= reads[1].loops.size()) return std::nullopt;  // a matmul: no activation load
-  int64_t weight_bytes = 0;
-  for (size_t i = 1; i < reads.size(); ++i) {
-    int64_t elements = 1;
+  for (Read& read : reads) {
+    read.bytes = read.index->src(0)->dtype().base().scalar_bytes();
     for (const UOp* range : ranges)
-      if (range->src(0)->is_const() && depends_on(reads[i].index, range)) elements *= extent_of(range);
-    weight_bytes += elements * reads[i].index->src(0)->dtype().base().scalar_bytes();
+      if (range->src(0)->is_const() && depends_on(read.index, range)) read.bytes *= extent_of(range);
   }
+  // The activation: the load on the most output loops, of two on equally many (a 1x1 conv whose
+  // pixels are merged into one loop is a matrix product) the larger. When that is the weight, its
+  // own loop is the filters, axis 0 already, and nothing changes.
+  std::stable_sort(reads.begin(), reads.end(), [](const Read& a, const Read& b) {
+    if (a.loops.size() != b.loops.size()) return a.loops.size() > b.loops.size();
+    return a.bytes > b.bytes;
+  });
+  if (reads[0].loops.size() == reads[1].loops.size() && reads[0].bytes == reads[1].bytes) return std::nullopt;
+  int64_t weight_bytes = 0;
+  for (size_t i = 1; i < reads.size(); ++i) weight_bytes += reads[i].bytes;
   if (weight_bytes > caps.l2_bytes / 4) return std::nullopt;
   const UOp* rows = nullptr;
   int64_t rows_stride = 0;
@@ -901,13 +909,16 @@ std::optional<std::vector<Opt>> with_row_blocks(const UOpPtr& kernel, const std:
   if (std::find(reads[0].loops.begin(), reads[0].loops.end(), *axis_0) != reads[0].loops.end()) return std::nullopt;
   int64_t extent = extent_of(rows), blocks = 1;
   while (blocks < kRowBlocks && extent % (2 * blocks) == 0) blocks *= 2;
+  // An odd extent of 8 or more (YOLOX's 26×26 pixels, merged and unrolled by 4: 169) gets two
+  // blocks, the second one iteration short (SPLIT pads it: one row computed twice, stored once).
+  if (blocks < 2 && extent >= 8) blocks = 2;
   if (blocks < 2) return std::nullopt;
   // SPLIT makes the rows' id the block loop and a new innermost loop the rows inside a block; the
   // first SWAP puts the rows back where they were, the second makes the blocks axis 0, and MERGE
   // folds the old axis 0 (now innermost) into it, blocks outermost.
   int64_t axis = rows->arg_int();
   std::vector<Opt> blocked = opts;
-  blocked.push_back({OptOp::Split, axis, extent / blocks});
+  blocked.push_back({OptOp::Split, axis, (extent + blocks - 1) / blocks});
   try {
     UOpPtr split = apply_opts(kernel, blocked);
     int64_t inner = 0;

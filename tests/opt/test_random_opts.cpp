@@ -837,7 +837,13 @@ TEST_CASE("the heuristics: a conv split by filters gets pixel-row blocks as axis
   UOpPtr offset = simplify(substitute(store->src(0)->src(1), at_half));
   REQUIRE(offset->is_const());
   CHECK(offset->const_int() == 7 * 14);
-  // A matmul has no activation load of its own to find rows in; ZFNet's 3x3 384 -> 512 at 12×12
+  // YOLOX's 1x1 64 -> 64 at 26×26: its pixels merge into one loop, so input and weight each depend
+  // on one output loop (the input, 173 KB against 16 KB, is the activation), and after a tile of 4
+  // pixels the 169 left are odd: two blocks, the second one short.
+  std::vector<Opt> merged = hand_coded_opts(last_kernel(f32({1, 64, 26, 26}, 59).conv(f32({64, 64, 1, 1}, 60), f32({64}, 61))), caps);
+  CHECK(has_split(merged));
+  // A matmul whose weight is the larger operand (128 KB against 32 KB) is left as it is: the
+  // weight's own loop, its columns, is the one the threads split already. ZFNet's 3x3 384 -> 512 at 12×12
   // (7 MB of weights, read once per block) keeps its filter tiles outermost.
   CHECK_FALSE(has_split(hand_coded_opts(last_kernel(f32({64, 128}, 54).matmul(f32({128, 256}, 55))), caps)));
   ConvOptions same;
