@@ -956,6 +956,12 @@ std::vector<Opt> tile_opts_of(const UOpPtr& kernel, const TargetCaps& caps) {
 
 }  // namespace
 
+std::vector<Opt> with_thread_row_blocks(const UOpPtr& kernel, std::vector<Opt> opts, const TargetCaps& caps) {
+  if (caps.output_grid || opts.empty() || env_integer("KILN_ROW_BLOCKS", 1) == 0) return opts;
+  if (std::optional<std::vector<Opt>> blocked = with_row_blocks(kernel, opts, caps)) return *blocked;
+  return opts;
+}
+
 std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // These heuristics size tiles for a CPU's registers, caches and thread pool. A GPU target lays
   // its kernels out as a launch grid instead (opt/gpu_grid.h); a CPU loop SWAP there left ResNet-50's

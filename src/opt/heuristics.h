@@ -35,6 +35,10 @@ std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps);
 
 // optimize_schedule (optimize_schedule.h) applies these, or a tuning database's, to a schedule.
 
+// `opts` (a tuning database's entry) with row blocks as axis 0 where the heuristics would add them
+// (docs/optimisation.md, heuristics step 6); `opts` unchanged otherwise, and under KILN_ROW_BLOCKS=0.
+std::vector<Opt> with_thread_row_blocks(const UOpPtr& kernel, std::vector<Opt> opts, const TargetCaps& caps);
+
 // The extent of a kernel's axis 0 (1 when it has none).
 Dim parallel_extent_of(const UOpPtr& kernel);
 

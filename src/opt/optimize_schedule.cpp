@@ -49,7 +49,9 @@ OptimizeReport optimize_schedule(Schedule& schedule, const TargetCaps& caps, con
     const TuningEntry* tuned = nullptr;
     if (enabled && options.tuning != nullptr) tuned = options.tuning->find(tuning_key(kernel.ast, options.target_id));
     if (tuned != nullptr) {
-      opts = tuned->opts;
+      // Which rows each thread computes is a choice across kernels (row blocks, heuristics.h), which
+      // `kiln tune` timing one kernel at a time cannot see: it is made on the entry's opts too.
+      opts = with_thread_row_blocks(kernel.ast, tuned->opts, caps);
       ++report.from_tuning;
     } else if (enabled) {
       opts = hand_coded_opts(kernel.ast, caps);

@@ -837,6 +837,11 @@ TEST_CASE("the heuristics: a conv split by filters gets pixel-row blocks as axis
   UOpPtr offset = simplify(substitute(store->src(0)->src(1), at_half));
   REQUIRE(offset->is_const());
   CHECK(offset->const_int() == 7 * 14);
+  // A tuning database's entry made before row blocks (the tiles alone) gets the same blocks when
+  // compiled (optimize_schedule), and an entry that has them is left as it is.
+  std::vector<Opt> tiles(opts.begin(), std::find_if(opts.begin(), opts.end(), [](const Opt& opt) { return opt.op == OptOp::Split; }));
+  CHECK(with_thread_row_blocks(conv, tiles, caps) == opts);
+  CHECK(with_thread_row_blocks(conv, opts, caps) == opts);
   // YOLOX's 1x1 64 -> 64 at 26×26: its pixels merge into one loop, so input and weight each depend
   // on one output loop (the input, 173 KB against 16 KB, is the activation), and after a tile of 4
   // pixels the 169 left are odd: two blocks, the second one short.
