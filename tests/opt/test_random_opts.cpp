@@ -768,13 +768,18 @@ TEST_CASE("the heuristics: with 32 registers the register tile takes the most ro
   }
 }
 
-TEST_CASE("the heuristics: a 1x1 conv keeps its filter tiles outermost when its weights leave L1 and its input stays in L2") {
-  // Fixed caches, whatever the host: 48 KB L1, 2 MB L2, AVX-512 lanes.
+// The host's target with fixed caches, whatever the host: 48 KB L1, 2 MB L2, AVX-512 lanes.
+TargetCaps avx512_with_fixed_caches() {
   TargetCaps caps = host_cpu_caps();
   caps.vector_bytes = 64;
   caps.vector_registers = 32;
   caps.l1_bytes = 48 << 10;
   caps.l2_bytes = 2 << 20;
+  return caps;
+}
+
+TEST_CASE("the heuristics: a 1x1 conv keeps its filter tiles outermost when its weights leave L1 and its input stays in L2") {
+  TargetCaps caps = avx512_with_fixed_caches();
   // Whether the pixel vectors end up the outermost loop: a SWAP, or the vector axis is axis 0.
   auto columns_outermost = [&](int64_t filters, int64_t channels, int64_t size) {
     Tensor conv = f32({1, channels, size, size}, 31).conv(f32({filters, channels, 1, 1}, 32), f32({filters}, 33));
@@ -796,12 +801,7 @@ TEST_CASE("the heuristics: a 1x1 conv keeps its filter tiles outermost when its 
 }
 
 TEST_CASE("the heuristics: a conv split by filters gets pixel-row blocks as axis 0 when its weights are small") {
-  // Fixed caches, whatever the host: 48 KB L1, 2 MB L2, AVX-512 lanes.
-  TargetCaps caps = host_cpu_caps();
-  caps.vector_bytes = 64;
-  caps.vector_registers = 32;
-  caps.l1_bytes = 48 << 10;
-  caps.l2_bytes = 2 << 20;
+  TargetCaps caps = avx512_with_fixed_caches();
   auto last_kernel = [](const Tensor& t) {
     Schedule schedule = create_schedule({t.data().node});
     REQUIRE(!schedule.kernels.empty());
