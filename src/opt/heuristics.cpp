@@ -839,8 +839,7 @@ std::vector<Opt> with_parallel_axis(const UOpPtr& kernel, std::vector<Opt> opts)
 // load depends on) are the pixel axes; rows are the one with the largest stride in the output. B is
 // the largest power of two up to kRowBlocks that divides the rows (2 for 14, 4 for 28, 8 for 56 and
 // 112), so 2 or 4 threads split every blocked kernel of a chain at the same rows; an odd extent
-// gets 2. KILN_ROW_BLOCKS=0 turns this off, for
-// comparisons.
+// gets 2. KILN_ROW_BLOCKS=0 turns this off, for comparisons.
 constexpr int64_t kRowBlocks = 8;
 
 std::optional<std::vector<Opt>> with_row_blocks(const UOpPtr& kernel, const std::vector<Opt>& opts,
@@ -956,9 +955,20 @@ std::vector<Opt> tile_opts_of(const UOpPtr& kernel, const TargetCaps& caps) {
 
 }  // namespace
 
+namespace {
+
+// with_row_blocks, unless KILN_ROW_BLOCKS=0, the target lays kernels out as a GPU grid, or there
+// are no tile opts to add blocks to.
+std::optional<std::vector<Opt>> row_blocks_if_enabled(const UOpPtr& kernel, const std::vector<Opt>& opts,
+                                                      const TargetCaps& caps) {
+  if (caps.output_grid || opts.empty() || env_integer("KILN_ROW_BLOCKS", 1) == 0) return std::nullopt;
+  return with_row_blocks(kernel, opts, caps);
+}
+
+}  // namespace
+
 std::vector<Opt> with_thread_row_blocks(const UOpPtr& kernel, std::vector<Opt> opts, const TargetCaps& caps) {
-  if (caps.output_grid || opts.empty() || env_integer("KILN_ROW_BLOCKS", 1) == 0) return opts;
-  if (std::optional<std::vector<Opt>> blocked = with_row_blocks(kernel, opts, caps)) return *blocked;
+  if (std::optional<std::vector<Opt>> blocked = row_blocks_if_enabled(kernel, opts, caps)) return *blocked;
   return opts;
 }
 
@@ -969,8 +979,7 @@ std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   if (caps.output_grid) return {};
   std::vector<Opt> opts = tile_opts_of(kernel, caps);
   if (opts.empty()) return opts;
-  if (env_integer("KILN_ROW_BLOCKS", 1) != 0)
-    if (std::optional<std::vector<Opt>> blocked = with_row_blocks(kernel, opts, caps)) return *blocked;
+  if (std::optional<std::vector<Opt>> blocked = row_blocks_if_enabled(kernel, opts, caps)) return *blocked;
   return with_parallel_axis(kernel, std::move(opts));
 }
 

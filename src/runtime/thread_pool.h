@@ -36,8 +36,9 @@ class ThreadPool {
   // Calls body(begin, end) on disjoint contiguous chunks that together cover [0, count) exactly once,
   // each chunk at least `min_chunk` long (except when count itself is shorter), at most one per
   // thread and in order (chunk i on thread i unless the caller takes it over from a worker that has
-  // not started), and returns when all calls have returned. The first exception thrown by a body is rethrown here, after every chunk
-  // already started has finished; chunks not yet started are then skipped.
+  // not started), and returns when all calls have returned. The first exception thrown by a body is
+  // rethrown here, after every chunk already started has finished; chunks not yet started are then
+  // skipped.
   // Runs body(0, count) inline when there is only one chunk, when the pool has one thread, when it is
   // called from inside a body (of any pool: nested calls never wait for workers, so they cannot
   // deadlock) and in a child process after fork() (the child has no workers).
