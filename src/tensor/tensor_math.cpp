@@ -74,16 +74,17 @@ Tensor sign_bit(const Tensor& x) {
 // has few enough bits that k*HI is exact and x - k*HI is exact (Sterbenz), so r carries only the
 // rounding of k*LO. 2^k is applied as two power-of-two factors so that neither overflows or goes
 // subnormal before the result does (the first product is exact, the second rounds once).
-//  - f32 (and f16/bf16, computed in f32): exp(r) on |r| <= ln2/2 as its Taylor polynomial of degree
-//    7 (truncation error 2^-27.6 relative) and 2^k1, 2^k2 assembled from exponent bits: about 30
-//    operations. The earlier form, exp2(r*log2 e) * exp2(k1) * exp2(k2) with three full exp2
-//    kernels, took ~130, and made YOLOX's SiLU epilogues compute-bound.
+//  - f32 (and f16/bf16, computed in f32): exp(r) on |r| <= ln2/2 as a degree-6 minimax polynomial
+//    (2^-28.3 relative; below) and 2^k1, 2^k2 assembled from exponent bits: about 25 operations.
+//    The earlier form, exp2(r*log2 e) * exp2(k1) * exp2(k2) with three full exp2 kernels, took
+//    ~130, and made YOLOX's SiLU epilogues compute-bound. Those kernels still are: each op less is
+//    a few per cent of them.
 //  - f64: exp2(r*log2 e) (|r*log2 e| <= 1/2 loses only ~0.35 ulp) times exp2 of the two halves of k.
 // Measured: f32 <= 3 ulp, f64 <= 3 ulp (see the tolerance table in the tests).
 // ExpArgument::NonPositive: the caller knows x <= 0 or NaN (the sigmoid's exp(-|x|)). In f32 the
-// upper clamp then goes, and 2^k is one factor 2^(k+32), normal for every k >= -158, times 2^-32,
-// which rounds once as the two halves did (k = -159 gives the bits of 0, where the result rounds
-// to 0 anyway): 5 of the kernel's ~30 operations.
+// upper clamp then goes, and 2^k is one factor 2^(k+32), normal for every k >= -158, times 2^-32
+// (folded into the polynomial's coefficients), which rounds once as the two halves did (k = -159
+// gives the bits of 0, where the result rounds to 0 anyway): 6 of the kernel's ~25 operations.
 enum class ExpArgument { Any, NonPositive };
 
 Tensor exp_kernel_with(const Tensor& x, ExpArgument argument) {
@@ -498,10 +499,11 @@ Tensor Tensor::sigmoid() const {
     Tensor negative_magnitude =
         x.bitcast(bits).bitwise_or(Tensor::scalar(bits == S::UInt64 ? uint64_t{1} << 63 : uint64_t{1} << 31, bits)).bitcast(x.dtype());
     Tensor e = exp_kernel_with(negative_magnitude, ExpArgument::NonPositive);  // exp(-|x|)
-    // One division: e / d rounds once, e * (1/d) twice (<= 1.5 ulp), and a vector division costs
-    // as much as the rest of the sigmoid.
-    Tensor reciprocal = constant(x, 1.0) / (constant(x, 1.0) + e);
-    return select(x.lt(constant(x, 0.0)), e * reciprocal, reciprocal);
+    // One division, of the selected numerator: (e or 1) / d rounds once, and it takes one op less
+    // than 1/d and then e * (1/d) (which rounded twice). A vector division costs about as much as
+    // four fused multiply-adds here.
+    Tensor numerator = select(x.lt(constant(x, 0.0)), e, constant(x, 1.0));
+    return numerator / (constant(x, 1.0) + e);
   });
 }
 
