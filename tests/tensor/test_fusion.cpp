@@ -125,6 +125,55 @@ TEST_CASE("fusion: a sigmoid under a concatenation is stored by its own kernel")
       }
 }
 
+TEST_CASE("fusion: a concatenation of whole-vector rows is stored by one kernel per input") {
+  // Each input is computed over its own shape and stored at its offset (rangeify's concat stores):
+  // the sigmoids go straight into the result, with no buffer of their own and no masked select.
+  Tensor a = ramp({2, 3, 32}), b = ramp({2, 4, 32}, 0.02f), c = ramp({2, 1, 32}, 0.05f, -1.0f);
+  Tensor out = Tensor::concat({a.sigmoid(), b, c.sigmoid()}, 1);
+  Schedule schedule = create_schedule({out.data().node});
+  CHECK(schedule.kernels.size() == 3);
+  CHECK(schedule.intermediate_bytes == 0);
+  auto got = out.to_vector<float>();
+  auto va = a.to_vector<float>(), vb = b.to_vector<float>(), vc = c.to_vector<float>();
+  auto sigmoid = [](float v) { return 1.0 / (1.0 + std::exp(-static_cast<double>(v))); };
+  for (size_t n = 0; n < 2; ++n)
+    for (size_t ch = 0; ch < 8; ++ch)
+      for (size_t i = 0; i < 32; ++i) {
+        double expected = ch < 3 ? sigmoid(va[(n * 3 + ch) * 32 + i])
+                          : ch < 7 ? static_cast<double>(vb[(n * 4 + ch - 3) * 32 + i])
+                                   : sigmoid(vc[n * 32 + i]);
+        REQUIRE(got[(n * 8 + ch) * 32 + i] == doctest::Approx(expected).epsilon(1e-6));
+      }
+  // Along the innermost axis (rows of 3 and 4) it stays one masked kernel: each input would be
+  // stored in short strided pieces.
+  Tensor inner = Tensor::concat({ramp({8, 3}).sigmoid(), ramp({8, 4})}, 1);
+  CHECK(kernel_count(inner) == 2);  // the sigmoid, stored first, and the concatenation
+}
+
+TEST_CASE("fusion: reductions concatenated are stored at their offsets by their own kernels") {
+  // Two contractions under one select would have shared a kernel, so each was stored on its own
+  // and the concatenation copied them; stored one input at a time, each reduction's kernel stores
+  // into its slice of the result directly.
+  Tensor a = ramp({2, 4, 32, 8}), b = ramp({2, 4, 32, 8}, 0.02f), c = ramp({2, 3, 32, 8}, 0.03f);
+  Tensor first = (a * b).sum({3}).relu(), second = (c * c).sum({3});
+  Tensor out = Tensor::concat({first, second}, 1);
+  Schedule schedule = create_schedule({out.data().node});
+  CHECK(schedule.kernels.size() == 2);
+  CHECK(schedule.intermediate_bytes == 0);
+  auto got = out.to_vector<float>();
+  auto va = a.to_vector<float>(), vb = b.to_vector<float>(), vc = c.to_vector<float>();
+  for (size_t n = 0; n < 2; ++n)
+    for (size_t ch = 0; ch < 7; ++ch)
+      for (size_t i = 0; i < 32; ++i) {
+        double expected = 0;
+        for (size_t k = 0; k < 8; ++k)
+          expected += ch < 4 ? static_cast<double>(va[((n * 4 + ch) * 32 + i) * 8 + k]) * vb[((n * 4 + ch) * 32 + i) * 8 + k]
+                             : static_cast<double>(vc[((n * 3 + ch - 4) * 32 + i) * 8 + k]) * vc[((n * 3 + ch - 4) * 32 + i) * 8 + k];
+        if (ch < 4) expected = std::max(expected, 0.0);
+        REQUIRE(got[(n * 7 + ch) * 32 + i] == doctest::Approx(expected).epsilon(1e-5));
+      }
+}
+
 TEST_CASE("fusion: a pool under a 1x1 conv is not recomputed per filter") {
   // The conv reads every pooled value once per filter (16 here), through a broadcast: fused, each
   // read would redo the 3x3 window sum. A reduction reached through a broadcast is stored, so the
