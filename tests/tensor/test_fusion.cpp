@@ -20,6 +20,22 @@ Tensor ramp(Shape shape, float scale = 0.01f, float offset = -0.5f) {
   return Tensor::from_vector(values, shape);
 }
 
+// The values of concat({sigmoid(a), b, sigmoid(c)}, 1) for a (2, 3, R), b (2, 4, R), c (2, 1, R).
+void check_sigmoid_concat(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c) {
+  auto row = static_cast<size_t>(a.shape()[2]);
+  auto got = out.to_vector<float>();
+  auto va = a.to_vector<float>(), vb = b.to_vector<float>(), vc = c.to_vector<float>();
+  auto sigmoid = [](float v) { return 1.0 / (1.0 + std::exp(-static_cast<double>(v))); };
+  for (size_t n = 0; n < 2; ++n)
+    for (size_t ch = 0; ch < 8; ++ch)
+      for (size_t i = 0; i < row; ++i) {
+        double expected = ch < 3 ? sigmoid(va[(n * 3 + ch) * row + i])
+                          : ch < 7 ? static_cast<double>(vb[(n * 4 + ch - 3) * row + i])
+                                   : sigmoid(vc[n * row + i]);
+        REQUIRE(got[(n * 8 + ch) * row + i] == doctest::Approx(expected).epsilon(1e-6));
+      }
+}
+
 TEST_SUITE("tensor") {
 
 TEST_CASE("fusion: (a*b+c).relu() is one kernel") {
@@ -112,17 +128,7 @@ TEST_CASE("fusion: a sigmoid under a concatenation is stored by its own kernel")
   CHECK(kernel_count(cheap) == 1);
   Tensor out = Tensor::concat({a.sigmoid(), b, c.sigmoid()}, 1);
   CHECK(kernel_count(out) == 3);
-  auto got = out.to_vector<float>();
-  auto va = a.to_vector<float>(), vb = b.to_vector<float>(), vc = c.to_vector<float>();
-  auto sigmoid = [](float v) { return 1.0 / (1.0 + std::exp(-static_cast<double>(v))); };
-  for (size_t n = 0; n < 2; ++n)
-    for (size_t ch = 0; ch < 8; ++ch)
-      for (size_t i = 0; i < 5; ++i) {
-        double expected = ch < 3 ? sigmoid(va[(n * 3 + ch) * 5 + i])
-                          : ch < 7 ? static_cast<double>(vb[(n * 4 + ch - 3) * 5 + i])
-                                   : sigmoid(vc[n * 5 + i]);
-        REQUIRE(got[(n * 8 + ch) * 5 + i] == doctest::Approx(expected).epsilon(1e-6));
-      }
+  check_sigmoid_concat(out, a, b, c);
 }
 
 TEST_CASE("fusion: a concatenation of whole-vector rows is stored by one kernel per input") {
@@ -133,17 +139,7 @@ TEST_CASE("fusion: a concatenation of whole-vector rows is stored by one kernel 
   Schedule schedule = create_schedule({out.data().node});
   CHECK(schedule.kernels.size() == 3);
   CHECK(schedule.intermediate_bytes == 0);
-  auto got = out.to_vector<float>();
-  auto va = a.to_vector<float>(), vb = b.to_vector<float>(), vc = c.to_vector<float>();
-  auto sigmoid = [](float v) { return 1.0 / (1.0 + std::exp(-static_cast<double>(v))); };
-  for (size_t n = 0; n < 2; ++n)
-    for (size_t ch = 0; ch < 8; ++ch)
-      for (size_t i = 0; i < 32; ++i) {
-        double expected = ch < 3 ? sigmoid(va[(n * 3 + ch) * 32 + i])
-                          : ch < 7 ? static_cast<double>(vb[(n * 4 + ch - 3) * 32 + i])
-                                   : sigmoid(vc[n * 32 + i]);
-        REQUIRE(got[(n * 8 + ch) * 32 + i] == doctest::Approx(expected).epsilon(1e-6));
-      }
+  check_sigmoid_concat(out, a, b, c);
   // Along the innermost axis (rows of 3 and 4) it stays one masked kernel: each input would be
   // stored in short strided pieces.
   Tensor inner = Tensor::concat({ramp({8, 3}).sigmoid(), ramp({8, 4})}, 1);
