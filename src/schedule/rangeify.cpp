@@ -502,7 +502,9 @@ class Rangeifier {
   // masks Tensor::concat selects its inputs with are PADs of such a value).
   static bool true_everywhere(const UOp* node) {
     while (node->op() == Ops::RESHAPE || node->op() == Ops::EXPAND || node->op() == Ops::PERMUTE) node = node->src(0).get();
-    return node->op() == Ops::CONST && node->dtype().is_bool() && node->arg_bool();
+    if (node->op() != Ops::CONST || !node->dtype().is_bool()) return false;
+    const bool* value = std::get_if<bool>(&node->arg());  // (a constant folded elsewhere may hold an integer)
+    return value != nullptr && *value;
   }
 
   // A concatenation stored by one kernel per input: Tensor::concat builds
