@@ -368,30 +368,29 @@ class Rangeifier {
     } saved{reduce_depth_, reduce_depth_};
     if (std::optional<std::vector<PaddedStore>> parts = concat_stores_of(node)) {
       // Each input of the concatenation is stored into its slice by a kernel of its own.
-      for (const PaddedStore& part : *parts) {
-        while (true) {
-          reduce_depth_ = 0;
-          try {
-            build_padded_interior(node, part, output_buffer);
-            break;
-          } catch (const RebuildKernel&) {
-          }
-        }
-      }
+      for (const PaddedStore& part : *parts) build_until_done([&] { build_padded_interior(node, part, output_buffer); });
       return;
     }
     std::optional<PaddedStore> padded = padded_store_of(node);
     if (padded) build_padded_border(node, *padded, output_buffer);
+    build_until_done([&] {
+      if (padded)
+        build_padded_interior(node, *padded, output_buffer);
+      else
+        build_kernel_once(node, output_buffer);
+    });
+  }
+
+  // Runs `build` (which adds one kernel) until it completes: a value that turns out to be needed at
+  // several indices is materialised, and the kernel is built again (RebuildKernel).
+  template <class Build>
+  void build_until_done(Build build) {
     while (true) {
       reduce_depth_ = 0;
       try {
-        if (padded)
-          build_padded_interior(node, *padded, output_buffer);
-        else
-          build_kernel_once(node, output_buffer);
+        build();
         return;
       } catch (const RebuildKernel&) {
-        // A value turned out to be needed at several indices; it is materialised now, so build again.
       }
     }
   }
@@ -532,7 +531,7 @@ class Rangeifier {
     std::vector<int64_t> identity(shape.size());
     std::iota(identity.begin(), identity.end(), int64_t{0});
     auto add_part = [&](const UOp* pad) {
-      if (pad->op() != Ops::PAD || consumers_[pad].size() != 1) return false;
+      if (pad->op() != Ops::PAD || consumers_[pad].size() != 1 || pad->arg_list().size() != 2 * shape.size()) return false;
       for (int64_t bound : pad->arg_list())
         if (!decode_dim(bound).is_known()) return false;
       parts.push_back(PaddedStore{pad, pad->src(0).get(), identity});

@@ -69,6 +69,14 @@ Tensor sign_bit(const Tensor& x) {
   return x.bitcast(bits).lt(Tensor::scalar(0, bits));
 }
 
+// -|x| for f32 or f64 x: the sign bit set, one bitwise op (a compare and a select took two); NaN
+// stays NaN. The argument the sigmoid and softplus give their exp.
+Tensor negative_magnitude(const Tensor& x) {
+  S bits = x.dtype() == S::Float64 ? S::UInt64 : S::UInt32;
+  double sign = bits == S::UInt64 ? std::ldexp(1.0, 63) : std::ldexp(1.0, 31);
+  return x.bitcast(bits).bitwise_or(Tensor::scalar(sign, bits)).bitcast(x.dtype());
+}
+
 // ---- exp -------------------------------------------------------------------------------------
 // exp(x) = 2^k * exp(r), k = round(x / ln 2), r = x - k*ln2 with ln 2 = HI + LO (Cody–Waite): HI
 // has few enough bits that k*HI is exact and x - k*HI is exact (Sterbenz), so r carries only the
@@ -494,11 +502,7 @@ Tensor Tensor::erf() const { return float_math(*this, erf_kernel); }
 // results for very negative x keep their relative precision.
 Tensor Tensor::sigmoid() const {
   return float_math(*this, [](const Tensor& x) {
-    // -|x|: the sign bit set, one bitwise op (a compare and a select before).
-    S bits = x.dtype() == S::Float64 ? S::UInt64 : S::UInt32;
-    Tensor negative_magnitude =
-        x.bitcast(bits).bitwise_or(Tensor::scalar(bits == S::UInt64 ? uint64_t{1} << 63 : uint64_t{1} << 31, bits)).bitcast(x.dtype());
-    Tensor e = exp_kernel_with(negative_magnitude, ExpArgument::NonPositive);  // exp(-|x|)
+    Tensor e = exp_kernel_with(negative_magnitude(x), ExpArgument::NonPositive);  // exp(-|x|)
     // One division, of the selected numerator: (e or 1) / d rounds once, and it takes one op less
     // than 1/d and then e * (1/d) (which rounded twice). A vector division costs about as much as
     // four fused multiply-adds here.
@@ -528,8 +532,7 @@ Tensor Tensor::gelu() const {
 Tensor Tensor::softplus() const {
   return float_math(*this, [](const Tensor& x) {
     Tensor zero = constant(x, 0.0);
-    Tensor negative_magnitude = select(x.lt(zero), x, x.neg());
-    return select(zero.lt(x), x, zero) + log1p_kernel(exp_kernel_with(negative_magnitude, ExpArgument::NonPositive));
+    return select(zero.lt(x), x, zero) + log1p_kernel(exp_kernel_with(negative_magnitude(x), ExpArgument::NonPositive));
   });
 }
 
