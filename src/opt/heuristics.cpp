@@ -222,6 +222,32 @@ std::optional<Opt> more_accumulators(const std::vector<const UOp*>& outputs, con
   return std::nullopt;
 }
 
+// Whether a register tile of 4 rows × 4 vector columns beats 8 rows × 2 columns. With the columns
+// outermost (step 3), each strip of columns re-reads the whole row operand (rows × reduction
+// steps). When that operand is larger than the L2, and the vector operand is too large for the row
+// blocks that would keep rows in the L2 (with_row_blocks), every strip streams it from the L3: at
+// 32 columns a step of 16 FMAs (8 rows × 2 columns) needs 8 bytes of it, ~11 GB/s at one core's
+// peak, more than this Xeon's L3 sustains beside the FMAs. Strips of 64 columns halve that (1024³
+// and 2048³ matmuls, one thread: 154 → 164 GFLOP/s; two threads 88 → 91 % of peak). Where the row
+// operand fits in the L2 the narrow tile stays: BERT-base's 128-row products ran 12-25 % slower with
+// the wide one, and ResNet-50's convs (row blocks) 5-13 %.
+bool wide_strip_pays(const UOpPtr& upcasted, const UOp* upcast, const UOp* vector_axis, const UOp* row_axis,
+                     int64_t width, const TargetCaps& caps) {
+  if (row_axis == nullptr || extent_of(row_axis) % 4 != 0 || (extent_of(vector_axis) / width) % 4 != 0) return false;
+  int64_t reduce_steps = 1;
+  for (const UOp* range : tunable_ranges(upcasted))
+    if (axis_kind(range->arg_int()) == AxisKind::Reduce) reduce_steps *= extent_of(range);
+  if (reduce_steps <= 1) return false;
+  int64_t element_bytes = caps.vector_bytes / width;
+  int64_t row_operand = reduce_steps * extent_of(row_axis) * element_bytes;
+  int64_t vector_operand = reduce_steps * extent_of(vector_axis) * element_bytes;
+  // The same strip for every row tile (a matmul's b), which is what puts the columns outermost.
+  bool strip_shared = !reduction_load_also_varies(upcasted, upcast, [&](const UOp* loop) {
+    return axis_kind(loop->arg_int()) == AxisKind::Loop && loop->arg_int() != vector_axis->arg_int();
+  });
+  return strip_shared && row_operand > caps.l2_bytes && vector_operand > caps.l2_bytes / 2;
+}
+
 std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   std::vector<Opt> opts;
   if (!caps.supports_vector_ops) return opts;
@@ -398,6 +424,11 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
     if (pick_rows(1) > 2 * tile_rows) columns = 1;
   }
   if (columns == 1) tile_rows = pick_rows(1);
+  if (columns == 2 && tile_rows > 4 && wide_strip_pays(upcasted, upcast, vector_axis, row_axis, width, caps) &&
+      tile_fits(4, 4)) {
+    columns = 4;
+    tile_rows = 4;
+  }
   // Strided gathers of a sum (a stride-2 depthwise conv's input) are cheap enough without tile
   // rows: two vector loads and a shuffle per vector. Such a kernel gets its vector and the sliding
   // window below; without them it ran scalar (MobileNetV2's stride-2 depthwise 3x3 at 112 -> 56:

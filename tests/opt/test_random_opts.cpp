@@ -778,6 +778,37 @@ TargetCaps avx512_with_fixed_caches() {
   return caps;
 }
 
+// The register tile's rows and vector columns in a kernel's heuristic opts.
+std::pair<int64_t, int64_t> tile_rows_and_columns(const std::vector<Opt>& opts) {
+  int64_t rows = 1, columns = 1, upcast_axis = -1;
+  for (const Opt& opt : opts)
+    if (opt.op == OptOp::Upcast) upcast_axis = opt.axis;
+  for (const Opt& opt : opts) {
+    if (opt.op != OptOp::Unroll || axis_kind(opt.axis) != AxisKind::Loop) continue;
+    (opt.axis == upcast_axis ? columns : rows) *= opt.amount;
+  }
+  return {rows, columns};
+}
+
+TEST_CASE("the heuristics: a matmul whose row operand streams from beyond the L2 takes 64-column strips") {
+  TargetCaps caps = avx512_with_fixed_caches();
+  auto tile_of = [&](int64_t m, int64_t k, int64_t n) {
+    Schedule schedule = create_schedule({f32({m, k}, 71).matmul(f32({k, n}, 72)).data().node});
+    REQUIRE(!schedule.kernels.empty());
+    return tile_rows_and_columns(hand_coded_opts(schedule.kernels.back().ast, caps));
+  };
+  // 1024³: a 4 MB row operand, re-read once per strip: 4 rows × 4 columns.
+  CHECK(tile_of(1024, 1024, 1024) == std::pair<int64_t, int64_t>{4, 4});
+  // 512³ (a 1 MB row operand) and BERT-base's 128×768 · 768×3072 (384 KB) stay in the L2: 8 × 2.
+  CHECK(tile_of(512, 512, 512) == std::pair<int64_t, int64_t>{8, 2});
+  CHECK(tile_of(128, 768, 3072) == std::pair<int64_t, int64_t>{8, 2});
+  // A small right operand (1024×1024 · 1024×64: 256 KB) is not re-read from far; 8 × 2.
+  CHECK(tile_of(1024, 1024, 64) == std::pair<int64_t, int64_t>{8, 2});
+  // With 16 registers a 4×4 tile does not fit (16 accumulators + 4 + 4).
+  caps.vector_registers = 16;
+  CHECK(tile_of(1024, 1024, 1024).second <= 2);
+}
+
 TEST_CASE("the heuristics: a 1x1 conv keeps its filter tiles outermost when its weights leave L1 and its input stays in L2") {
   TargetCaps caps = avx512_with_fixed_caches();
   // Whether the pixel vectors end up the outermost loop: a SWAP, or the vector axis is axis 0.
