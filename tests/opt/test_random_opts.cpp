@@ -744,6 +744,18 @@ TEST_CASE("the heuristics leave threads an axis 0 to split when a tile takes all
   CHECK(narrow_extent.value() % 2 == 0);
 }
 
+// The register tile's rows and vector columns in a kernel's heuristic opts.
+std::pair<int64_t, int64_t> tile_rows_and_columns(const std::vector<Opt>& opts) {
+  int64_t rows = 1, columns = 1, upcast_axis = -1;
+  for (const Opt& opt : opts)
+    if (opt.op == OptOp::Upcast) upcast_axis = opt.axis;
+  for (const Opt& opt : opts) {
+    if (opt.op != OptOp::Unroll || axis_kind(opt.axis) != AxisKind::Loop) continue;
+    (opt.axis == upcast_axis ? columns : rows) *= opt.amount;
+  }
+  return {rows, columns};
+}
+
 TEST_CASE("the heuristics: with 32 registers the register tile takes the most rows that fit") {
   // A matmul of 56 rows by 32 columns: two vector columns (AVX-512), and of the row counts that
   // divide 56, 8 fits beside them (16 accumulators, 8 broadcasts, 2 loads). With 16 registers two
@@ -754,14 +766,7 @@ TEST_CASE("the heuristics: with 32 registers the register tile takes the most ro
   caps.vector_bytes = 64;  // 16 f32 lanes, whatever the host (the heuristics read only the caps)
   for (int registers : {32, 16}) {
     caps.vector_registers = registers;
-    std::vector<Opt> opts = hand_coded_opts(schedule.kernels[0].ast, caps);
-    int64_t rows = 1, columns = 1, upcast_axis = -1;
-    for (const Opt& opt : opts)
-      if (opt.op == OptOp::Upcast) upcast_axis = opt.axis;
-    for (const Opt& opt : opts) {
-      if (opt.op != OptOp::Unroll || axis_kind(opt.axis) != AxisKind::Loop) continue;
-      (opt.axis == upcast_axis ? columns : rows) *= opt.amount;
-    }
+    auto [rows, columns] = tile_rows_and_columns(hand_coded_opts(schedule.kernels[0].ast, caps));
     CAPTURE(registers);
     CHECK(columns == 2);
     CHECK(rows == (registers == 32 ? 8 : 4));
@@ -776,18 +781,6 @@ TargetCaps avx512_with_fixed_caches() {
   caps.l1_bytes = 48 << 10;
   caps.l2_bytes = 2 << 20;
   return caps;
-}
-
-// The register tile's rows and vector columns in a kernel's heuristic opts.
-std::pair<int64_t, int64_t> tile_rows_and_columns(const std::vector<Opt>& opts) {
-  int64_t rows = 1, columns = 1, upcast_axis = -1;
-  for (const Opt& opt : opts)
-    if (opt.op == OptOp::Upcast) upcast_axis = opt.axis;
-  for (const Opt& opt : opts) {
-    if (opt.op != OptOp::Unroll || axis_kind(opt.axis) != AxisKind::Loop) continue;
-    (opt.axis == upcast_axis ? columns : rows) *= opt.amount;
-  }
-  return {rows, columns};
 }
 
 TEST_CASE("the heuristics: a matmul whose row operand streams from beyond the L2 takes 64-column strips") {
