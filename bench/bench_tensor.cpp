@@ -34,8 +34,9 @@ struct Timing {
 
 // The kernels run `repeats` times, and then on until `min_seconds` of runs have passed (at most
 // 1000 runs). This VM's neighbours take whole cores away for tens of milliseconds at a time: eight
-// runs of a 7 ms matmul (56 ms) were often all slowed, and the best of them read 56-66 % of the peak
-// where a second of runs reads 86-89 %. The peak (peak.h) is a best of seven such runs too.
+// runs of a 7 ms matmul (56 ms) were often all slowed: their best read 56-66 % of the peak
+// where a second of runs read 86-89 % (bench/README.md, tenth session). The peak (peak.h) is a
+// best of seven runs too.
 Timing time_graph(const Tensor& output, const std::vector<Tensor>& inputs, int repeats, double min_seconds = 0) {
   Schedule schedule = create_schedule({output.data().node});
   optimize_schedule(schedule, host_cpu_caps());

@@ -226,11 +226,11 @@ std::optional<Opt> more_accumulators(const std::vector<const UOp*>& outputs, con
 // outermost (step 3), each strip of columns re-reads the whole row operand (rows × reduction
 // steps). When that operand is larger than the L2, and the vector operand is too large for the row
 // blocks that would keep rows in the L2 (with_row_blocks), every strip streams it from the L3: at
-// 32 columns a step of 16 FMAs (8 rows × 2 columns) needs 8 bytes of it, ~11 GB/s at one core's
+// 32 columns a step of 16 FMAs (8 rows × 2 columns) needs 32 bytes of it, ~11 GB/s at one core's
 // peak, more than this Xeon's L3 sustains beside the FMAs. Strips of 64 columns halve that (1024³
-// and 2048³ matmuls, one thread: 154 → 164 GFLOP/s; two threads 88 → 91 % of peak). Where the row
-// operand fits in the L2 the narrow tile stays: BERT-base's 128-row products ran 12-25 % slower with
-// the wide one, and ResNet-50's convs (row blocks) 5-13 %.
+// and 2048³ matmuls, one thread: 143-153 → 157-162 GFLOP/s; two threads 87-91 → 91-94 % of peak).
+// Where the row operand fits in the L2 the narrow tile stays: BERT-base's 128-row products ran
+// 12-25 % slower with the wide one, and ResNet-50's convs (row blocks) 5-13 %.
 bool wide_strip_pays(const UOpPtr& upcasted, const UOp* upcast, const UOp* vector_axis, const UOp* row_axis,
                      int64_t width, const TargetCaps& caps) {
   if (row_axis == nullptr || extent_of(row_axis) % 4 != 0 || (extent_of(vector_axis) / width) % 4 != 0) return false;
