@@ -222,6 +222,22 @@ std::optional<Opt> more_accumulators(const std::vector<const UOp*>& outputs, con
   return std::nullopt;
 }
 
+// Steps of all reduce loops among `ranges` together.
+int64_t reduction_steps(const std::vector<const UOp*>& ranges) {
+  int64_t steps = 1;
+  for (const UOp* range : ranges)
+    if (axis_kind(range->arg_int()) == AxisKind::Reduce) steps *= extent_of(range);
+  return steps;
+}
+
+// Whether every row tile reads the same strip of the vector operand: its vector loads vary with
+// nothing but the vector axis and the reduction (a matmul's b, a 1x1 conv's input).
+bool strip_shared_by_rows(const UOpPtr& upcasted, const UOp* upcast, const UOp* vector_axis) {
+  return !reduction_load_also_varies(upcasted, upcast, [&](const UOp* loop) {
+    return axis_kind(loop->arg_int()) == AxisKind::Loop && loop->arg_int() != vector_axis->arg_int();
+  });
+}
+
 // Whether a register tile of 4 rows × 4 vector columns beats 8 rows × 2 columns. With the columns
 // outermost (step 3), each strip of columns re-reads the whole row operand (rows × reduction
 // steps). When that operand is larger than the L2, and the vector operand is too large for the row
@@ -234,18 +250,14 @@ std::optional<Opt> more_accumulators(const std::vector<const UOp*>& outputs, con
 bool wide_strip_pays(const UOpPtr& upcasted, const UOp* upcast, const UOp* vector_axis, const UOp* row_axis,
                      int64_t width, const TargetCaps& caps) {
   if (row_axis == nullptr || extent_of(row_axis) % 4 != 0 || (extent_of(vector_axis) / width) % 4 != 0) return false;
-  int64_t reduce_steps = 1;
-  for (const UOp* range : tunable_ranges(upcasted))
-    if (axis_kind(range->arg_int()) == AxisKind::Reduce) reduce_steps *= extent_of(range);
+  int64_t reduce_steps = reduction_steps(tunable_ranges(upcasted));
   if (reduce_steps <= 1) return false;
   int64_t element_bytes = caps.vector_bytes / width;
   int64_t row_operand = reduce_steps * extent_of(row_axis) * element_bytes;
   int64_t vector_operand = reduce_steps * extent_of(vector_axis) * element_bytes;
-  // The same strip for every row tile (a matmul's b), which is what puts the columns outermost.
-  bool strip_shared = !reduction_load_also_varies(upcasted, upcast, [&](const UOp* loop) {
-    return axis_kind(loop->arg_int()) == AxisKind::Loop && loop->arg_int() != vector_axis->arg_int();
-  });
-  return strip_shared && row_operand > caps.l2_bytes && vector_operand > caps.l2_bytes / 2;
+  // The same strip for every row tile is what puts the columns outermost.
+  return strip_shared_by_rows(upcasted, upcast, vector_axis) && row_operand > caps.l2_bytes &&
+         vector_operand > caps.l2_bytes / 2;
 }
 
 std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
@@ -485,9 +497,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // reduction step × the tile's columns) is read by all the row tiles in turn; when the strip fits in
   // half the L2 it stays there, and only the row operand streams. The other order streams the whole
   // vector operand once per row tile (a 1024³ matmul fell from ~95 % of peak to 58 %).
-  int64_t reduce_steps = 1;
-  for (const UOp* range : ranges)
-    if (axis_kind(range->arg_int()) == AxisKind::Reduce) reduce_steps *= extent_of(range);
+  int64_t reduce_steps = reduction_steps(ranges);
   int64_t strip_bytes = reduce_steps * width * columns * (caps.vector_bytes / lanes);
   int64_t column_tiles = extent_of(vector_axis) / (width * columns);
   // An axis unrolled whole is gone (its outer part has extent 1), so look at the tiled kernel.
@@ -499,9 +509,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // vary with the output row: there each tile reads a strip of its own, and with the columns
   // outermost a 224×224 image's rows left the caches between filter tiles (VGG-19's convs at 224
   // and 112 on an AVX2 Zen 3: 28-30 -> 65-68 GFLOP/s without the SWAP).
-  bool strip_shared = !reduction_load_also_varies(upcasted, upcast, [&](const UOp* loop) {
-    return axis_kind(loop->arg_int()) == AxisKind::Loop && loop->arg_int() != vector_axis->arg_int();
-  });
+  bool strip_shared = strip_shared_by_rows(upcasted, upcast, vector_axis);
   // Without a reduction nothing is re-read, and the columns outermost only walk the rows in
   // vector-wide strips (an elementwise SiLU over a padded 16x208x208 buffer: 0.38 -> 0.66 ms).
   // But the columns outermost also re-read the whole row operand (every row × every reduction step)
