@@ -113,6 +113,9 @@ std::vector<Case> corpus() {
        [] { return std::vector{conv(f32({1, 3, 13, 24}, 26), f32({8, 3, 3, 3}, 27), Tensor(), {2, 1}, {0, 1, 1, 2})}; }},
       {"conv 1x1", [] { return std::vector{conv(f32({1, 16, 7, 7}, 28), f32({24, 16, 1, 1}, 29), f32({24}, 30), {}, {})}; }},
       // 169 pixels allow no tile rows: the heuristics merge them and pad them to 176 or 175.
+      {"conv 1x1 at 28x28 + add (49 pixel vectors paired by a SPLIT, the last pair clamped)", [] {
+         return std::vector{(conv(f32({1, 24, 28, 28}, 28), f32({32, 24, 1, 1}, 29), f32({32}, 30), {}, {}) + f32({1, 32, 28, 28}, 31)).relu()};
+       }},
       {"conv 1x1 at 13x13", [] { return std::vector{conv(f32({1, 16, 13, 13}, 28), f32({32, 16, 1, 1}, 29), Tensor(), {}, {}).relu()}; }},
       {"depthwise conv 3x3",
        [] { return std::vector{conv(f32({1, 8, 16, 16}, 31), f32({8, 1, 3, 3}, 32), f32({8}, 33), {}, {1, 1, 1, 1}, 8)}; }},
@@ -802,6 +805,36 @@ TEST_CASE("the heuristics: a matmul whose row operand streams from beyond the L2
   CHECK(tile_of(1024, 1024, 1024).second <= 2);
 }
 
+TEST_CASE("the heuristics: an odd number of vectors, 15 or more, pairs up into two columns by a SPLIT") {
+  TargetCaps caps = avx512_with_fixed_caches();
+  // The tile of a 1x1 conv's last kernel: {rows, columns, whether the vector loop is SPLIT in pairs}.
+  auto tile_of = [&](int64_t filters, int64_t channels, int64_t height, int64_t width) {
+    Tensor conv = f32({1, channels, height, width}, 61).conv(f32({filters, channels, 1, 1}, 62), f32({filters}, 63));
+    Schedule schedule = create_schedule({conv.data().node});
+    REQUIRE(!schedule.kernels.empty());
+    std::vector<Opt> opts = hand_coded_opts(schedule.kernels.back().ast, caps);
+    UOpPtr tiled = apply_opts(schedule.kernels.back().ast, opts);  // every opt applies
+    int64_t vector_axis = -1, paired_axis = -1, rows = 1, columns = 1;
+    for (const Opt& opt : opts) {
+      if (opt.op == OptOp::Upcast) vector_axis = opt.axis;
+      // A SPLIT of the vector loop by 2 before any UNROLL: the pair (later SPLITs are row blocks).
+      if (opt.op == OptOp::Split && opt.axis == vector_axis && opt.amount == 2 && paired_axis == -1) paired_axis = -2;
+      if (opt.op != OptOp::Unroll || axis_kind(opt.axis) != AxisKind::Loop) continue;
+      if (paired_axis == -2) paired_axis = opt.axis;  // the pair's new loop, unrolled next
+      (opt.axis == vector_axis || opt.axis == paired_axis ? columns : rows) *= opt.amount;
+    }
+    return std::tuple<int64_t, int64_t, bool>{rows, columns, paired_axis >= 0};
+  };
+  // ResNet-50's 128 -> 512 at 28×28: 49 vectors of pixels, 8 filter rows × a pair of columns.
+  CHECK(tile_of(512, 128, 28, 28) == std::tuple<int64_t, int64_t, bool>{8, 2, true});
+  // YOLOX's 32 -> 64 at 52×52: 169 vectors.
+  CHECK(tile_of(64, 32, 52, 52) == std::tuple<int64_t, int64_t, bool>{8, 2, true});
+  // 56×56 is 196 vectors, an even count: two columns of the vector loop itself.
+  CHECK(tile_of(256, 64, 56, 56) == std::tuple<int64_t, int64_t, bool>{8, 2, false});
+  // 13 vectors (13×16 pixels): a pair would add 1/13 of the work; one column.
+  CHECK(std::get<2>(tile_of(256, 64, 13, 16)) == false);
+}
+
 TEST_CASE("the heuristics: a 1x1 conv keeps its filter tiles outermost when its weights leave L1 and its input stays in L2") {
   TargetCaps caps = avx512_with_fixed_caches();
   // Whether the pixel vectors end up the outermost loop: a SWAP, or the vector axis is axis 0.
@@ -812,8 +845,12 @@ TEST_CASE("the heuristics: a 1x1 conv keeps its filter tiles outermost when its 
     std::vector<Opt> opts = hand_coded_opts(schedule.kernels.back().ast, caps);
     auto upcast = std::find_if(opts.begin(), opts.end(), [](const Opt& opt) { return opt.op == OptOp::Upcast; });
     REQUIRE(upcast != opts.end());
-    // SWAPs after a SPLIT make row blocks axis 0 (the next test), not the tile's loop order.
-    auto split = std::find_if(opts.begin(), opts.end(), [](const Opt& opt) { return opt.op == OptOp::Split; });
+    // SWAPs after a SPLIT make row blocks axis 0 (the next test), not the tile's loop order. (A
+    // SPLIT that an UNROLL follows pairs the vectors into the tile's columns; it is no row block.)
+    auto split = opts.begin();
+    while (split != opts.end() &&
+           (split->op != OptOp::Split || (split + 1 != opts.end() && (split + 1)->op == OptOp::Unroll)))
+      ++split;
     return upcast->axis == 0 || std::any_of(opts.begin(), split, [](const Opt& opt) { return opt.op == OptOp::Swap; });
   };
   // ResNet-50's 64 -> 256 at 56×56: 64 KB of weights, an 800 KB input. Filter tiles outermost.
