@@ -101,6 +101,26 @@ TEST_CASE("matmul: shapes, 1-D operands, batch broadcasting, one kernel (two for
   }
 }
 
+TEST_CASE("matmul: a large right operand whose N is no multiple of 32 is read from zero-padded panels") {
+  // (K, N) is stored as (ceil(N/32), K, 32) with the extra columns zero, and read through a view
+  // that leaves them out: one copy kernel and the product. A classifier's 1000 columns (63 vectors
+  // of 16, paired by the heuristics: one of them computed twice), a batched operand padded 200 ->
+  // 224, and a product with rows.
+  struct Case {
+    Shape a, b;
+  };
+  const std::vector<Case> cases{{{1, 2048}, {2048, 1000}}, {{2, 3, 400}, {2, 400, 200}}, {{37, 300}, {300, 1000}}};
+  uint64_t seed = 130;
+  for (const Case& c : cases) {
+    CAPTURE(shape_string(c.a));
+    CAPTURE(shape_string(c.b));
+    Array a = random_array(c.a, seed++), b = random_array(c.b, seed++);
+    Tensor out = to_tensor(a).matmul(to_tensor(b));
+    check_close(out, ref_matmul(a, b), 1e-4, 1e-5);
+    CHECK(kernel_count(out) == 2u);
+  }
+}
+
 TEST_CASE("matmul: non-contiguous operands and dtypes") {
   Array a = random_array({3, 5, 4}, 120), b = random_array({3, 4, 6}, 121);
   Array expected = ref_matmul(a, b);
