@@ -831,6 +831,8 @@ TEST_CASE("the heuristics: an odd number of vectors, 15 or more, pairs up into t
   CHECK(tile_of(64, 32, 52, 52) == std::tuple<int64_t, int64_t, bool>{8, 2, true});
   // 56×56 is 196 vectors, an even count: two columns of the vector loop itself.
   CHECK(tile_of(256, 64, 56, 56) == std::tuple<int64_t, int64_t, bool>{8, 2, false});
+  // At 112×112 an image row is 7 vectors; the merged image's 784 give the tile two columns.
+  CHECK(tile_of(16, 32, 112, 112) == std::tuple<int64_t, int64_t, bool>{8, 2, false});
   // 13 vectors (13×16 pixels): a pair would add 1/13 of the work; one column.
   CHECK(std::get<2>(tile_of(256, 64, 13, 16)) == false);
 }
