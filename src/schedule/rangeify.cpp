@@ -208,14 +208,38 @@ class Rangeifier {
   // read it there: a conv that reads an activation through a copy in another layout realises the
   // activation first, and the residual add that also reads it must not compute it again, from the
   // start of the residual chain each time (ResNet-50's stage 3 took six recomputing kernels).
+  // A copy is CONTIGUOUS(node), or CONTIGUOUS(PERMUTE(node)) where node is computed (an ALU op),
+  // the PERMUTE is the channels-last order (N, C, H, W) -> (N, H, W, C) and nothing else reads it:
+  // a conv's channels-last copy of a 14×14 block output (Tensor::conv), which the next residual
+  // add then reads through the permutation instead of a second, NCHW buffer.
+  static inline const std::vector<int64_t> kChannelsLastOrder{0, 2, 3, 1};
+  static bool alu_value(const UOp* node) {
+    OpGroup group = op_group(node->op());
+    return group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
+  }
   const UOp* contiguous_copy_of(const UOp* node) {
     if (node->op() == Ops::BUFFER || node->op() == Ops::CONTIGUOUS) return nullptr;
     auto found = consumers_.find(node);
     if (found == consumers_.end() || found->second.size() < 2) return nullptr;
     const UOp* copy = nullptr;
-    for (const UOp* consumer : found->second)
-      if (consumer->op() == Ops::CONTIGUOUS && (copy == nullptr || consumer->hash() < copy->hash())) copy = consumer;
+    for (const UOp* consumer : found->second) {
+      const UOp* candidate = consumer->op() == Ops::CONTIGUOUS ? consumer : nullptr;
+      if (consumer->op() == Ops::PERMUTE && consumer->arg_list() == kChannelsLastOrder && alu_value(node) &&
+          consumers_[consumer].size() == 1 && (*consumers_[consumer].begin())->op() == Ops::CONTIGUOUS)
+        candidate = *consumers_[consumer].begin();
+      if (candidate != nullptr && (copy == nullptr || candidate->hash() < copy->hash())) copy = candidate;
+    }
     return copy;
+  }
+
+  // `index` of `node`, as an index of its copy (contiguous_copy_of): permuted like the copy when
+  // the copy is of a PERMUTE of node (not when node is itself a PERMUTE that the copy stores).
+  static Index index_in_copy(const UOp* node, const UOp* copy, const Index& index) {
+    const UOp* source = copy->src(0).get();
+    if (source == node) return index;
+    Index permuted;
+    for (int64_t axis : source->arg_list()) permuted.push_back(index[static_cast<size_t>(axis)]);
+    return permuted;
   }
 
   // Thrown while a kernel is built when a value must be materialised after all (see lower_uncached);
@@ -788,7 +812,7 @@ class Rangeifier {
                         KernelState& kernel) {
     if (must_materialize(node, through_expand, index)) return load(node, index, valid, kernel);
     if (const UOp* copy = contiguous_copy_of(node); copy != nullptr && copy != kernel.output)
-      return load(copy, index, valid, kernel);
+      return load(copy, index_in_copy(node, copy, index), valid, kernel);
     // A reduction under padding would run its loop for the padding too (WHERE evaluates both arms):
     // in a concatenation, for every element of every other input (DenseNet's concat of a growing
     // feature map with one new conv output ran that conv for all 1024 channels).

@@ -438,6 +438,56 @@ Tensor stored_in_order(const Tensor& t, const std::vector<int64_t>& order) {
   return contiguous(t.permute(order)).permute(back);
 }
 
+// Whether a reduction reads a reordered copy, CONTIGUOUS(PERMUTE(…)): a conv's weight in filter
+// panels (filters_in_panels) or its channels-last input. A depthwise conv over an NCHW input reads
+// neither; computed in channels-last order it would gather each vector of channels from as many
+// planes (MobileNetV2's depthwise convs at 14×14 without the pointwise hint: 0.39 -> 1.47 ms).
+bool reads_reordered_copy(const UOp* reduction) {
+  std::vector<const UOp*> stack{reduction->src(0).get()};
+  std::unordered_set<const UOp*> seen;
+  while (!stack.empty()) {
+    const UOp* node = stack.back();
+    stack.pop_back();
+    if (!seen.insert(node).second || node->op() == Ops::BUFFER) continue;
+    if (node->op() == Ops::CONTIGUOUS) {
+      if (node->src(0)->op() == Ops::PERMUTE) return true;
+      continue;
+    }
+    for (const UOpPtr& source : node->srcs()) stack.push_back(source.get());
+  }
+  return false;
+}
+
+// Whether t is computed from sums of products that read a reordered copy (convs over filter
+// panels: at least one reduction, every one a sum over a MUL, so no pool, and reads_reordered_copy)
+// by elementwise ops and views, without a PAD between (a concatenation pads its inputs).
+// CONTIGUOUS copies and buffers end the search.
+bool computed_from_products_unpadded(const Tensor& t) {
+  std::vector<const UOp*> stack{t.data().node.get()};
+  std::unordered_set<const UOp*> seen;
+  bool reduces = false;
+  while (!stack.empty()) {
+    const UOp* node = stack.back();
+    stack.pop_back();
+    if (!seen.insert(node).second || node->op() == Ops::CONTIGUOUS || node->op() == Ops::BUFFER) continue;
+    if (node->op() == Ops::PAD) return false;
+    if (node->op() == Ops::REDUCE_AXIS) {
+      bool sum_of_products = !node->arg_list().empty() && node->arg_list()[0] == static_cast<int64_t>(Ops::ADD) &&
+                             node->src(0)->op() == Ops::MUL;
+      if (!sum_of_products || !reads_reordered_copy(node)) return false;
+      reduces = true;
+      continue;
+    }
+    for (const UOpPtr& source : node->srcs()) stack.push_back(source.get());
+  }
+  return reduces;
+}
+
+// Whether a 2-D image of `windows` pixels fills whole vectors of the host's fp32 lanes.
+bool fills_vectors(const std::vector<int64_t>& windows) {
+  return (windows[0] * windows[1]) % host_cpu_caps().vector_lanes(dtypes::f32) == 0;
+}
+
 // The image test of reads_channels_last below: whether a 1x1 conv over `channels` input channels
 // at the 2-D image `windows` reads a channels-last copy of its input on the host CPU.
 bool channels_last_image(int64_t channels, const std::vector<int64_t>& windows) {
@@ -638,9 +688,24 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
     // A strided 1x1 conv reads every s-th pixel: only those are copied, and the conv reads them
     // at stride 1. A computed input is realised in its own layout first (an activation that a
     // residual add also reads would otherwise be recomputed by both, each time from the start of
-    // the residual chain) -- unless it is a channels-last depthwise conv's output: that conv
-    // stores straight into the copy's order (depthwise_channels_last).
-    if (computes(padded) && !computed_channels_last(padded)) padded = contiguous(padded);
+    // the residual chain) -- unless it is a channels-last depthwise conv's output (that conv
+    // stores straight into the copy's order, depthwise_channels_last), or an image that does not
+    // fill whole vectors read at stride 1. There the conv that computes the input has its filters
+    // as the vector too, and stores them contiguously into the channels-last copy instead of one
+    // NCHW plane per lane; other readers of the value (the next residual add) read the copy
+    // through its permutation (rangeify's contiguous_copy_of). ResNet-50's blocks at 14×14 and
+    // 7×7 lose a transposing copy each, and their convs their scattered stores.
+    // Only sums (convs, not a max pool) of small images (14×14, 7×7: at most kSmallImage pixels,
+    // where the convs take their filters as the vector), and no concatenation: DenseNet's,
+    // Inception's and SqueezeNet's concatenations computed in the copy's order ran 1.1-2x slower,
+    // and so did SqueezeNet's 55×55 max pool and its 1x1 convs there.
+    constexpr int64_t kSmallImage = 256;
+    bool strided = std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s != 1; });
+    bool small_image = windows[0] * windows[1] <= kSmallImage && !fills_vectors(windows) &&
+                       padded.dim(1) % (2 * host_cpu_caps().vector_lanes(dtypes::f32)) == 0;
+    bool computed_in_copy_order =
+        computed_channels_last(padded) || (!strided && small_image && computed_from_products_unpadded(padded));
+    if (computes(padded) && !computed_in_copy_order) padded = contiguous(padded);
     Tensor picked = padded;
     for (size_t i = 0; i < n; ++i) {
       auto axis = static_cast<int64_t>(i) + 2;

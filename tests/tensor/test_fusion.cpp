@@ -198,35 +198,51 @@ TEST_CASE("fusion: a small-image 1x1 conv reads a channels-last copy; residual a
   // C) order. A residual chain a' = relu(conv(a) + a) reads each activation twice: the conv's copy
   // and the next add. The activation is stored once and both read it; recomputed instead, each add
   // would evaluate the chain back to its start, so the last kernel would read every earlier
-  // conv's output.
-  Tensor a = ramp({1, 16, 7, 7}, 0.01f, -0.3f);
-  std::vector<Tensor> weights;
-  for (int block = 0; block < 4; ++block) weights.push_back(ramp({16, 16, 1, 1}, 0.002f * (block + 1), -0.08f));
-  Tensor x = a;
-  for (const Tensor& w : weights) x = (x.conv(w, Tensor(), ConvOptions{}) + x).relu();
-  Schedule schedule = create_schedule({x.data().node});
-  bool channels_last_copy = false;
-  for (const ScheduledKernel& kernel : schedule.kernels) {
-    if (kernel.name().rfind("E_7_7_16_", 0) == 0) channels_last_copy = true;
-    CHECK_MESSAGE(kernel.buffers.size() <= 4, kernel.name(), " reads ", kernel.buffers.size() - 1, " buffers");
+  // conv's output. With 16 channels each activation is stored (C, H, W) and copied; with 32 (two
+  // vectors of filters on this host, or more) the conv that computes it stores it channels-last
+  // itself, and the next add reads that copy through its permutation: only the chain's input is
+  // copied.
+  int64_t lanes = host_cpu_caps().vector_lanes(dtypes::f32);
+  for (int64_t channels : {int64_t{16}, 2 * lanes}) {
+    CAPTURE(channels);
+    auto c = static_cast<size_t>(channels);
+    Tensor a = ramp({1, channels, 7, 7}, 0.01f, -0.3f);
+    std::vector<Tensor> weights;
+    for (int block = 0; block < 4; ++block)
+      weights.push_back(ramp({channels, channels, 1, 1}, 0.002f * static_cast<float>(block + 1) * 16.0f / static_cast<float>(channels), -0.08f));
+    Tensor x = a;
+    for (const Tensor& w : weights) x = (x.conv(w, Tensor(), ConvOptions{}) + x).relu();
+    Schedule schedule = create_schedule({x.data().node});
+    std::string copy_prefix = "E_7_7_" + std::to_string(channels) + "_";
+    int64_t copies = 0, channels_last_convs = 0;
+    for (const ScheduledKernel& kernel : schedule.kernels) {
+      if (kernel.name().rfind(copy_prefix, 0) == 0) ++copies;
+      if (kernel.name().rfind("r_7_7_", 0) == 0) ++channels_last_convs;
+      CHECK_MESSAGE(kernel.buffers.size() <= 4, kernel.name(), " reads ", kernel.buffers.size() - 1, " buffers");
+    }
+    if (channels == 16) {
+      CHECK(copies > 0);
+    } else {
+      CHECK(copies == 1);  // of the chain's input, a ramp computed by no conv
+      CHECK(channels_last_convs >= 3);  // every conv whose output the next conv reads
+    }
+    // Reference: the same chain in doubles.
+    std::vector<double> value;
+    for (float v : a.to_vector<float>()) value.push_back(v);
+    for (const Tensor& w : weights) {
+      auto vw = w.to_vector<float>();
+      std::vector<double> next(value.size());
+      for (size_t f = 0; f < c; ++f)
+        for (size_t p = 0; p < 49; ++p) {
+          double sum = value[f * 49 + p];
+          for (size_t ch = 0; ch < c; ++ch) sum += static_cast<double>(vw[f * c + ch]) * value[ch * 49 + p];
+          next[f * 49 + p] = std::max(sum, 0.0);
+        }
+      value = next;
+    }
+    auto got = x.to_vector<float>();
+    for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == doctest::Approx(value[i]).epsilon(1e-5));
   }
-  CHECK(channels_last_copy);
-  // Reference: the same chain in doubles.
-  std::vector<double> value;
-  for (float v : a.to_vector<float>()) value.push_back(v);
-  for (const Tensor& w : weights) {
-    auto vw = w.to_vector<float>();
-    std::vector<double> next(value.size());
-    for (size_t f = 0; f < 16; ++f)
-      for (size_t p = 0; p < 49; ++p) {
-        double sum = value[f * 49 + p];
-        for (size_t ch = 0; ch < 16; ++ch) sum += static_cast<double>(vw[f * 16 + ch]) * value[ch * 49 + p];
-        next[f * 49 + p] = std::max(sum, 0.0);
-      }
-    value = next;
-  }
-  auto got = x.to_vector<float>();
-  for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == doctest::Approx(value[i]).epsilon(1e-5));
 }
 
 TEST_CASE("fusion: a 1x1 conv over a long reduction reads a channels-last copy where vectors are many") {
