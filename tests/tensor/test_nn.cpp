@@ -78,27 +78,36 @@ Array ref_matmul(Array a, Array b) {
 
 TEST_SUITE("tensor") {
 
-TEST_CASE("matmul: shapes, 1-D operands, batch broadcasting, one kernel (two for a wide b with N % 4 != 0)") {
-  struct Case {
-    Shape a, b;
-  };
-  const std::vector<Case> cases{
-      {{3, 4}, {4, 5}},       {{1, 7}, {7, 1}},          {{5, 1}, {1, 6}},    {{4}, {4, 3}},
-      {{2, 4}, {4}},          {{6}, {6}},                {{3, 0}, {0, 2}},    {{0, 3}, {3, 4}},
-      {{2, 1, 3, 4}, {5, 4, 6}}, {{4, 3}, {2, 3, 2}},    {{2, 3, 4}, {4}},    {{5}, {3, 5, 2}},
-      {{64, 96}, {96, 80}},   {{64, 96}, {96, 34}}};
-  uint64_t seed = 100;
-  for (const Case& c : cases) {
+struct MatmulCase {
+  Shape a, b;
+};
+
+// Each product of random operands against the reference, and its kernel count against
+// `kernels(case)` (for non-empty outputs).
+template <typename KernelCount>
+void check_matmul_cases(const std::vector<MatmulCase>& cases, uint64_t seed, double atol, double rtol, KernelCount kernels) {
+  for (const MatmulCase& c : cases) {
     CAPTURE(shape_string(c.a));
     CAPTURE(shape_string(c.b));
     Array a = random_array(c.a, seed++), b = random_array(c.b, seed++);
     Tensor out = to_tensor(a).matmul(to_tensor(b));
-    check_close(out, ref_matmul(a, b), kF32Atol, kF32Rtol);
-    // A row-major right operand with K and N >= 16 is read in place when N is a multiple of 4 (the
-    // output columns vectorise) and first transposed into its own buffer otherwise (Tensor::matmul).
-    bool transposed_first = c.b.size() >= 2 && c.a.back() >= 16 && c.b.back() >= 16 && c.b.back() % 4 != 0;
-    if (out.numel() > 0) CHECK(kernel_count(out) == (transposed_first ? 2u : 1u));
+    check_close(out, ref_matmul(a, b), atol, rtol);
+    if (out.numel() > 0) CHECK(kernel_count(out) == kernels(c));
   }
+}
+
+TEST_CASE("matmul: shapes, 1-D operands, batch broadcasting, one kernel (two for a wide b with N % 4 != 0)") {
+  const std::vector<MatmulCase> cases{
+      {{3, 4}, {4, 5}},       {{1, 7}, {7, 1}},          {{5, 1}, {1, 6}},    {{4}, {4, 3}},
+      {{2, 4}, {4}},          {{6}, {6}},                {{3, 0}, {0, 2}},    {{0, 3}, {3, 4}},
+      {{2, 1, 3, 4}, {5, 4, 6}}, {{4, 3}, {2, 3, 2}},    {{2, 3, 4}, {4}},    {{5}, {3, 5, 2}},
+      {{64, 96}, {96, 80}},   {{64, 96}, {96, 34}}};
+  // A row-major right operand with K and N >= 16 is read in place when N is a multiple of 4 (the
+  // output columns vectorise) and first transposed into its own buffer otherwise (Tensor::matmul).
+  check_matmul_cases(cases, 100, kF32Atol, kF32Rtol, [](const MatmulCase& c) {
+    bool transposed_first = c.b.size() >= 2 && c.a.back() >= 16 && c.b.back() >= 16 && c.b.back() % 4 != 0;
+    return transposed_first ? 2u : 1u;
+  });
 }
 
 TEST_CASE("matmul: a large right operand whose N is no multiple of 32 is read from zero-padded panels") {
@@ -106,19 +115,8 @@ TEST_CASE("matmul: a large right operand whose N is no multiple of 32 is read fr
   // that leaves them out: one copy kernel and the product. A classifier's 1000 columns (63 vectors
   // of 16, paired by the heuristics: one of them computed twice), a batched operand padded 200 ->
   // 224, and a product with rows.
-  struct Case {
-    Shape a, b;
-  };
-  const std::vector<Case> cases{{{1, 2048}, {2048, 1000}}, {{2, 3, 400}, {2, 400, 200}}, {{37, 300}, {300, 1000}}};
-  uint64_t seed = 130;
-  for (const Case& c : cases) {
-    CAPTURE(shape_string(c.a));
-    CAPTURE(shape_string(c.b));
-    Array a = random_array(c.a, seed++), b = random_array(c.b, seed++);
-    Tensor out = to_tensor(a).matmul(to_tensor(b));
-    check_close(out, ref_matmul(a, b), 1e-4, 1e-5);
-    CHECK(kernel_count(out) == 2u);
-  }
+  const std::vector<MatmulCase> cases{{{1, 2048}, {2048, 1000}}, {{2, 3, 400}, {2, 400, 200}}, {{37, 300}, {300, 1000}}};
+  check_matmul_cases(cases, 130, 1e-4, 1e-5, [](const MatmulCase&) { return 2u; });
 }
 
 TEST_CASE("matmul: non-contiguous operands and dtypes") {
