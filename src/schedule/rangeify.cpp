@@ -213,10 +213,6 @@ class Rangeifier {
   // a conv's channels-last copy of a 14×14 block output (Tensor::conv), which the next residual
   // add then reads through the permutation instead of a second, NCHW buffer.
   static inline const std::vector<int64_t> kChannelsLastOrder{0, 2, 3, 1};
-  static bool alu_value(const UOp* node) {
-    OpGroup group = op_group(node->op());
-    return group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
-  }
   const UOp* contiguous_copy_of(const UOp* node) {
     if (node->op() == Ops::BUFFER || node->op() == Ops::CONTIGUOUS) return nullptr;
     auto found = consumers_.find(node);
@@ -224,7 +220,7 @@ class Rangeifier {
     const UOp* copy = nullptr;
     for (const UOp* consumer : found->second) {
       const UOp* candidate = consumer->op() == Ops::CONTIGUOUS ? consumer : nullptr;
-      if (consumer->op() == Ops::PERMUTE && consumer->arg_list() == kChannelsLastOrder && alu_value(node) &&
+      if (consumer->op() == Ops::PERMUTE && consumer->arg_list() == kChannelsLastOrder && op_is_alu(node->op()) &&
           consumers_[consumer].size() == 1 && (*consumers_[consumer].begin())->op() == Ops::CONTIGUOUS)
         candidate = *consumers_[consumer].begin();
       if (candidate != nullptr && (copy == nullptr || candidate->hash() < copy->hash())) copy = candidate;

@@ -438,24 +438,32 @@ Tensor stored_in_order(const Tensor& t, const std::vector<int64_t>& order) {
   return contiguous(t.permute(order)).permute(back);
 }
 
+// Visits each node of the graph under `root` once, sources after their consumer; `visit(node)`
+// says whether to go on into node's sources.
+template <typename Visit>
+void walk(const UOpPtr& root, Visit&& visit) {
+  std::vector<const UOp*> stack{root.get()};
+  std::unordered_set<const UOp*> seen;
+  while (!stack.empty()) {
+    const UOp* node = stack.back();
+    stack.pop_back();
+    if (!seen.insert(node).second || !visit(node)) continue;
+    for (const UOpPtr& source : node->srcs()) stack.push_back(source.get());
+  }
+}
+
 // Whether a reduction reads a reordered copy, CONTIGUOUS(PERMUTE(…)): a conv's weight in filter
 // panels (filters_in_panels) or its channels-last input. A depthwise conv over an NCHW input reads
 // neither; computed in channels-last order it would gather each vector of channels from as many
 // planes (MobileNetV2's depthwise convs at 14×14 without the pointwise hint: 0.39 -> 1.47 ms).
 bool reads_reordered_copy(const UOp* reduction) {
-  std::vector<const UOp*> stack{reduction->src(0).get()};
-  std::unordered_set<const UOp*> seen;
-  while (!stack.empty()) {
-    const UOp* node = stack.back();
-    stack.pop_back();
-    if (!seen.insert(node).second || node->op() == Ops::BUFFER) continue;
-    if (node->op() == Ops::CONTIGUOUS) {
-      if (node->src(0)->op() == Ops::PERMUTE) return true;
-      continue;
-    }
-    for (const UOpPtr& source : node->srcs()) stack.push_back(source.get());
-  }
-  return false;
+  bool reordered = false;
+  walk(reduction->src(0), [&](const UOp* node) {
+    if (node->op() != Ops::CONTIGUOUS) return !reordered;
+    reordered = reordered || node->src(0)->op() == Ops::PERMUTE;
+    return false;
+  });
+  return reordered;
 }
 
 // Whether t is computed from sums of products that read a reordered copy (convs over filter
@@ -463,24 +471,18 @@ bool reads_reordered_copy(const UOp* reduction) {
 // by elementwise ops and views, without a PAD between (a concatenation pads its inputs).
 // CONTIGUOUS copies and buffers end the search.
 bool computed_from_products_unpadded(const Tensor& t) {
-  std::vector<const UOp*> stack{t.data().node.get()};
-  std::unordered_set<const UOp*> seen;
-  bool reduces = false;
-  while (!stack.empty()) {
-    const UOp* node = stack.back();
-    stack.pop_back();
-    if (!seen.insert(node).second || node->op() == Ops::CONTIGUOUS || node->op() == Ops::BUFFER) continue;
-    if (node->op() == Ops::PAD) return false;
-    if (node->op() == Ops::REDUCE_AXIS) {
-      bool sum_of_products = !node->arg_list().empty() && node->arg_list()[0] == static_cast<int64_t>(Ops::ADD) &&
-                             node->src(0)->op() == Ops::MUL;
-      if (!sum_of_products || !reads_reordered_copy(node)) return false;
-      reduces = true;
-      continue;
-    }
-    for (const UOpPtr& source : node->srcs()) stack.push_back(source.get());
-  }
-  return reduces;
+  bool reduces = false, other = false;
+  walk(t.data().node, [&](const UOp* node) {
+    if (other || node->op() == Ops::CONTIGUOUS) return false;
+    if (node->op() == Ops::PAD) other = true;
+    if (node->op() != Ops::REDUCE_AXIS) return !other;
+    bool sum_of_products = !node->arg_list().empty() && node->arg_list()[0] == static_cast<int64_t>(Ops::ADD) &&
+                           node->src(0)->op() == Ops::MUL;
+    other = other || !sum_of_products || !reads_reordered_copy(node);
+    reduces = true;
+    return false;
+  });
+  return reduces && !other;
 }
 
 // Whether a 2-D image of `windows` pixels fills whole vectors of the host's fp32 lanes.
@@ -529,16 +531,6 @@ bool depthwise_channels_last(const Tensor& padded, const Shape& kernel, int64_t 
 // storing channels-last: SqueezeNet, DenseNet and Inception-v2 2-6 %.) The nodes behind a
 // CONTIGUOUS are another kernel's and are not looked at.
 bool computed_channels_last(const Tensor& t) {
-  auto walk = [](const UOpPtr& root, auto&& visit) {
-    std::vector<const UOp*> stack{root.get()};
-    std::unordered_set<const UOp*> seen;
-    while (!stack.empty()) {
-      const UOp* node = stack.back();
-      stack.pop_back();
-      if (!seen.insert(node).second || !visit(node)) continue;
-      for (const UOpPtr& source : node->srcs()) stack.push_back(source.get());
-    }
-  };
   std::vector<const UOp*> reductions;
   walk(t.data().node, [&](const UOp* node) {
     if (node->op() == Ops::REDUCE_AXIS) reductions.push_back(node);
