@@ -211,7 +211,8 @@ class Rangeifier {
   // A copy is CONTIGUOUS(node), or CONTIGUOUS(PERMUTE(node)) where node is computed (an ALU op),
   // the PERMUTE is the channels-last order (N, C, H, W) -> (N, H, W, C) and nothing else reads it:
   // a conv's channels-last copy of a 14×14 block output (Tensor::conv), which the next residual
-  // add then reads through the permutation instead of a second, NCHW buffer.
+  // add then reads through the permutation instead of a second, NCHW buffer. (Other orders and
+  // view nodes might work the same way; only this case has been measured and tested.)
   static inline const std::vector<int64_t> kChannelsLastOrder{0, 2, 3, 1};
   const UOp* contiguous_copy_of(const UOp* node) {
     if (node->op() == Ops::BUFFER || node->op() == Ops::CONTIGUOUS) return nullptr;
