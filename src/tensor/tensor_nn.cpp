@@ -691,9 +691,14 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
     // where the convs take their filters as the vector), and no concatenation: DenseNet's,
     // Inception's and SqueezeNet's concatenations computed in the copy's order ran 1.1-2x slower,
     // and so did SqueezeNet's 55×55 max pool and its 1x1 convs there.
+    // The conv computing the input then takes the image's rows as its register tile's rows, so the
+    // image's width must split into 4 to 8 of them: SqueezeNet's 13×13 squeeze convs (64 filters)
+    // got a tile of one row and ran 0.13 -> 0.42 ms that way (14×14 and 7×7 split into 7 rows).
     constexpr int64_t kSmallImage = 256;
     bool strided = std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s != 1; });
-    bool small_image = windows[0] * windows[1] <= kSmallImage && !fills_vectors(windows) &&
+    bool rows_split = false;
+    for (int64_t rows = 4; rows <= 8; ++rows) rows_split = rows_split || windows[1] % rows == 0;
+    bool small_image = windows[0] * windows[1] <= kSmallImage && !fills_vectors(windows) && rows_split &&
                        padded.dim(1) % (2 * host_cpu_caps().vector_lanes(dtypes::f32)) == 0;
     bool computed_in_copy_order =
         computed_channels_last(padded) || (!strided && small_image && computed_from_products_unpadded(padded));

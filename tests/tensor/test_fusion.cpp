@@ -193,6 +193,25 @@ TEST_CASE("fusion: a pool under a 1x1 conv is not recomputed per filter") {
     }
 }
 
+TEST_CASE("fusion: at 13x13, whose width splits into no register tile rows, a conv's output stays NCHW") {
+  // The next 1x1 conv reads a channels-last copy of it, but computed in the copy's order the conv
+  // would take the 13 pixels of a row as its tile's rows, which 4 to 8 rows do not divide
+  // (tensor_nn.cpp, Tensor::conv): it is stored NCHW and copied.
+  int64_t channels = 2 * host_cpu_caps().vector_lanes(dtypes::f32);
+  Tensor a = ramp({1, channels, 13, 13}, 0.01f, -0.3f);
+  Tensor w1 = ramp({channels, channels, 1, 1}, 0.003f, -0.05f), w2 = ramp({channels, channels, 1, 1}, 0.002f, -0.04f);
+  Tensor x = a.conv(w1, Tensor(), ConvOptions{}).relu();
+  Tensor y = x.conv(w2, Tensor(), ConvOptions{});
+  Schedule schedule = create_schedule({y.data().node});
+  int64_t channels_last_convs = 0, copies = 0;
+  for (const ScheduledKernel& kernel : schedule.kernels) {
+    if (kernel.name().rfind("r_13_13_", 0) == 0) ++channels_last_convs;
+    if (kernel.name().rfind("E_13_13_" + std::to_string(channels) + "_", 0) == 0) ++copies;
+  }
+  CHECK(channels_last_convs == 0);
+  CHECK(copies == 2);  // of a and of x
+}
+
 TEST_CASE("fusion: a small-image 1x1 conv reads a channels-last copy; residual activations are computed once") {
   // A 1x1 conv at 7×7 (49 pixels fill no whole vector) reads its input through a copy in (N, H, W,
   // C) order. A residual chain a' = relu(conv(a) + a) reads each activation twice: the conv's copy
