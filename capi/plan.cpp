@@ -258,6 +258,7 @@ kiln_status kiln_plan_run_with_options(const kiln_plan* plan, const kiln_tensor*
   settings.thread_count = options.thread_count;
   settings.cancel = options.cancel ? &options.cancel->requested : nullptr;
   settings.tensors_on_device = options.tensors_on_device != 0;
+  settings.queue = options.queue;
   return guarded("kiln_plan_run_with_options",
                  [&] { plan->runner.run(inputs, input_count, outputs, output_count, settings); });
 }

@@ -225,6 +225,17 @@ typedef struct kiln_run_options {
                             dtypes and byte sizes are checked as for host memory; the memory itself
                             cannot be (the caller vouches that each holds byte_size bytes).
                             Outputs must not be inputs or each other. 0 = host memory. Since 0.2.0. */
+  void* queue; /* for a device plan: the caller's queue to run on, NULL = libkiln's own. A
+                  cl_command_queue (in order) of the context kiln_plan_device returns, or a CUstream
+                  of the primary context it returns. The run's copies and kernels are queued there
+                  after the caller's earlier work on it. With host tensors the call still returns
+                  with the outputs filled. With tensors_on_device it returns once the work is
+                  queued, without waiting for it: the caller synchronises the queue before it reads
+                  the outputs or reuses the inputs. Until that work has finished the plan's own
+                  device buffers are in use: a later run on another queue, and kiln_plan_free, wait
+                  for it first, so keep the queue valid until then. A queue of another context or
+                  device, or an out-of-order OpenCL queue, is KILN_ERROR_INVALID_ARGUMENT. Since
+                  0.2.0. */
 } kiln_run_options;
 
 /* Fills *options with the defaults (size = sizeof, everything else 0/NULL). NULL is a no-op. */
@@ -233,8 +244,9 @@ KILN_API void kiln_run_options_init(kiln_run_options* options);
 /* kiln_plan_run with options (NULL = defaults, the same as kiln_plan_run). Thread-safe as
  * kiln_plan_run; one token may be shared by many runs. The options are read during the call only.
  * Errors: those of kiln_plan_run; KILN_ERROR_INVALID_ARGUMENT for options->size 0, a negative
- * thread_count, tensors_on_device for a CPU plan, or device tensors where an output is an input or
- * another output; KILN_ERROR_CANCELLED when the token was requested before or during the run. */
+ * thread_count, tensors_on_device or a queue for a CPU plan, a queue the device cannot take, or device
+ * tensors where an output is an input or another output; KILN_ERROR_CANCELLED when the token was
+ * requested before or during the run. */
 KILN_API kiln_status kiln_plan_run_with_options(const kiln_plan* plan, const kiln_tensor* inputs, size_t input_count,
                                                 const kiln_tensor* outputs, size_t output_count,
                                                 const kiln_run_options* options);
@@ -386,8 +398,8 @@ KILN_API kiln_status kiln_plan_output_shape(const kiln_plan* plan, const kiln_te
  * *out_device (may be NULL) is "cpu" for a CPU plan, else the device's name as libkiln opened it
  * ("cuda:NVIDIA H200 (sm_90)", "opencl:..."), valid until kiln_plan_free. *out_context and
  * *out_queue (may be NULL) are the API's own handles that device tensors must belong to: for an
- * OpenCL plan the cl_context and cl_command_queue libkiln uses (create buffers in that context;
- * libkiln's runs finish all their work on that queue before they return), for a CUDA plan the
+ * OpenCL plan the cl_context and cl_command_queue libkiln uses (create buffers and queues in that
+ * context; libkiln's runs finish all their work on its queue before they return), for a CUDA plan the
  * device's primary CUcontext and NULL (the default stream); NULL and NULL for a CPU plan.
  * Thread-safe. Since 0.2.0.
  * Errors: KILN_ERROR_INVALID_ARGUMENT (NULL plan). */

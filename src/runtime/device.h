@@ -1,9 +1,10 @@
 // The device interface of the runtime: what running kernels on an accelerator takes, whatever the
-// API underneath (OpenCL today, src/runtime/opencl/; CUDA's driver API is meant to be a second
-// implementation). Memory is opaque (a DeviceMemory handle), programs are built from source at run
-// time, and launches are queued in order: a copy or launch sees the effects of every earlier one, and
-// synchronize() waits for all of them. Only libc and libdl are needed: an implementation loads its
-// API with dlopen, so a process without it still runs (and gets a UserError naming what is missing).
+// API underneath (OpenCL in src/runtime/opencl/, CUDA's driver API in src/runtime/cuda/). Memory is
+// opaque (a DeviceMemory handle), programs are built at run time, and copies and launches are queued
+// in order on a queue (the device's own, or one the caller brings): each sees the effects of every
+// earlier one on its queue, and synchronize() waits for all of them. Only libc and libdl are needed:
+// an implementation loads its API with dlopen, so a process without it still runs (and gets a
+// UserError naming what is missing).
 #pragma once
 
 #include <cstddef>
@@ -45,21 +46,48 @@ class Device {
   virtual DeviceMemory allocate(size_t bytes) = 0;
   virtual void free(DeviceMemory memory) = 0;
 
-  // Copies; each returns once the host memory may be reused (host → device) or holds the data
-  // (device → host). Device → device copies are queued.
-  virtual void copy_to_device(DeviceMemory destination, const void* source, size_t bytes) = 0;
-  virtual void copy_to_host(void* destination, DeviceMemory source, size_t bytes) = 0;
-  virtual void copy_on_device(DeviceMemory destination, DeviceMemory source, size_t bytes) = 0;
+  // Copies and launches go on a queue: `queue` null for the device's own, else one the caller brought
+  // (kiln_run_options.queue: a cl_command_queue of native_context(), a CUstream of it), which
+  // check_queue() has accepted. The overloads without `queue` use the device's own.
+  //
+  // Copies; host → device returns once the host memory may be reused, device → host once the host
+  // memory holds the data (both wait for the queue's earlier work); device → device is queued.
+  virtual void copy_to_device(DeviceMemory destination, const void* source, size_t bytes, void* queue) = 0;
+  virtual void copy_to_host(void* destination, DeviceMemory source, size_t bytes, void* queue) = 0;
+  virtual void copy_on_device(DeviceMemory destination, DeviceMemory source, size_t bytes, void* queue) = 0;
+  void copy_to_device(DeviceMemory destination, const void* source, size_t bytes) {
+    copy_to_device(destination, source, bytes, nullptr);
+  }
+  void copy_to_host(void* destination, DeviceMemory source, size_t bytes) { copy_to_host(destination, source, bytes, nullptr); }
+  void copy_on_device(DeviceMemory destination, DeviceMemory source, size_t bytes) {
+    copy_on_device(destination, source, bytes, nullptr);
+  }
 
   // Builds `source` (in the device's kernel language) and returns its kernel `name`. A build error
   // is an InternalError carrying the compiler's log and the source (generated code must build).
   virtual std::unique_ptr<DeviceKernel> build_kernel(const std::string& source, const std::string& name) = 0;
 
   // Queues `kernel` with one memory argument per parameter, in order.
-  virtual void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims) = 0;
+  virtual void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims, void* queue) = 0;
+  void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims) {
+    launch(kernel, arguments, dims, nullptr);
+  }
 
-  // Waits until every queued copy and launch has finished.
-  virtual void synchronize() = 0;
+  // Waits until every copy and launch queued on `queue` has finished.
+  virtual void synchronize(void* queue) = 0;
+  void synchronize() { synchronize(nullptr); }
+
+  // "" when work may be queued on the caller's `queue` (non-null), else why not (a queue of another
+  // context or device, one that runs its commands out of order). Devices without queues of their
+  // own callers could bring say so.
+  virtual std::string check_queue(void* queue) const = 0;
+
+  // Events, for work that a run leaves queued on a caller's queue: mark() returns a handle that
+  // completes when everything queued on `queue` so far has; wait() blocks until it has; release()
+  // frees it (done or not). Handles are the API's own (a cl_event, a CUevent) and outlive the queue.
+  virtual void* mark(void* queue) = 0;
+  virtual void wait(void* event) = 0;
+  virtual void release(void* event) = 0;
 
   // The API's own handles, for callers that bring device memory of their own (kiln_plan_device):
   // the context (a cl_context, the CUcontext) and the queue (a cl_command_queue; null for CUDA's

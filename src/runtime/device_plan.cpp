@@ -120,6 +120,16 @@ DevicePlan::DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights) 
 DevicePlan::~DevicePlan() { release(); }
 
 void DevicePlan::release() {
+  if (pending_event_ != nullptr) {
+    // The kernels still queued on a caller's queue use this plan's buffers: finish them first. A
+    // failure there has nowhere to go from a destructor; the buffers are released either way.
+    try {
+      device_->wait(pending_event_);
+    } catch (const std::exception&) {
+    }
+    device_->release(pending_event_);
+    pending_event_ = nullptr;
+  }
   kernels_.clear();
   for (const DeviceMemory& memory : memory_)
     if (memory.handle != nullptr) device_->free(memory);
@@ -134,9 +144,29 @@ DeviceMemory DevicePlan::allocate(uint64_t bytes, const std::string& what) {
                        [&] { return device_->allocate(static_cast<size_t>(size)); });
 }
 
+void DevicePlan::settle_pending(void* queue) {
+  if (pending_event_ == nullptr) return;
+  void* event = pending_event_;
+  pending_event_ = nullptr;
+  bool wait = queue != pending_queue_;
+  pending_queue_ = nullptr;
+  try {
+    if (wait) device_->wait(event);
+  } catch (...) {
+    device_->release(event);
+    throw;
+  }
+  device_->release(event);
+}
+
+void DevicePlan::leave_pending(void* queue) {
+  pending_event_ = device_->mark(queue);
+  pending_queue_ = queue;
+}
+
 void DevicePlan::run(const std::vector<const void*>& inputs, const std::vector<uint64_t>& input_bytes,
                      const std::vector<void*>& outputs, const std::vector<uint64_t>& output_bytes,
-                     const std::atomic<int>* cancel, double* kernel_seconds, bool on_device) {
+                     const std::atomic<int>* cancel, double* kernel_seconds, bool on_device, void* queue) {
   std::lock_guard lock(mutex_);
   auto cancelled = [&] { return cancel != nullptr && cancel->load(std::memory_order_acquire) != 0; };
   // The buffers this run's kernels use: the plan's own, or in place of its inputs and outputs the
@@ -151,13 +181,14 @@ void DevicePlan::run(const std::vector<const void*>& inputs, const std::vector<u
         bound[input_count_ + i] = DeviceMemory{outputs[i], static_cast<size_t>(output_bytes[i])};
   }
   as_plan_error(KILN_ERROR_INTERNAL, "kiln_plan_run on " + device_->name() + ": ", [&] {
+    settle_pending(queue);
     if (!on_device)
       for (size_t i = 0; i < input_count_; ++i)
-        if (input_bytes[i] > 0) device_->copy_to_device(memory_[i], inputs[i], static_cast<size_t>(input_bytes[i]));
+        if (input_bytes[i] > 0) device_->copy_to_device(memory_[i], inputs[i], static_cast<size_t>(input_bytes[i]), queue);
     std::vector<DeviceMemory> arguments;
     for (size_t k = 0; k < launches_.size(); ++k) {
       if (cancelled()) {
-        device_->synchronize();
+        device_->synchronize(queue);
         throw PlanError(KILN_ERROR_CANCELLED, "kiln_plan_run: the run was cancelled (" + std::to_string(k) + " of " +
                                                   std::to_string(launches_.size()) + " kernels had run)");
       }
@@ -167,28 +198,35 @@ void DevicePlan::run(const std::vector<const void*>& inputs, const std::vector<u
       LaunchDims dims;
       dims.global[0] = launch.extent;
       auto start = std::chrono::steady_clock::now();
-      device_->launch(*kernels_[launch.kernel], arguments, dims);
+      device_->launch(*kernels_[launch.kernel], arguments, dims, queue);
       if (kernel_seconds != nullptr) {
-        device_->synchronize();
+        device_->synchronize(queue);
         kernel_seconds[k] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       }
     }
     if (on_device) {
-      device_->synchronize();  // the caller may use its buffers once the call returns
+      // On the device's own queue the caller may use its buffers once the call returns; on its
+      // own queue the caller orders what comes next.
+      if (queue == nullptr) device_->synchronize(queue);
+      else leave_pending(queue);
       return;
     }
     for (size_t i = 0; i < output_count_; ++i)
       if (output_bytes[i] > 0 && outputs[i] != nullptr)
-        device_->copy_to_host(outputs[i], memory_[input_count_ + i], static_cast<size_t>(output_bytes[i]));
+        device_->copy_to_host(outputs[i], memory_[input_count_ + i], static_cast<size_t>(output_bytes[i]), queue);
+    device_->synchronize(queue);  // a plan whose outputs are all empty copies nothing back
   });
 }
 
-void DevicePlan::copy_device_tensor(void* destination, const void* source, uint64_t bytes) {
+void DevicePlan::copy_device_tensor(void* destination, const void* source, uint64_t bytes, void* queue) {
   std::lock_guard lock(mutex_);
   as_plan_error(KILN_ERROR_INTERNAL, "kiln_plan_run on " + device_->name() + ": ", [&] {
+    settle_pending(queue);
     device_->copy_on_device(DeviceMemory{destination, static_cast<size_t>(bytes)},
-                            DeviceMemory{const_cast<void*>(source), static_cast<size_t>(bytes)}, static_cast<size_t>(bytes));
-    device_->synchronize();
+                            DeviceMemory{const_cast<void*>(source), static_cast<size_t>(bytes)}, static_cast<size_t>(bytes),
+                            queue);
+    if (queue == nullptr) device_->synchronize(queue);
+    else leave_pending(queue);
   });
 }
 

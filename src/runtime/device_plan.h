@@ -1,7 +1,8 @@
 // The device half of a plan runner (libkiln): a device plan's kernels (format version 3: OpenCL C
 // built by the OpenCL driver, or PTX loaded by the CUDA driver) built once at load, its weights uploaded once, and one device buffer per input, output, weight and
 // arena slot. A run uploads the inputs, launches every kernel in order (one work-item per index of
-// its parallel extent) and downloads the outputs; runs of one plan are serialised. PlanRunner
+// its parallel extent) and downloads the outputs; runs of one plan are queued one after another, on
+// the device's own queue or on one the caller brings. PlanRunner
 // (runtime/cpu/plan_runner.h) binds and checks the caller's tensors as for a CPU plan and hands the
 // run here. Errors are PlanErrors: no device or a missing feature is KILN_ERROR_UNSUPPORTED_TARGET.
 #pragma once
@@ -36,13 +37,24 @@ class DevicePlan {
   // which the kernels then use in place of the plan's own input and output buffers (a null output:
   // not wanted, as for host buffers). A non-zero *cancel stops the run before the next kernel
   // (PlanError KILN_ERROR_CANCELLED). kernel_seconds (may be null): the time of launch k,
-  // synchronised, is added to kernel_seconds[k]. Returns once the device has finished.
+  // synchronised, is added to kernel_seconds[k].
+  //
+  // `queue` null: the work goes on the device's own queue, and run returns once it has finished.
+  // Otherwise it goes on the caller's queue (check_queue has accepted it), after the caller's
+  // earlier work there; with host buffers run still returns with the outputs filled, but with
+  // device memory it returns once the work is queued (the caller synchronises its queue). The
+  // plan's own buffers are then in use until that work finishes: the next run on another queue,
+  // and the plan's destruction, wait for it first.
   void run(const std::vector<const void*>& inputs, const std::vector<uint64_t>& input_bytes,
            const std::vector<void*>& outputs, const std::vector<uint64_t>& output_bytes,
-           const std::atomic<int>* cancel, double* kernel_seconds, bool on_device = false);
+           const std::atomic<int>* cancel, double* kernel_seconds, bool on_device, void* queue);
 
-  // Copies `bytes` between two of the caller's device buffers (an output that is a copy of another).
-  void copy_device_tensor(void* destination, const void* source, uint64_t bytes);
+  // Copies `bytes` between two of the caller's device buffers (an output that is a copy of another),
+  // on `queue` as run does.
+  void copy_device_tensor(void* destination, const void* source, uint64_t bytes, void* queue);
+
+  // "" when runs may go on the caller's `queue`, else why not (Device::check_queue).
+  std::string check_queue(void* queue) const { return device_->check_queue(queue); }
 
  private:
   struct Launch {
@@ -52,6 +64,11 @@ class DevicePlan {
   };
   DeviceMemory allocate(uint64_t bytes, const std::string& what);
   void release();
+  // Before work goes on `queue`: waits for the work the last run left on another queue (work on the
+  // same queue runs after it anyway) and forgets it. Called with mutex_ held.
+  void settle_pending(void* queue);
+  // After work went on a caller's `queue` without waiting for it: remembers it (mutex_ held).
+  void leave_pending(void* queue);
 
   Device* device_ = nullptr;
   std::vector<std::unique_ptr<DeviceKernel>> kernels_;
@@ -60,6 +77,9 @@ class DevicePlan {
   size_t input_count_ = 0, output_count_ = 0;
   uint64_t device_bytes_ = 0;
   std::mutex mutex_;
+  // Work a run left unfinished on a caller's queue: an event that completes with it, and the queue.
+  void* pending_event_ = nullptr;
+  void* pending_queue_ = nullptr;
 };
 
 }  // namespace kiln

@@ -1,6 +1,7 @@
 // OpenCL plans (`kiln compile --target opencl`, format version 3) through libkiln's C API on this
 // machine's OpenCL device: the same graph as a CPU plan and as a device plan gives the same outputs,
-// bad arguments get the CPU plan's errors and leave the plan usable, and a plan holding f64 runs.
+// bad arguments get the CPU plan's errors and leave the plan usable, device tensors and the caller's
+// own queues work, and a plan holding f64 runs.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -140,6 +141,133 @@ TEST_CASE("device tensors: an OpenCL plan runs on the caller's buffers in libkil
   CHECK(context == nullptr);
   CHECK(queue == nullptr);
   for (cl_mem memory : buffers) api->clReleaseMemObject(memory);
+}
+
+TEST_CASE("a run on the caller's OpenCL queue is ordered after the caller's work there, and with device tensors does not wait") {
+  LoadedPlan cpu(conv_plan("")), opencl(conv_plan("opencl"));
+  void *context = nullptr, *own_queue = nullptr;
+  REQUIRE(kiln_plan_device(opencl.plan, nullptr, &context, &own_queue) == KILN_OK);
+  const OpenCLApi* api = load_opencl_api(nullptr);
+  REQUIRE(api != nullptr);
+  cl_device_id device = nullptr;
+  REQUIRE(api->clGetCommandQueueInfo(static_cast<cl_command_queue>(own_queue), CL_QUEUE_DEVICE, sizeof device, &device,
+                                     nullptr) == CL_SUCCESS);
+  auto* shared_context = static_cast<cl_context>(context);
+  cl_int status = CL_SUCCESS;
+  cl_command_queue first = api->clCreateCommandQueue(shared_context, device, 0, &status);
+  REQUIRE(status == CL_SUCCESS);
+  cl_command_queue second = api->clCreateCommandQueue(shared_context, device, 0, &status);
+  REQUIRE(status == CL_SUCCESS);
+  std::vector<cl_mem> buffers;
+  auto buffer = [&](size_t bytes) {
+    cl_mem memory = api->clCreateBuffer(shared_context, CL_MEM_READ_WRITE, bytes, nullptr, &status);
+    REQUIRE(status == CL_SUCCESS);
+    buffers.push_back(memory);
+    return memory;
+  };
+  int64_t x_shape[] = {1, 3, 10, 10}, y_shape[] = {1, 4, 10, 10}, s_shape[] = {4, 7};
+  struct DeviceIo {
+    cl_mem x, features, scores, again;
+  };
+  auto device_io = [&] { return DeviceIo{buffer(300 * 4), buffer(400 * 4), buffer(28 * 4), buffer(28 * 4)}; };
+  auto run_on = [&](const kiln_plan* plan, const DeviceIo& io, void* queue) {
+    kiln_tensor in{"x", KILN_DTYPE_FLOAT32, 4, x_shape, io.x, 300 * 4};
+    kiln_tensor out[] = {{"features", KILN_DTYPE_FLOAT32, 4, y_shape, io.features, 400 * 4},
+                         {"scores", KILN_DTYPE_FLOAT32, 2, s_shape, io.scores, 28 * 4},
+                         {"scores_again", KILN_DTYPE_FLOAT32, 2, s_shape, io.again, 28 * 4}};
+    kiln_run_options options;
+    kiln_run_options_init(&options);
+    options.tensors_on_device = 1;
+    options.queue = queue;
+    return kiln_plan_run_with_options(plan, &in, 1, out, 3, &options);
+  };
+  // Reads io's outputs on `queue` (blocking) and compares them with the CPU plan's for `input`.
+  auto check_outputs = [&](const DeviceIo& io, cl_command_queue queue, const std::vector<float>& input) {
+    std::vector<std::vector<float>> expected = run(cpu.plan, input);
+    cl_mem results[] = {io.features, io.scores, io.again};
+    for (size_t o = 0; o < 3; ++o) {
+      std::vector<float> got(expected[o].size());
+      REQUIRE(api->clEnqueueReadBuffer(queue, results[o], CL_TRUE, 0, got.size() * 4, got.data(), 0, nullptr, nullptr) ==
+              CL_SUCCESS);
+      CAPTURE(o);
+      for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(expected[o][i]).epsilon(1e-5));
+    }
+  };
+
+  // The input is written without waiting; the run, queued after it on the same queue, reads it, and
+  // the caller's read, queued after the run, sees its outputs.
+  std::vector<float> input = ramp(300, 1.0f), other = ramp(300, -2.0f);
+  DeviceIo a = device_io(), b = device_io();
+  REQUIRE(api->clEnqueueWriteBuffer(first, a.x, CL_FALSE, 0, 300 * 4, input.data(), 0, nullptr, nullptr) == CL_SUCCESS);
+  REQUIRE_MESSAGE(run_on(opencl.plan, a, first) == KILN_OK, kiln_error_message());
+  check_outputs(a, first, input);
+  // Runs on two queues one after the other share the plan's intermediate buffers: the second waits
+  // for the first, and each gets its own input's outputs.
+  REQUIRE(api->clEnqueueWriteBuffer(second, b.x, CL_TRUE, 0, 300 * 4, other.data(), 0, nullptr, nullptr) == CL_SUCCESS);
+  REQUIRE(api->clEnqueueWriteBuffer(first, a.x, CL_TRUE, 0, 300 * 4, input.data(), 0, nullptr, nullptr) == CL_SUCCESS);
+  REQUIRE_MESSAGE(run_on(opencl.plan, a, first) == KILN_OK, kiln_error_message());
+  REQUIRE_MESSAGE(run_on(opencl.plan, b, second) == KILN_OK, kiln_error_message());
+  REQUIRE_MESSAGE(run_on(opencl.plan, a, first) == KILN_OK, kiln_error_message());
+  check_outputs(b, second, other);
+  check_outputs(a, first, input);
+
+  // Host tensors on the caller's queue: the call returns with the outputs filled.
+  {
+    std::vector<float> features(400), scores(28), again(28);
+    kiln_tensor in{"x", KILN_DTYPE_FLOAT32, 4, x_shape, other.data(), 300 * 4};
+    kiln_tensor out[] = {{"features", KILN_DTYPE_FLOAT32, 4, y_shape, features.data(), 400 * 4},
+                         {"scores", KILN_DTYPE_FLOAT32, 2, s_shape, scores.data(), 28 * 4},
+                         {"scores_again", KILN_DTYPE_FLOAT32, 2, s_shape, again.data(), 28 * 4}};
+    kiln_run_options options;
+    kiln_run_options_init(&options);
+    options.queue = second;
+    REQUIRE_MESSAGE(kiln_plan_run_with_options(opencl.plan, &in, 1, out, 3, &options) == KILN_OK, kiln_error_message());
+    std::vector<float> expected = run(cpu.plan, other)[1];
+    for (size_t i = 0; i < 28; ++i) CHECK(scores[i] == doctest::Approx(expected[i]).epsilon(1e-5));
+    CHECK(scores == again);
+  }
+
+  // Queues the plan cannot take, and a queue for a CPU plan.
+  cl_context stranger = api->clCreateContext(nullptr, 1, &device, nullptr, nullptr, &status);
+  REQUIRE(status == CL_SUCCESS);
+  cl_command_queue foreign = api->clCreateCommandQueue(stranger, device, 0, &status);
+  REQUIRE(status == CL_SUCCESS);
+  CHECK(run_on(opencl.plan, a, foreign) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(kiln_error_message()).find("options->queue cannot take this plan's work: it belongs to another "
+                                               "OpenCL context") != std::string::npos);
+  cl_command_queue out_of_order =
+      api->clCreateCommandQueue(shared_context, device, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &status);
+  if (out_of_order != nullptr) {
+    CHECK(run_on(opencl.plan, a, out_of_order) == KILN_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(kiln_error_message()).find("it runs its commands out of order") != std::string::npos);
+    api->clReleaseCommandQueue(out_of_order);
+  } else {
+    MESSAGE("this OpenCL device has no out-of-order queues; that refusal is not checked");
+  }
+  std::vector<float> host_out(400), host_scores(28), host_again(28);
+  kiln_tensor host_in{"x", KILN_DTYPE_FLOAT32, 4, x_shape, input.data(), 300 * 4};
+  kiln_tensor host[] = {{"features", KILN_DTYPE_FLOAT32, 4, y_shape, host_out.data(), 400 * 4},
+                        {"scores", KILN_DTYPE_FLOAT32, 2, s_shape, host_scores.data(), 28 * 4},
+                        {"scores_again", KILN_DTYPE_FLOAT32, 2, s_shape, host_again.data(), 28 * 4}};
+  kiln_run_options cpu_options;
+  kiln_run_options_init(&cpu_options);
+  cpu_options.queue = first;
+  CHECK(kiln_plan_run_with_options(cpu.plan, &host_in, 1, host, 3, &cpu_options) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(kiln_error_message()).find("options->queue is for plans compiled for a device") != std::string::npos);
+
+  // A plan freed while its last run is still queued waits for it: the outputs are complete.
+  {
+    LoadedPlan short_lived(conv_plan("opencl"));
+    REQUIRE(api->clEnqueueWriteBuffer(first, a.x, CL_TRUE, 0, 300 * 4, other.data(), 0, nullptr, nullptr) == CL_SUCCESS);
+    REQUIRE_MESSAGE(run_on(short_lived.plan, a, first) == KILN_OK, kiln_error_message());
+  }
+  check_outputs(a, first, other);
+
+  for (cl_mem memory : buffers) api->clReleaseMemObject(memory);
+  api->clReleaseCommandQueue(foreign);
+  api->clReleaseContext(stranger);
+  api->clReleaseCommandQueue(first);
+  api->clReleaseCommandQueue(second);
 }
 
 TEST_CASE("bad arguments get the CPU plan's errors, and the OpenCL plan runs afterwards") {

@@ -531,6 +531,13 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
   if (settings.tensors_on_device && device_plan_ == nullptr)
     bad_argument(kRun, "options->tensors_on_device is for plans compiled for a device (--target cuda or opencl); "
                        "this plan is for the CPU");
+  if (settings.queue != nullptr) {
+    if (device_plan_ == nullptr)
+      bad_argument(kRun, "options->queue is for plans compiled for a device (--target cuda or opencl); this plan is "
+                         "for the CPU");
+    if (std::string why_not = device_plan_->check_queue(settings.queue); !why_not.empty())
+      bad_argument(kRun, "options->queue cannot take this plan's work: " + why_not);
+  }
   check_overlaps(*context, settings.tensors_on_device);
   if (device_plan_ != nullptr) {
     run_on_device(*context, settings);
@@ -631,7 +638,7 @@ void PlanRunner::run_on_device(RunContext& context, const RunSettings& settings)
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (outputs_[i].same_as_output < 0) outputs[i] = context.bound_outputs[i]->data;
   device_plan_->run(inputs, context.input_bytes, outputs, context.output_bytes, settings.cancel, settings.kernel_seconds,
-                    settings.tensors_on_device);
+                    settings.tensors_on_device, settings.queue);
   if (!settings.tensors_on_device) {
     copy_same_outputs(context);
     return;
@@ -640,7 +647,7 @@ void PlanRunner::run_on_device(RunContext& context, const RunSettings& settings)
     if (outputs_[i].same_as_output >= 0 && context.output_bytes[i] > 0)
       device_plan_->copy_device_tensor(context.bound_outputs[i]->data,
                                        context.bound_outputs[static_cast<size_t>(outputs_[i].same_as_output)]->data,
-                                       context.output_bytes[i]);
+                                       context.output_bytes[i], settings.queue);
 }
 
 }  // namespace kiln

@@ -56,6 +56,7 @@ struct RunSettings {
   int thread_count = 0;                       // 0: every thread the plan has
   const std::atomic<int>* cancel = nullptr;   // non-zero: stop at the next kernel or chunk
   bool tensors_on_device = false;             // device plans: the tensors' data is device memory
+  void* queue = nullptr;                      // device plans: the caller's queue (DevicePlan::run)
   // Non-null: the wall time of launch k (seconds, the chunks' threads included) is added to
   // kernel_seconds[k], one per metadata().kernels(). Internal, for `kiln bench --profile`: libkiln's
   // C API has no such option (docs/profiling.md says why).

@@ -18,6 +18,7 @@ using CuContext = struct CuContextOpaque*;
 using CuModule = struct CuModuleOpaque*;
 using CuFunction = struct CuFunctionOpaque*;
 using CuStream = struct CuStreamOpaque*;
+using CuEvent = struct CuEventOpaque*;
 
 struct CudaApi {
   CuResult (*cuInit)(unsigned) = nullptr;
@@ -39,12 +40,23 @@ struct CudaApi {
   CuResult (*cuMemcpyDtoD)(CuDevicePtr, CuDevicePtr, size_t) = nullptr;
   CuResult (*cuLaunchKernel)(CuFunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CuStream,
                              void**, void**) = nullptr;
+  // For the streams callers bring (kiln_run_options.queue).
+  CuResult (*cuMemcpyHtoDAsync)(CuDevicePtr, const void*, size_t, CuStream) = nullptr;
+  CuResult (*cuMemcpyDtoHAsync)(void*, CuDevicePtr, size_t, CuStream) = nullptr;
+  CuResult (*cuMemcpyDtoDAsync)(CuDevicePtr, CuDevicePtr, size_t, CuStream) = nullptr;
+  CuResult (*cuStreamSynchronize)(CuStream) = nullptr;
+  CuResult (*cuEventCreate)(CuEvent*, unsigned) = nullptr;
+  CuResult (*cuEventRecord)(CuEvent, CuStream) = nullptr;
+  CuResult (*cuEventSynchronize)(CuEvent) = nullptr;
+  CuResult (*cuEventDestroy)(CuEvent) = nullptr;
+  CuResult (*cuStreamGetCtx)(CuStream, CuContext*) = nullptr;  // CUDA 9.2 on; null before (not checked then)
 };
 
 namespace {
 
 constexpr int kComputeCapabilityMajor = 75, kComputeCapabilityMinor = 76;  // CUdevice_attribute values
 constexpr CuResult kOutOfMemory = 2;                                       // CUDA_ERROR_OUT_OF_MEMORY
+constexpr unsigned kEventDisableTiming = 2;                                 // CU_EVENT_DISABLE_TIMING
 
 [[noreturn]] void unsupported(const std::string& why) { throw UserError("unsupported target: CUDA: " + why); }
 
@@ -53,6 +65,10 @@ std::string error_name(const CudaApi& api, CuResult code) {
   if (api.cuGetErrorName == nullptr || api.cuGetErrorName(code, &name) != 0 || name == nullptr)
     return "CUDA error " + std::to_string(code);
   return std::string(name) + " (" + std::to_string(code) + ")";
+}
+
+CuDevicePtr device_pointer(const DeviceMemory& memory) {
+  return static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(memory.handle));
 }
 
 template <typename Function>
@@ -97,7 +113,16 @@ LoadedApi load_api() {
               resolve(library, "cuMemcpyHtoD_v2", a.cuMemcpyHtoD, why) &&
               resolve(library, "cuMemcpyDtoH_v2", a.cuMemcpyDtoH, why) &&
               resolve(library, "cuMemcpyDtoD_v2", a.cuMemcpyDtoD, why) &&
-              resolve(library, "cuLaunchKernel", a.cuLaunchKernel, why);
+              resolve(library, "cuLaunchKernel", a.cuLaunchKernel, why) &&
+              resolve(library, "cuMemcpyHtoDAsync_v2", a.cuMemcpyHtoDAsync, why) &&
+              resolve(library, "cuMemcpyDtoHAsync_v2", a.cuMemcpyDtoHAsync, why) &&
+              resolve(library, "cuMemcpyDtoDAsync_v2", a.cuMemcpyDtoDAsync, why) &&
+              resolve(library, "cuStreamSynchronize", a.cuStreamSynchronize, why) &&
+              resolve(library, "cuEventCreate", a.cuEventCreate, why) &&
+              resolve(library, "cuEventRecord", a.cuEventRecord, why) &&
+              resolve(library, "cuEventSynchronize", a.cuEventSynchronize, why) &&
+              resolve(library, "cuEventDestroy_v2", a.cuEventDestroy, why);
+  a.cuStreamGetCtx = reinterpret_cast<decltype(a.cuStreamGetCtx)>(dlsym(library, "cuStreamGetCtx"));
   return loaded;  // the library stays loaded for the life of the process
 }
 
@@ -196,32 +221,41 @@ void CudaDevice::free(DeviceMemory memory) {
   if (memory.handle == nullptr) return;
   std::lock_guard lock(mutex_);
   make_current();
-  api_->cuMemFree(static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(memory.handle)));
+  api_->cuMemFree(device_pointer(memory));
 }
 
-void CudaDevice::copy_to_device(DeviceMemory destination, const void* source, size_t bytes) {
+// The device's own queue is the legacy default stream, with the synchronous copies; a caller's stream
+// gets the asynchronous copies, and waits where the Device contract says a copy returns with the
+// host memory free or filled.
+void CudaDevice::copy_to_device(DeviceMemory destination, const void* source, size_t bytes, void* queue) {
   std::lock_guard lock(mutex_);
   make_current();
-  if (CuResult status = api_->cuMemcpyHtoD(static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(destination.handle)), source, bytes);
-      status != 0)
-    throw_internal_error("cuMemcpyHtoD failed: " + error_name(*api_, status));
+  if (queue == nullptr) {
+    check(api_->cuMemcpyHtoD(device_pointer(destination), source, bytes), "cuMemcpyHtoD");
+    return;
+  }
+  check(api_->cuMemcpyHtoDAsync(device_pointer(destination), source, bytes, static_cast<CuStream>(queue)), "cuMemcpyHtoDAsync");
+  check(api_->cuStreamSynchronize(static_cast<CuStream>(queue)), "cuStreamSynchronize");
 }
 
-void CudaDevice::copy_to_host(void* destination, DeviceMemory source, size_t bytes) {
+void CudaDevice::copy_to_host(void* destination, DeviceMemory source, size_t bytes, void* queue) {
   std::lock_guard lock(mutex_);
   make_current();
-  if (CuResult status = api_->cuMemcpyDtoH(destination, static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(source.handle)), bytes);
-      status != 0)
-    throw_internal_error("cuMemcpyDtoH failed: " + error_name(*api_, status));
+  if (queue == nullptr) {
+    check(api_->cuMemcpyDtoH(destination, device_pointer(source), bytes), "cuMemcpyDtoH");
+    return;
+  }
+  check(api_->cuMemcpyDtoHAsync(destination, device_pointer(source), bytes, static_cast<CuStream>(queue)), "cuMemcpyDtoHAsync");
+  check(api_->cuStreamSynchronize(static_cast<CuStream>(queue)), "cuStreamSynchronize");
 }
 
-void CudaDevice::copy_on_device(DeviceMemory destination, DeviceMemory source, size_t bytes) {
+void CudaDevice::copy_on_device(DeviceMemory destination, DeviceMemory source, size_t bytes, void* queue) {
   std::lock_guard lock(mutex_);
   make_current();
-  if (CuResult status = api_->cuMemcpyDtoD(static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(destination.handle)),
-                                           static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(source.handle)), bytes);
-      status != 0)
-    throw_internal_error("cuMemcpyDtoD failed: " + error_name(*api_, status));
+  if (queue == nullptr) check(api_->cuMemcpyDtoD(device_pointer(destination), device_pointer(source), bytes), "cuMemcpyDtoD");
+  else
+    check(api_->cuMemcpyDtoDAsync(device_pointer(destination), device_pointer(source), bytes, static_cast<CuStream>(queue)),
+          "cuMemcpyDtoDAsync");
 }
 
 std::unique_ptr<DeviceKernel> CudaDevice::build_kernel(const std::string& source, const std::string& name) {
@@ -239,11 +273,11 @@ std::unique_ptr<DeviceKernel> CudaDevice::build_kernel(const std::string& source
   return std::make_unique<CudaKernel>(*api_, module, function, name);
 }
 
-void CudaDevice::launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims) {
+void CudaDevice::launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims, void* queue) {
   std::lock_guard lock(mutex_);
   make_current();
   std::vector<CuDevicePtr> pointers;
-  for (const DeviceMemory& memory : arguments) pointers.push_back(static_cast<CuDevicePtr>(reinterpret_cast<uintptr_t>(memory.handle)));
+  for (const DeviceMemory& memory : arguments) pointers.push_back(device_pointer(memory));
   std::vector<void*> parameters;
   for (CuDevicePtr& pointer : pointers) parameters.push_back(&pointer);
   size_t block = dims.local[0] != 0 ? dims.local[0] : kCudaThreadsPerBlock;
@@ -251,15 +285,55 @@ void CudaDevice::launch(DeviceKernel& kernel, std::span<const DeviceMemory> argu
   if (grid == 0) return;
   if (grid > 0x7fffffffu) throw UserError(str_cat("a launch of ", dims.global[0], " threads exceeds CUDA's grid"));
   CuResult status = api_->cuLaunchKernel(static_cast<CudaKernel&>(kernel).function(), static_cast<unsigned>(grid), 1, 1,
-                                         static_cast<unsigned>(block), 1, 1, 0, nullptr, parameters.data(), nullptr);
+                                         static_cast<unsigned>(block), 1, 1, 0, static_cast<CuStream>(queue), parameters.data(),
+                                         nullptr);
   if (status != 0) throw_internal_error(str_cat("cuLaunchKernel failed for ", kernel.name(), ": ", error_name(*api_, status)));
 }
 
-void CudaDevice::synchronize() {
+void CudaDevice::synchronize(void* queue) {
   std::lock_guard lock(mutex_);
   make_current();
-  if (CuResult status = api_->cuCtxSynchronize(); status != 0)
-    throw_internal_error("cuCtxSynchronize failed (a kernel faulted?): " + error_name(*api_, status));
+  if (queue != nullptr) check(api_->cuStreamSynchronize(static_cast<CuStream>(queue)), "cuStreamSynchronize (a kernel faulted?)");
+  else check(api_->cuCtxSynchronize(), "cuCtxSynchronize (a kernel faulted?)");
+}
+
+std::string CudaDevice::check_queue(void* queue) const {
+  if (api_->cuStreamGetCtx == nullptr) return "";  // a driver before CUDA 9.2 cannot say; the caller vouches
+  CuContext context = nullptr;
+  if (CuResult status = api_->cuStreamGetCtx(static_cast<CuStream>(queue), &context); status != 0)
+    return "it is no CUDA stream (cuStreamGetCtx: " + error_name(*api_, status) + ")";
+  if (context != static_cast<CuContext>(context_))
+    return "it is a stream of another context than the primary context of " + name_ + " (kiln_plan_device returns it)";
+  return "";
+}
+
+void* CudaDevice::mark(void* queue) {
+  std::lock_guard lock(mutex_);
+  make_current();
+  CuEvent event = nullptr;
+  check(api_->cuEventCreate(&event, kEventDisableTiming), "cuEventCreate");
+  if (CuResult status = api_->cuEventRecord(event, static_cast<CuStream>(queue)); status != 0) {
+    api_->cuEventDestroy(event);
+    check(status, "cuEventRecord");
+  }
+  return event;
+}
+
+void CudaDevice::wait(void* event) {
+  std::lock_guard lock(mutex_);
+  make_current();
+  check(api_->cuEventSynchronize(static_cast<CuEvent>(event)), "cuEventSynchronize (a kernel faulted?)");
+}
+
+void CudaDevice::release(void* event) {
+  if (event == nullptr) return;
+  std::lock_guard lock(mutex_);
+  make_current();
+  api_->cuEventDestroy(static_cast<CuEvent>(event));
+}
+
+void CudaDevice::check(int status, const char* what) const {
+  if (status != 0) throw_internal_error(str_cat(what, " failed: ", error_name(*api_, status)));
 }
 
 }  // namespace kiln

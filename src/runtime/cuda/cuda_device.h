@@ -2,7 +2,7 @@
 // libcuda.so.1 with dlopen at run time, so nothing links against CUDA and a machine without a GPU
 // driver builds and runs kiln (only a request for this device fails, with a UserError naming what is
 // missing). One device per process (KILN_CUDA_DEVICE=N, default 0), its primary context, the
-// default stream; calls from several threads are serialised. Kernels are PTX or cubins made by NVRTC
+// default stream or a stream the caller brings; calls from several threads are serialised. Kernels are PTX or cubins made by NVRTC
 // (codegen/cuda/nvrtc_compiler.h), loaded with cuModuleLoadData; a launch runs one thread per index
 // of LaunchDims::global[0], in blocks of LaunchDims::local[0] (default kCudaThreadsPerBlock).
 //
@@ -35,13 +35,24 @@ class CudaDevice final : public Device {
   const std::string& name() const override { return name_; }
   DeviceMemory allocate(size_t bytes) override;
   void free(DeviceMemory memory) override;
-  void copy_to_device(DeviceMemory destination, const void* source, size_t bytes) override;
-  void copy_to_host(void* destination, DeviceMemory source, size_t bytes) override;
-  void copy_on_device(DeviceMemory destination, DeviceMemory source, size_t bytes) override;
+  using Device::copy_on_device;
+  using Device::copy_to_device;
+  using Device::copy_to_host;
+  using Device::launch;
+  using Device::synchronize;
+  void copy_to_device(DeviceMemory destination, const void* source, size_t bytes, void* queue) override;
+  void copy_to_host(void* destination, DeviceMemory source, size_t bytes, void* queue) override;
+  void copy_on_device(DeviceMemory destination, DeviceMemory source, size_t bytes, void* queue) override;
   // `source` is PTX text or a cubin image; `name` the extern "C" kernel function in it.
   std::unique_ptr<DeviceKernel> build_kernel(const std::string& source, const std::string& name) override;
-  void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims) override;
-  void synchronize() override;
+  void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims, void* queue) override;
+  void synchronize(void* queue) override;
+  // A caller's stream must belong to the primary context (checked where the driver has
+  // cuStreamGetCtx, CUDA 9.2 on).
+  std::string check_queue(void* queue) const override;
+  void* mark(void* queue) override;
+  void wait(void* event) override;
+  void release(void* event) override;
   void* native_context() const override { return context_; }
 
   // Compute capability as NN (90 for sm_90).
@@ -56,6 +67,8 @@ class CudaDevice final : public Device {
   ~CudaDevice() override = default;  // never destroyed: modules may be cached until exit
   void open(const CudaApi& api);
   void make_current() const;
+  // Throws an InternalError naming `what` and the driver's error when `status` is not CUDA_SUCCESS.
+  void check(int status, const char* what) const;
 
   const CudaApi* api_ = nullptr;
   int device_ = 0;

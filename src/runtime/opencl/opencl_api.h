@@ -37,7 +37,11 @@ namespace kiln {
   X(clReleaseKernel)             \
   X(clSetKernelArg)              \
   X(clEnqueueNDRangeKernel)      \
-  X(clFinish)
+  X(clFinish)                    \
+  X(clGetCommandQueueInfo)       \
+  X(clEnqueueMarkerWithWaitList) \
+  X(clWaitForEvents)             \
+  X(clReleaseEvent)
 
 struct OpenCLApi {
 #define KILN_OPENCL_POINTER(name) decltype(&::name) name = nullptr;

@@ -27,6 +27,9 @@ std::string device_string(const OpenCLApi& api, cl_device_id device, cl_device_i
   return text;
 }
 
+// The caller's `queue`, or the device's `own` when it is null.
+cl_command_queue queue_or(void* queue, void* own) { return static_cast<cl_command_queue>(queue != nullptr ? queue : own); }
+
 bool has_extension(const std::string& extensions, const std::string& name) {
   return (" " + extensions + " ").find(" " + name + " ") != std::string::npos;
 }
@@ -148,26 +151,26 @@ void OpenCLDevice::free(DeviceMemory memory) {
   if (memory.handle != nullptr) api_->clReleaseMemObject(static_cast<cl_mem>(memory.handle));
 }
 
-void OpenCLDevice::copy_to_device(DeviceMemory destination, const void* source, size_t bytes) {
+void OpenCLDevice::copy_to_device(DeviceMemory destination, const void* source, size_t bytes, void* queue) {
   if (bytes == 0) return;
   std::lock_guard lock(mutex_);
-  check(api_->clEnqueueWriteBuffer(static_cast<cl_command_queue>(queue_), static_cast<cl_mem>(destination.handle),
+  check(api_->clEnqueueWriteBuffer(queue_or(queue, queue_), static_cast<cl_mem>(destination.handle),
                                    CL_TRUE, 0, bytes, source, 0, nullptr, nullptr),
         "clEnqueueWriteBuffer");
 }
 
-void OpenCLDevice::copy_to_host(void* destination, DeviceMemory source, size_t bytes) {
+void OpenCLDevice::copy_to_host(void* destination, DeviceMemory source, size_t bytes, void* queue) {
   if (bytes == 0) return;
   std::lock_guard lock(mutex_);
-  check(api_->clEnqueueReadBuffer(static_cast<cl_command_queue>(queue_), static_cast<cl_mem>(source.handle), CL_TRUE,
+  check(api_->clEnqueueReadBuffer(queue_or(queue, queue_), static_cast<cl_mem>(source.handle), CL_TRUE,
                                   0, bytes, destination, 0, nullptr, nullptr),
         "clEnqueueReadBuffer");
 }
 
-void OpenCLDevice::copy_on_device(DeviceMemory destination, DeviceMemory source, size_t bytes) {
+void OpenCLDevice::copy_on_device(DeviceMemory destination, DeviceMemory source, size_t bytes, void* queue) {
   if (bytes == 0) return;
   std::lock_guard lock(mutex_);
-  check(api_->clEnqueueCopyBuffer(static_cast<cl_command_queue>(queue_), static_cast<cl_mem>(source.handle),
+  check(api_->clEnqueueCopyBuffer(queue_or(queue, queue_), static_cast<cl_mem>(source.handle),
                                   static_cast<cl_mem>(destination.handle), 0, 0, bytes, 0, nullptr, nullptr),
         "clEnqueueCopyBuffer");
 }
@@ -201,7 +204,7 @@ std::unique_ptr<DeviceKernel> OpenCLDevice::build_kernel(const std::string& sour
   return std::make_unique<OpenCLKernel>(*api_, program, kernel, name);
 }
 
-void OpenCLDevice::launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims) {
+void OpenCLDevice::launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims, void* queue) {
   auto* opencl = dynamic_cast<OpenCLKernel*>(&kernel);
   KILN_ASSERT(opencl != nullptr, "a kernel of another device launched on ", name_);
   std::lock_guard lock(mutex_);  // kernel arguments are state of the kernel object until the launch
@@ -211,14 +214,48 @@ void OpenCLDevice::launch(DeviceKernel& kernel, std::span<const DeviceMemory> ar
   }
   cl_uint dimensions = dims.global[2] > 1 ? 3 : dims.global[1] > 1 ? 2 : 1;
   bool local_given = dims.local[0] != 0;
-  check(api_->clEnqueueNDRangeKernel(static_cast<cl_command_queue>(queue_), opencl->kernel(), dimensions, nullptr,
+  check(api_->clEnqueueNDRangeKernel(queue_or(queue, queue_), opencl->kernel(), dimensions, nullptr,
                                      dims.global, local_given ? dims.local : nullptr, 0, nullptr, nullptr),
         "clEnqueueNDRangeKernel");
 }
 
-void OpenCLDevice::synchronize() {
+void OpenCLDevice::synchronize(void* queue) {
   std::lock_guard lock(mutex_);
-  check(api_->clFinish(static_cast<cl_command_queue>(queue_)), "clFinish");
+  check(api_->clFinish(queue_or(queue, queue_)), "clFinish");
+}
+
+std::string OpenCLDevice::check_queue(void* queue) const {
+  auto commands = static_cast<cl_command_queue>(queue);
+  cl_context context = nullptr;
+  cl_device_id device = nullptr;
+  cl_command_queue_properties properties = 0;
+  cl_int status = api_->clGetCommandQueueInfo(commands, CL_QUEUE_CONTEXT, sizeof context, &context, nullptr);
+  if (status != CL_SUCCESS) return "it is no OpenCL command queue (clGetCommandQueueInfo: " + opencl_error_name(status) + ")";
+  if (context != static_cast<cl_context>(context_))
+    return "it belongs to another OpenCL context than libkiln's (kiln_plan_device returns that context)";
+  check(api_->clGetCommandQueueInfo(commands, CL_QUEUE_DEVICE, sizeof device, &device, nullptr), "clGetCommandQueueInfo");
+  if (device != static_cast<cl_device_id>(device_)) return "it is a queue of another device than " + name_;
+  check(api_->clGetCommandQueueInfo(commands, CL_QUEUE_PROPERTIES, sizeof properties, &properties, nullptr),
+        "clGetCommandQueueInfo");
+  // The plan's kernels rely on running in order: each reads what the one before it wrote.
+  if ((properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0) return "it runs its commands out of order";
+  return "";
+}
+
+void* OpenCLDevice::mark(void* queue) {
+  std::lock_guard lock(mutex_);
+  cl_event event = nullptr;
+  check(api_->clEnqueueMarkerWithWaitList(queue_or(queue, queue_), 0, nullptr, &event), "clEnqueueMarkerWithWaitList");
+  return event;
+}
+
+void OpenCLDevice::wait(void* event) {
+  auto marker = static_cast<cl_event>(event);
+  check(api_->clWaitForEvents(1, &marker), "clWaitForEvents");
+}
+
+void OpenCLDevice::release(void* event) {
+  if (event != nullptr) api_->clReleaseEvent(static_cast<cl_event>(event));
 }
 
 }  // namespace kiln

@@ -1,7 +1,8 @@
 // The OpenCL device: the Device interface (runtime/device.h) over OpenCL 1.2, loaded with dlopen
 // (opencl_api.h). One device per process, chosen on first use: the first device of the first
 // platform that has one, or the Nth device over all platforms with KILN_OPENCL_DEVICE=N. One in-order
-// command queue; calls from several threads are serialised.
+// command queue of its own, and the in-order queues callers bring; calls from several threads are
+// serialised.
 #pragma once
 
 #include <mutex>
@@ -24,12 +25,22 @@ class OpenCLDevice final : public Device {
   const std::string& name() const override { return name_; }
   DeviceMemory allocate(size_t bytes) override;
   void free(DeviceMemory memory) override;
-  void copy_to_device(DeviceMemory destination, const void* source, size_t bytes) override;
-  void copy_to_host(void* destination, DeviceMemory source, size_t bytes) override;
-  void copy_on_device(DeviceMemory destination, DeviceMemory source, size_t bytes) override;
+  using Device::copy_on_device;
+  using Device::copy_to_device;
+  using Device::copy_to_host;
+  using Device::launch;
+  using Device::synchronize;
+  void copy_to_device(DeviceMemory destination, const void* source, size_t bytes, void* queue) override;
+  void copy_to_host(void* destination, DeviceMemory source, size_t bytes, void* queue) override;
+  void copy_on_device(DeviceMemory destination, DeviceMemory source, size_t bytes, void* queue) override;
   std::unique_ptr<DeviceKernel> build_kernel(const std::string& source, const std::string& name) override;
-  void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims) override;
-  void synchronize() override;
+  void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims, void* queue) override;
+  void synchronize(void* queue) override;
+  // A caller's queue must be an in-order queue of this context and device.
+  std::string check_queue(void* queue) const override;
+  void* mark(void* queue) override;
+  void wait(void* event) override;
+  void release(void* event) override;
   void* native_context() const override { return context_; }
   void* native_queue() const override { return queue_; }
 
