@@ -29,6 +29,24 @@ std::vector<float> ramp(size_t count, float scale) {
   return values;
 }
 
+// The CUDA plan and the CPU plan of one graph, loaded through libkiln.
+struct PlanPair {
+  kiln_plan* gpu = nullptr;
+  kiln_plan* cpu = nullptr;
+  PlanPair(const std::vector<std::pair<std::string, Tensor>>& inputs,
+           const std::vector<std::pair<std::string, Tensor>>& outputs) {
+    PlanWriteOptions cuda_options;
+    cuda_options.device = "cuda";
+    std::string cuda_bytes = write_plan(inputs, outputs, cuda_options), cpu_bytes = write_plan(inputs, outputs);
+    REQUIRE_MESSAGE(kiln_plan_load_buffer(cuda_bytes.data(), cuda_bytes.size(), &gpu) == KILN_OK, kiln_error_message());
+    REQUIRE(kiln_plan_load_buffer(cpu_bytes.data(), cpu_bytes.size(), &cpu) == KILN_OK);
+  }
+  ~PlanPair() {
+    kiln_plan_free(gpu);
+    kiln_plan_free(cpu);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a CUDA plan runs on the caller's device memory in place") {
@@ -37,14 +55,8 @@ TEST_CASE("a CUDA plan runs on the caller's device memory in place") {
   Tensor w = Tensor::from_vector(ramp(768 * 32, 0.05f), {768, 32});
   Tensor scores = x.matmul(w).relu();
   Tensor probabilities = x.softmax(-1);
-  std::vector<std::pair<std::string, Tensor>> inputs{{"x", x}},
-      outputs{{"scores", scores}, {"probabilities", probabilities}};
-  PlanWriteOptions cuda_options;
-  cuda_options.device = "cuda";
-  std::string cuda_bytes = write_plan(inputs, outputs, cuda_options), cpu_bytes = write_plan(inputs, outputs);
-  kiln_plan *gpu = nullptr, *cpu = nullptr;
-  REQUIRE_MESSAGE(kiln_plan_load_buffer(cuda_bytes.data(), cuda_bytes.size(), &gpu) == KILN_OK, kiln_error_message());
-  REQUIRE(kiln_plan_load_buffer(cpu_bytes.data(), cpu_bytes.size(), &cpu) == KILN_OK);
+  PlanPair plans({{"x", x}}, {{"scores", scores}, {"probabilities", probabilities}});
+  kiln_plan *gpu = plans.gpu, *cpu = plans.cpu;
   const char* device = nullptr;
   void *context = nullptr, *queue = nullptr;
   REQUIRE(kiln_plan_device(gpu, &device, &context, &queue) == KILN_OK);
@@ -81,8 +93,6 @@ TEST_CASE("a CUDA plan runs on the caller's device memory in place") {
   cuda.free(d_in);
   cuda.free(d_scores);
   cuda.free(d_probabilities);
-  kiln_plan_free(gpu);
-  kiln_plan_free(cpu);
 }
 
 // The caller's side of a stream: its own entry points from the driver, as an application has them.
@@ -105,13 +115,8 @@ TEST_CASE("a CUDA plan runs on the caller's streams, with host and with device t
   Tensor x = graph_input("x", {6, 768}, ScalarType::Float32);
   Tensor w = Tensor::from_vector(ramp(768 * 32, 0.05f), {768, 32});
   Tensor scores = x.matmul(w).relu();
-  std::vector<std::pair<std::string, Tensor>> inputs{{"x", x}}, outputs{{"scores", scores}};
-  PlanWriteOptions cuda_options;
-  cuda_options.device = "cuda";
-  std::string cuda_bytes = write_plan(inputs, outputs, cuda_options), cpu_bytes = write_plan(inputs, outputs);
-  kiln_plan *gpu = nullptr, *cpu = nullptr;
-  REQUIRE_MESSAGE(kiln_plan_load_buffer(cuda_bytes.data(), cuda_bytes.size(), &gpu) == KILN_OK, kiln_error_message());
-  REQUIRE(kiln_plan_load_buffer(cpu_bytes.data(), cpu_bytes.size(), &cpu) == KILN_OK);
+  PlanPair plans({{"x", x}}, {{"scores", scores}});
+  kiln_plan* cpu = plans.cpu;
   int64_t x_shape[] = {6, 768}, s_shape[] = {6, 32};
   std::vector<float> first = ramp(6 * 768, 1.0f), second = ramp(6 * 768, -0.5f);
   auto expected_for = [&](std::vector<float>& input) {
@@ -134,7 +139,8 @@ TEST_CASE("a CUDA plan runs on the caller's streams, with host and with device t
   kiln_run_options options;
   kiln_run_options_init(&options);
   options.queue = one;
-  REQUIRE_MESSAGE(kiln_plan_run_with_options(gpu, &host_in, 1, &host_out, 1, &options) == KILN_OK, kiln_error_message());
+  REQUIRE_MESSAGE(kiln_plan_run_with_options(plans.gpu, &host_in, 1, &host_out, 1, &options) == KILN_OK,
+                  kiln_error_message());
   for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(expected_first[i]).epsilon(1e-4));
 
   // Device tensors on two streams one after the other: the calls do not wait, the plan's buffers
@@ -149,7 +155,7 @@ TEST_CASE("a CUDA plan runs on the caller's streams, with host and with device t
     kiln_tensor in{"x", KILN_DTYPE_FLOAT32, 2, x_shape, in_memory.handle, first.size() * 4};
     kiln_tensor out{"scores", KILN_DTYPE_FLOAT32, 2, s_shape, out_memory.handle, got.size() * 4};
     options.queue = stream;
-    REQUIRE_MESSAGE(kiln_plan_run_with_options(gpu, &in, 1, &out, 1, &options) == KILN_OK, kiln_error_message());
+    REQUIRE_MESSAGE(kiln_plan_run_with_options(plans.gpu, &in, 1, &out, 1, &options) == KILN_OK, kiln_error_message());
   };
   run_on(in_one, out_one, one);
   run_on(in_two, out_two, two);
@@ -165,14 +171,14 @@ TEST_CASE("a CUDA plan runs on the caller's streams, with host and with device t
   }
   // Freed while its last run may still be queued: the plan waits for it.
   run_on(in_two, out_one, one);
-  kiln_plan_free(gpu);
+  kiln_plan_free(plans.gpu);
+  plans.gpu = nullptr;
   REQUIRE(streams.synchronize(one) == 0);
   cuda.copy_to_host(got_one.data(), out_one, got_one.size() * 4);
   for (size_t i = 0; i < got.size(); ++i) CHECK(got_one[i] == doctest::Approx(expected_second[i]).epsilon(1e-4));
   for (DeviceMemory memory : {in_one, in_two, out_one, out_two}) cuda.free(memory);
   streams.destroy(one);
   streams.destroy(two);
-  kiln_plan_free(cpu);
 }
 
 int main(int argc, char** argv) {

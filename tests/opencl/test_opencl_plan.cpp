@@ -49,14 +49,23 @@ std::string conv_plan(const std::string& device) {
   return write_plan({{"x", x}}, {{"features", y}, {"scores", scores}, {"scores_again", scores}}, write);
 }
 
-std::vector<std::vector<float>> run(kiln_plan* plan, const std::vector<float>& input) {
+// Runs `plan` on host buffers with `options` (may be null) into *outputs (features, scores,
+// scores_again).
+kiln_status run_with(const kiln_plan* plan, const std::vector<float>& input, const kiln_run_options* options,
+                     std::vector<std::vector<float>>* outputs) {
   int64_t x_shape[] = {1, 3, 10, 10}, y_shape[] = {1, 4, 10, 10}, s_shape[] = {4, 7};
-  std::vector<std::vector<float>> outputs{std::vector<float>(400, -1), std::vector<float>(28, -1), std::vector<float>(28, -1)};
+  *outputs = {std::vector<float>(400, -1), std::vector<float>(28, -1), std::vector<float>(28, -1)};
+  auto& o = *outputs;
   kiln_tensor in{"x", KILN_DTYPE_FLOAT32, 4, x_shape, const_cast<float*>(input.data()), input.size() * 4};
-  kiln_tensor out[] = {{"features", KILN_DTYPE_FLOAT32, 4, y_shape, outputs[0].data(), 400 * 4},
-                       {"scores", KILN_DTYPE_FLOAT32, 2, s_shape, outputs[1].data(), 28 * 4},
-                       {"scores_again", KILN_DTYPE_FLOAT32, 2, s_shape, outputs[2].data(), 28 * 4}};
-  REQUIRE_MESSAGE(kiln_plan_run(plan, &in, 1, out, 3) == KILN_OK, kiln_error_message());
+  kiln_tensor out[] = {{"features", KILN_DTYPE_FLOAT32, 4, y_shape, o[0].data(), 400 * 4},
+                       {"scores", KILN_DTYPE_FLOAT32, 2, s_shape, o[1].data(), 28 * 4},
+                       {"scores_again", KILN_DTYPE_FLOAT32, 2, s_shape, o[2].data(), 28 * 4}};
+  return kiln_plan_run_with_options(plan, &in, 1, out, 3, options);
+}
+
+std::vector<std::vector<float>> run(kiln_plan* plan, const std::vector<float>& input) {
+  std::vector<std::vector<float>> outputs;
+  REQUIRE_MESSAGE(run_with(plan, input, nullptr, &outputs) == KILN_OK, kiln_error_message());
   return outputs;
 }
 
@@ -129,12 +138,8 @@ TEST_CASE("device tensors: an OpenCL plan runs on the caller's buffers in libkil
   CHECK(std::string(kiln_error_message()) ==
         "kiln_plan_run: output 'scores' is the device memory of input 'x'");
   // A CPU plan has no device memory to take.
-  std::vector<float> host_out(400), host_scores(28), host_again(28);
-  kiln_tensor host_in{"x", KILN_DTYPE_FLOAT32, 4, x_shape, input.data(), 300 * 4};
-  kiln_tensor host[] = {{"features", KILN_DTYPE_FLOAT32, 4, y_shape, host_out.data(), 400 * 4},
-                        {"scores", KILN_DTYPE_FLOAT32, 2, s_shape, host_scores.data(), 28 * 4},
-                        {"scores_again", KILN_DTYPE_FLOAT32, 2, s_shape, host_again.data(), 28 * 4}};
-  CHECK(kiln_plan_run_with_options(cpu.plan, &host_in, 1, host, 3, &options) == KILN_ERROR_INVALID_ARGUMENT);
+  std::vector<std::vector<float>> unused;
+  CHECK(run_with(cpu.plan, input, &options, &unused) == KILN_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(kiln_error_message()).find("tensors_on_device is for plans compiled for a device") != std::string::npos);
   REQUIRE(kiln_plan_device(cpu.plan, &device, &context, &queue) == KILN_OK);
   CHECK(std::string(device) == "cpu");
@@ -213,18 +218,14 @@ TEST_CASE("a run on the caller's OpenCL queue is ordered after the caller's work
 
   // Host tensors on the caller's queue: the call returns with the outputs filled.
   {
-    std::vector<float> features(400), scores(28), again(28);
-    kiln_tensor in{"x", KILN_DTYPE_FLOAT32, 4, x_shape, other.data(), 300 * 4};
-    kiln_tensor out[] = {{"features", KILN_DTYPE_FLOAT32, 4, y_shape, features.data(), 400 * 4},
-                         {"scores", KILN_DTYPE_FLOAT32, 2, s_shape, scores.data(), 28 * 4},
-                         {"scores_again", KILN_DTYPE_FLOAT32, 2, s_shape, again.data(), 28 * 4}};
     kiln_run_options options;
     kiln_run_options_init(&options);
     options.queue = second;
-    REQUIRE_MESSAGE(kiln_plan_run_with_options(opencl.plan, &in, 1, out, 3, &options) == KILN_OK, kiln_error_message());
+    std::vector<std::vector<float>> got;
+    REQUIRE_MESSAGE(run_with(opencl.plan, other, &options, &got) == KILN_OK, kiln_error_message());
     std::vector<float> expected = run(cpu.plan, other)[1];
-    for (size_t i = 0; i < 28; ++i) CHECK(scores[i] == doctest::Approx(expected[i]).epsilon(1e-5));
-    CHECK(scores == again);
+    for (size_t i = 0; i < 28; ++i) CHECK(got[1][i] == doctest::Approx(expected[i]).epsilon(1e-5));
+    CHECK(got[1] == got[2]);
   }
 
   // Queues the plan cannot take, and a queue for a CPU plan.
@@ -244,15 +245,11 @@ TEST_CASE("a run on the caller's OpenCL queue is ordered after the caller's work
   } else {
     MESSAGE("this OpenCL device has no out-of-order queues; that refusal is not checked");
   }
-  std::vector<float> host_out(400), host_scores(28), host_again(28);
-  kiln_tensor host_in{"x", KILN_DTYPE_FLOAT32, 4, x_shape, input.data(), 300 * 4};
-  kiln_tensor host[] = {{"features", KILN_DTYPE_FLOAT32, 4, y_shape, host_out.data(), 400 * 4},
-                        {"scores", KILN_DTYPE_FLOAT32, 2, s_shape, host_scores.data(), 28 * 4},
-                        {"scores_again", KILN_DTYPE_FLOAT32, 2, s_shape, host_again.data(), 28 * 4}};
   kiln_run_options cpu_options;
   kiln_run_options_init(&cpu_options);
   cpu_options.queue = first;
-  CHECK(kiln_plan_run_with_options(cpu.plan, &host_in, 1, host, 3, &cpu_options) == KILN_ERROR_INVALID_ARGUMENT);
+  std::vector<std::vector<float>> unused;
+  CHECK(run_with(cpu.plan, input, &cpu_options, &unused) == KILN_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(kiln_error_message()).find("options->queue is for plans compiled for a device") != std::string::npos);
 
   // A plan freed while its last run is still queued waits for it: the outputs are complete.
