@@ -233,7 +233,8 @@ typedef struct kiln_run_options {
                   queued, without waiting for it: the caller synchronises the queue before it reads
                   the outputs or reuses the inputs. Until that work has finished the plan's own
                   device buffers are in use: a later run on another queue, and kiln_plan_free, wait
-                  for it first, so keep the queue valid until then. A queue of another context or
+                  for it first (on an event libkiln recorded, not on the queue, so the caller may
+                  release its queue once it has synchronised it). A queue of another context or
                   device, or an out-of-order OpenCL queue, is KILN_ERROR_INVALID_ARGUMENT. Since
                   0.2.0. */
 } kiln_run_options;

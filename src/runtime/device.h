@@ -78,8 +78,8 @@ class Device {
   void synchronize() { synchronize(nullptr); }
 
   // "" when work may be queued on the caller's `queue` (non-null), else why not (a queue of another
-  // context or device, one that runs its commands out of order). Devices without queues of their
-  // own callers could bring say so.
+  // context or device, one that runs its commands out of order). A handle that is no queue at all
+  // cannot be told apart safely; the caller vouches for it.
   virtual std::string check_queue(void* queue) const = 0;
 
   // Events, for work that a run leaves queued on a caller's queue: mark() returns a handle that
