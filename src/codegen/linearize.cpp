@@ -42,6 +42,9 @@ bool allowed_in_kernel_ast(Ops op) {
   switch (op) {
     case Ops::CONST: case Ops::DEFINE_GLOBAL: case Ops::DEFINE_VAR: case Ops::INDEX: case Ops::LOAD: case Ops::STORE:
     case Ops::CAST: case Ops::BITCAST: case Ops::VECTORIZE: case Ops::GEP: case Ops::SHUFFLE_XOR:
+    // A work-group's reduction through local memory (opt/gpu_grid.h): the partials are stored, a
+    // BARRIER follows the stores, and the loads read the buffer AFTER the barrier.
+    case Ops::DEFINE_LOCAL: case Ops::BARRIER: case Ops::AFTER:
       return true;
     default:
       return op_is_alu(op);

@@ -24,6 +24,10 @@ struct TargetCaps {
   // GPU: threads of a warp can exchange registers (SHUFFLE_XOR); 0 where they cannot. A kernel with
   // few outputs and a long reduction then gives each output a warp (opt/gpu_grid.h).
   int warp_size = 0;
+  // GPU: threads of a work-group that share one output's long reduction through local memory (a
+  // barrier, then every thread reads the partials), where few outputs would leave the device idle
+  // (opt/gpu_grid.h); 0 where the target has no local memory.
+  int group_size = 0;
   int64_t l1_bytes = 32 << 10;   // per core
   int64_t l2_bytes = 1 << 20;    // per core
 

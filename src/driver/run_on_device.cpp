@@ -223,6 +223,7 @@ void run_schedule_on_device(ExecutionDevice where, const Schedule& schedule, con
     LaunchDims dims;
     int64_t extent = kernel.parallel_extent.value("running a kernel on a device");
     dims.global[0] = static_cast<size_t>(extent);
+    dims.local[0] = static_cast<size_t>(kernel.group_size);  // 0: the device chooses
     auto launched = Clock::now();
     // An empty axis 0 (a tensor with no elements) has nothing to run; OpenCL 1.2 refuses a global
     // size of 0, so there is no launch at all, as the CPU runs no chunk.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -94,20 +95,154 @@ UOpPtr split_reductions_across_warp(const UOpPtr& kernel, const UOpPtr& lane, in
   return replaced.empty() ? kernel : substitute(kernel, replaced);
 }
 
+// A REDUCE that a work-group can share through local memory: f32 ADD or MAX over one constant
+// range of at least kLongReduction steps, not inside another reduction's loop (its lanes would sit
+// at different steps of that loop when they meet at the barrier).
+bool shares_across_group(const UOp* node, const std::unordered_map<const UOp*, bool>& in_reduce_loop) {
+  if (node->op() != Ops::REDUCE || node->src_count() != 2 || node->dtype() != dtypes::f32) return false;
+  if (node->arg_op() != Ops::ADD && node->arg_op() != Ops::MAX) return false;
+  const UOpPtr& end = node->src(1)->src(0);
+  return end->is_const() && end->const_int() >= kLongReduction && !in_reduce_loop.at(node);
+}
+
+// For each node: whether its value depends on a reduce RANGE that no REDUCE inside it closes, that
+// is, whether it is computed inside some reduction's loop.
+std::unordered_map<const UOp*, bool> inside_reduce_loops(const UOpPtr& kernel) {
+  std::unordered_map<const UOp*, std::set<const UOp*>> open;
+  std::unordered_map<const UOp*, bool> inside;
+  for (const UOp* node : toposort(kernel)) {
+    std::set<const UOp*> ranges;
+    for (const UOpPtr& source : node->srcs()) ranges.insert(open[source.get()].begin(), open[source.get()].end());
+    if (node->op() == Ops::RANGE && node->arg_int() >= kFirstReduceAxis) ranges.insert(node);
+    if (node->op() == Ops::REDUCE)
+      for (size_t i = 1; i < node->src_count(); ++i) ranges.erase(node->src(i).get());
+    inside[node] = !ranges.empty();
+    open[node] = std::move(ranges);
+  }
+  return inside;
+}
+
+// Below this many outputs a warp per output leaves most of a large GPU idle, and from this many
+// steps a whole group of threads per output has work for each of them (a full sum, a softmax over
+// thousands of classes).
+constexpr int64_t kFewOutputsForGroups = 1024;
+constexpr int64_t kVeryLongReduction = 4096;
+
+// The work-group size for `kernel` (`total` outputs, up to kFewOutputs), or 0 for none:
+// - Without warp shuffles (OpenCL C 1.2) a group is how few outputs share a long reduction at all.
+//   Every lane reads all G partials after the barrier, so G is about the square root of the steps
+//   (a lane's steps / G against G reads): a power of two from 8 to `largest`.
+// - With shuffles, a warp per output stays where it applies (whole warps of steps), except for
+//   very long reductions of very few outputs, which take `largest` threads; a reduction that is
+//   not whole warps takes a group of whole warps with at least 8 steps per lane. Each warp's
+//   butterfly leaves one partial in local memory, so the reads after the barrier are few.
+int64_t group_size_for(const UOpPtr& kernel, int64_t total, int warp_size, int64_t largest) {
+  if (total > kFewOutputs) return 0;
+  std::unordered_map<const UOp*, bool> inside = inside_reduce_loops(kernel);
+  int64_t steps = 0;
+  bool whole_warps = false;
+  for (const UOp* node : toposort(kernel)) {
+    if (!shares_across_group(node, inside)) continue;
+    steps = std::max(steps, static_cast<int64_t>(node->src(1)->src(0)->const_int()));
+    whole_warps = whole_warps || (warp_size > 1 && shares_across_warp(node, warp_size));
+  }
+  if (steps < kLongReduction) return 0;
+  if (warp_size > 1) {
+    if (total <= kFewOutputsForGroups && steps >= kVeryLongReduction) return largest;
+    if (whole_warps) return 0;
+    int64_t group = warp_size;
+    while (group * 2 <= largest && group * 2 * 8 <= steps) group *= 2;
+    return group;
+  }
+  int64_t group = 8;
+  while (group * 2 <= largest && group * 2 * group * 2 <= steps) group *= 2;
+  return group;
+}
+
+// The next unused reduce axis id of `kernel`.
+int64_t next_reduce_axis(const UOpPtr& kernel) {
+  int64_t next = kFirstReduceAxis;
+  for (const UOp* range : kernel_ranges(kernel))
+    if (range->arg_int() >= kFirstReduceAxis && range->arg_int() < kFirstUpcastAxis) next = std::max(next, range->arg_int() + 1);
+  return next;
+}
+
+// `kernel` with each REDUCE that shares_across_group split across a work-group of G threads: lane
+// l reduces steps l, l + G, l + 2G, … (masked past the end), the lanes' partials meet in local
+// memory (with warps, each warp's butterfly first, so one value per warp), a barrier, and every
+// lane reduces the G (or G / W) partials itself, so all hold the result and store the same value.
+// Each such REDUCE has its own local buffer, so no barrier is needed before one is written.
+UOpPtr split_reductions_across_group(const UOpPtr& kernel, const UOpPtr& lane, int64_t group, int warp) {
+  std::unordered_map<const UOp*, bool> inside = inside_reduce_loops(kernel);
+  std::unordered_map<const UOp*, UOpPtr> replaced;
+  int64_t axis = next_reduce_axis(kernel);
+  int64_t local_slot = 0;
+  for (const UOp* node : toposort(kernel)) {
+    if (!shares_across_group(node, inside)) continue;
+    const UOp* steps = node->src(1).get();
+    auto length = static_cast<int64_t>(steps->src(0)->const_int());
+    // A range of one step would simplify to a constant, which a REDUCE cannot run over: a lane
+    // with one step (a shorter reduction of the same kernel) computes it without a loop.
+    int64_t per_lane = (length + group - 1) / group;
+    UOpPtr lane_steps = per_lane > 1 ? range(per_lane, steps->arg_int()) : nullptr;
+    UOpPtr step = lane_steps ? lane_steps * group + lane : lane;
+    std::unordered_map<const UOp*, UOpPtr> inner = replaced;  // reductions inside this one, already split
+    UOpPtr partial;
+    if (length % group == 0) {
+      inner.emplace(steps, step);
+      partial = substitute(node->src(0), inner);
+    } else {
+      // Past the end a lane reads the last step (in bounds) and contributes the identity.
+      inner.emplace(steps, minimum(step, length - 1));
+      UOpPtr identity = node->arg_op() == Ops::ADD ? const_float(dtypes::f32, 0)
+                                                   : const_float(dtypes::f32, -std::numeric_limits<double>::infinity());
+      partial = where(lt(step, length), substitute(node->src(0), inner), identity);
+    }
+    if (lane_steps) partial = UOp::make(Ops::REDUCE, node->dtype(), {partial, lane_steps}, node->arg_op());
+    int64_t slots = group;
+    UOpPtr slot = lane;
+    std::optional<UOpPtr> writer;
+    if (warp > 1) {
+      for (int64_t offset = warp / 2; offset >= 1; offset /= 2)
+        partial = alu(node->arg_op(), partial, UOp::make(Ops::SHUFFLE_XOR, partial->dtype(), {partial}, offset));
+      slots = group / warp;
+      slot = lane / warp;
+      writer = eq(lane % warp, 0);
+    }
+    if (slots == 1) {  // a group of one warp: its butterfly gave every lane the result
+      replaced.emplace(node, partial);
+      continue;
+    }
+    UOpPtr local = UOp::make(Ops::DEFINE_LOCAL, dtypes::f32.ptr(AddrSpace::Local, slots), {}, local_slot++);
+    std::vector<UOpPtr> where_to{local, slot};
+    if (writer) where_to.push_back(*writer);
+    UOpPtr written = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, local->dtype(), where_to), partial});
+    UOpPtr barrier = UOp::make(Ops::BARRIER, dtypes::void_, {written});
+    UOpPtr partials = range(slots, axis++);
+    UOpPtr read = UOp::make(Ops::INDEX, local->dtype(), {UOp::make(Ops::AFTER, local->dtype(), {local, barrier}), partials});
+    replaced.emplace(node, UOp::make(Ops::REDUCE, node->dtype(), {UOp::make(Ops::LOAD, dtypes::f32, {read}), partials},
+                                     node->arg_op()));
+  }
+  return replaced.empty() ? kernel : substitute(kernel, replaced);
+}
+
 }  // namespace
 
-UOpPtr merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size) {
+GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int group_size) {
   std::vector<const UOp*> axes;
   for (const UOp* range : kernel_ranges(kernel))
     if (range->arg_int() < kFirstReduceAxis) {
-      if (!range->src(0)->is_const()) return kernel;  // symbolic shapes do not reach the GPU renderers yet
+      if (!range->src(0)->is_const()) return {kernel};  // symbolic shapes do not reach the GPU renderers yet
       axes.push_back(range);
     }
   int64_t total = 1;
   for (const UOp* axis : axes) total *= axis->src(0)->const_int();
-  bool per_warp = warp_size > 1 && total <= kFewOutputs &&
+  int64_t group = group_size > 1 ? group_size_for(kernel, total, warp_size, group_size) : 0;
+  bool per_group = group > 1;
+  bool per_warp = !per_group && warp_size > 1 && total <= kFewOutputs &&
                   std::ranges::any_of(toposort(kernel), [&](const UOp* node) { return shares_across_warp(node, warp_size); });
-  if (axes.size() < 2 && !per_warp) return kernel;
+  int64_t sharing = per_group ? group : per_warp ? warp_size : 1;
+  if (axes.size() < 2 && sharing == 1) return {kernel};
   std::vector<Access> accesses = buffer_accesses(kernel);
   // The outer axes by the first store's strides, largest outermost (an axis it does not step by
   // constantly counts as the largest; ties keep the scheduler's order), so the grid walks the
@@ -137,9 +272,9 @@ UOpPtr merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size) {
                 axes.begin() + static_cast<std::ptrdiff_t>(fastest) + 1, axes.end());
   }
 
-  // With a warp per output, thread t serves output t / W as lane t % W.
-  UOpPtr grid = range(per_warp ? total * warp_size : total, 0);
-  UOpPtr output = per_warp ? grid / warp_size : grid;
+  // With a warp (a group) of W threads per output, thread t serves output t / W as lane t % W.
+  UOpPtr grid = range(total * sharing, 0);
+  UOpPtr output = sharing > 1 ? grid / sharing : grid;
   std::unordered_map<const UOp*, UOpPtr> replaced;
   int64_t inner = total;
   for (size_t a = 0; a < axes.size(); ++a) {
@@ -150,7 +285,12 @@ UOpPtr merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size) {
     replaced.emplace(axes[a], index);
   }
   UOpPtr merged = substitute(kernel, replaced);
-  return per_warp ? split_reductions_across_warp(merged, grid % warp_size, warp_size) : merged;
+  // A group of one warp needs no local memory (its butterfly gives every lane the result), so any
+  // block size of whole warps runs it.
+  if (per_group)
+    return {split_reductions_across_group(merged, grid % group, group, warp_size), group == warp_size ? 0 : group};
+  if (per_warp) return {split_reductions_across_warp(merged, grid % warp_size, warp_size)};
+  return {merged};
 }
 
 }  // namespace kiln

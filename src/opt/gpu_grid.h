@@ -9,16 +9,26 @@
 // a value shared by the warp as one sector, contiguous ones as one per 8 threads), the others
 // follow the stored index's strides. Reduction axes stay loops inside the thread, except that on
 // a target with warps (TargetCaps::warp_size) a kernel with few outputs gives each output a whole
-// warp: its long f32 sums and maxima are split across the lanes and combined by warp shuffles.
+// warp: its long f32 sums and maxima are split across the lanes and combined by warp shuffles. On a
+// target with local memory (TargetCaps::group_size) a kernel with fewer outputs still, or any target
+// without shuffles, may give each output a whole work-group instead: the lanes' partials meet in
+// local memory behind a barrier, so the kernel must be launched with exactly that work-group size.
 #pragma once
 
 #include "ir/uop.h"
 
 namespace kiln {
 
+struct GridKernel {
+  UOpPtr ast;
+  // Threads per work-group the kernel's code assumes (a group per output); 0: any size.
+  int64_t group_size = 0;
+};
+
 // `kernel` (a SINK of stores, unoptimised) with its output axes merged into axis 0, ordered as
-// above (a warp per output where `warp_size` > 1 and the kernel qualifies); unchanged when it has
-// fewer than two output axes and no such reduction, or a symbolic extent.
-UOpPtr merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size = 0);
+// above (a warp per output where `warp_size` > 1, a work-group of `group_size` threads where that is
+// > 1, each where the kernel qualifies); unchanged when it has fewer than two output axes and no
+// such reduction, or a symbolic extent.
+GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size = 0, int group_size = 0);
 
 }  // namespace kiln

@@ -70,8 +70,9 @@ OptimizeReport optimize_schedule(Schedule& schedule, const TargetCaps& caps, con
                                   " does not apply to it: ", error.what()));
     }
     if (caps.output_grid && opts.empty()) {
-      UOpPtr merged = merge_output_axes_into_grid(kernel.ast, caps.warp_size);
-      if (merged != kernel.ast) replace_kernel_ast(kernel, merged);
+      GridKernel merged = merge_output_axes_into_grid(kernel.ast, caps.warp_size, caps.group_size);
+      if (merged.ast != kernel.ast) replace_kernel_ast(kernel, merged.ast);
+      kernel.group_size = merged.group_size;
     }
   }
   return report;

@@ -48,6 +48,9 @@ struct PlanKernelContents {
   // buffer parameters (the first device_arguments slots).
   std::string device_source, device_entry;
   int device_arguments = 0;
+  // Device plans: the work-group size the kernel needs (a multiple of it is the parallel extent);
+  // 0: the device chooses. Non-zero anywhere makes the plan format version 4.
+  int64_t device_local_size = 0;
 };
 
 struct PlanContents {

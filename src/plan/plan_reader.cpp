@@ -82,7 +82,8 @@ bool is_cuda_architecture(const std::string& text) {
 }
 
 // Device plans (format version 3): the device is one this libkiln runs, every kernel carries its
-// program and entry point and binds no more buffers than it has slots, and nothing is symbolic.
+// program and entry point and binds no more buffers than it has slots, and nothing is symbolic; a
+// kernel's work-group size (format version 4) divides its parallel extent.
 // CPU plans carry none of these fields (an older reader would ignore them and find no code).
 void check_device_fields(const plan_fb::Plan& plan, uint32_t version) {
   bool device = plan.device() != nullptr;
@@ -107,6 +108,14 @@ void check_device_fields(const plan_fb::Plan& plan, uint32_t version) {
       invalid("device kernel " + symbol + " has no program or entry point");
     if (kernel->device_arguments() < 0 || static_cast<size_t>(kernel->device_arguments()) > kernel->slots()->size())
       invalid("device kernel " + symbol + " takes more buffers than it has slots");
+    int64_t local_size = kernel->device_local_size();
+    if (local_size != 0 && version < plan::kPlanFormatVersionLocalSizes)
+      invalid("device kernel " + symbol + " fixes its work-group size in a plan of format version " + number(version) +
+              " (a format version " + number(plan::kPlanFormatVersionLocalSizes) + " field)");
+    // 1024: the most threads a CUDA block may have, and more than any group kiln's compiler makes.
+    if (local_size < 0 || local_size > 1024 || (local_size > 0 && kernel->parallel_extent() % local_size != 0))
+      invalid("device kernel " + symbol + " has a work-group size of " + std::to_string(local_size) +
+              ", not one from 1 to 1024 that divides its parallel extent");
   }
   if (plan.device_requirements() != nullptr)
     for (const flatbuffers::String* requirement : *plan.device_requirements())

@@ -274,6 +274,7 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
       entry.device_source = rendered.source;
       entry.device_entry = rendered.name;
       entry.device_arguments = rendered.buffer_count;
+      entry.device_local_size = kernel.group_size;
     }
     contents.kernels.push_back(std::move(entry));
   }

@@ -134,7 +134,8 @@ flatbuffers::Offset<plan_fb::Kernel> write_kernel(flatbuffers::FlatBufferBuilder
     return plan_fb::CreateKernelDirect(builder, kernel.symbol.c_str(), &slots, kernel.parallel_extent.value(),
                                        kernel.minimum_chunk, kernel.estimated_flops, kernel.estimated_bytes, &sources,
                                        nullptr, nullptr, 0, device ? kernel.device_source.c_str() : nullptr,
-                                       device ? kernel.device_entry.c_str() : nullptr, kernel.device_arguments);
+                                       device ? kernel.device_entry.c_str() : nullptr, kernel.device_arguments,
+                                       kernel.device_local_size);
   }
   std::string label = "kernel " + kernel.symbol;
   std::vector<plan_fb::Slot> slots;
@@ -232,7 +233,9 @@ std::string serialize_plan(const PlanContents& contents) {
   for (const std::string& feature : contents.cpu_features) features.push_back(builder.CreateString(feature));
   bool device = !contents.device.empty();
   if (device && symbols.symbolic()) throw UserError("unsupported: a device plan with symbolic sizes (GPU backends run fixed shapes only)");
-  uint32_t version = device              ? plan::kPlanFormatVersionDevice
+  bool local_sizes = std::ranges::any_of(contents.kernels, [](const PlanKernelContents& k) { return k.device_local_size != 0; });
+  uint32_t version = local_sizes          ? plan::kPlanFormatVersionLocalSizes
+                     : device              ? plan::kPlanFormatVersionDevice
                      : symbols.symbolic() ? plan::kPlanFormatVersionSymbolic
                                           : plan::kPlanFormatVersionFixedShapes;
   std::vector<flatbuffers::Offset<plan_fb::Variable>> variables = symbols.variable_tables();

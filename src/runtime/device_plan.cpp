@@ -87,6 +87,7 @@ DevicePlan::DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights) 
             [&] { return device_->build_kernel(at->first.second, entry); }, KILN_ERROR_INVALID_PLAN));
       launch.kernel = at->second;
       launch.extent = static_cast<size_t>(kernel->parallel_extent());
+      launch.local_size = static_cast<size_t>(kernel->device_local_size());
       for (int a = 0; a < kernel->device_arguments(); ++a) {
         const plan_fb::Slot* slot = kernel->slots()->Get(static_cast<flatbuffers::uoffset_t>(a));
         switch (slot->kind()) {
@@ -197,6 +198,7 @@ void DevicePlan::run(const std::vector<const void*>& inputs, const std::vector<u
       for (size_t argument : launch.arguments) arguments.push_back(bound[argument]);
       LaunchDims dims;
       dims.global[0] = launch.extent;
+      dims.local[0] = launch.local_size;
       auto start = std::chrono::steady_clock::now();
       device_->launch(*kernels_[launch.kernel], arguments, dims, queue);
       if (kernel_seconds != nullptr) {

@@ -61,6 +61,7 @@ class DevicePlan {
     size_t kernel;                  // index of the built kernel in kernels_
     std::vector<size_t> arguments;  // indices into memory_, one per device argument
     size_t extent;
+    size_t local_size;  // the work-group size the kernel needs; 0: the device chooses
   };
   DeviceMemory allocate(uint64_t bytes, const std::string& what);
   void release();

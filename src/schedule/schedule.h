@@ -53,6 +53,9 @@ struct ScheduledKernel {
   // The size variables `ast` reads (kernel_variables), in the order of their values in the kernel's
   // extra argument (docs/kernel-ast.md, "Variables"); empty for a kernel of fixed sizes.
   std::vector<VariableSpec> variables;
+  // GPU targets: the work-group size the kernel's code needs (a group of threads per output sharing
+  // a reduction through local memory, opt/gpu_grid.h); 0 lets the device choose.
+  int64_t group_size = 0;
   const std::string& name() const { return ast->arg_string(); }
 };
 

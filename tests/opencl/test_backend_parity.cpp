@@ -233,6 +233,17 @@ TEST_CASE("reductions") {
     Tensor normalised = centred.div(centred.mul(centred).mean({1}, true).add(Tensor::scalar(1e-5)).sqrt());
     return normalised.add(x.sum({1}, true)).add(x.max({1}, true)).add(x.softmax(-1));
   });
+  // Fewer outputs and longer reductions, not of whole groups: a work-group per output, its lanes'
+  // partials meeting in local memory (OpenCL: 64 lanes here; CUDA: 256, a butterfly per warp first),
+  // the last steps masked off. The i32 sum is not shared (f32 sums and maxima only) and stays a loop.
+  check_parity("reduce", "ragged long rows: a work-group per output f32", S::Float32, [&] {
+    Tensor x = input(S::Float32, {3, 5000}, 22, 0.5, 2);
+    Tensor full = input(S::Float32, {1000}, 23, 0.5, 2).sum();
+    return x.softmax(-1).add(x.sum({1}, true)).add(x.max({1}, true)).add(full);
+  });
+  check_parity("reduce", "long rows: i32 sum", S::Int32, [&] {
+    return input(S::Int32, {3, 5000}, 24).sum({1});
+  });
 }
 
 TEST_CASE("movement: permute, pad, slice, flip, expand, concat, gather") {

@@ -284,6 +284,45 @@ TEST_CASE("bad arguments get the CPU plan's errors, and the OpenCL plan runs aft
   for (size_t i = 0; i < expected.size(); ++i) CHECK(got[i] == doctest::Approx(expected[i]).epsilon(1e-5));
 }
 
+TEST_CASE("kernels that share a row's reduction across a work-group run with the size the plan fixes") {
+  // Three rows of 5,000 steps (softmax, sums, maxima) and a full sum of 1,000: on OpenCL each output
+  // gets a group of 64 work-items whose partials meet in local memory, launched with that size
+  // (Kernel.device_local_size, format version 4), the steps past 4,992 and 960 masked.
+  auto make = [](const std::string& device) {
+    Tensor x = graph_input("x", {3, 5000}, ScalarType::Float32);
+    PlanWriteOptions write;
+    write.device = device;
+    Tensor stats = x.sum({1}, true).add(x.max({1}, true)).add(x.reshape({15, 1000}).sum());
+    return write_plan({{"x", x}}, {{"softmax", x.softmax(-1)}, {"stats", stats}}, write);
+  };
+  std::string bytes = make("opencl");
+  CHECK(plan::read_u32(reinterpret_cast<const unsigned char*>(bytes.data()) + plan::header_field::format_version) ==
+        plan::kPlanFormatVersionLocalSizes);
+  CHECK(bytes.find("barrier(CLK_LOCAL_MEM_FENCE);") != std::string::npos);
+  LoadedPlan cpu(make("")), opencl(bytes);
+  // Positive values: sums of either sign cancel, and then any two summation orders differ by more
+  // than 1e-5 of what is left (both within f32's error bound).
+  std::vector<float> input = ramp(15000, 2.0f);
+  for (float& value : input) value += 3.0f;
+  int64_t x_shape[] = {3, 5000}, softmax_shape[] = {3, 5000}, stats_shape[] = {3, 1};
+  std::vector<float> results[2][2];
+  LoadedPlan* plans[] = {&cpu, &opencl};
+  for (int p = 0; p < 2; ++p) {
+    results[p][0].assign(15000, -1);
+    results[p][1].assign(3, -1);
+    kiln_tensor in{"x", KILN_DTYPE_FLOAT32, 2, x_shape, input.data(), 15000 * 4};
+    kiln_tensor out[] = {{"softmax", KILN_DTYPE_FLOAT32, 2, softmax_shape, results[p][0].data(), 15000 * 4},
+                         {"stats", KILN_DTYPE_FLOAT32, 2, stats_shape, results[p][1].data(), 3 * 4}};
+    REQUIRE_MESSAGE(kiln_plan_run(plans[p]->plan, &in, 1, out, 2) == KILN_OK, kiln_error_message());
+  }
+  for (int o = 0; o < 2; ++o)
+    for (size_t i = 0; i < results[0][o].size(); ++i) {
+      CAPTURE(o);
+      CAPTURE(i);
+      CHECK(results[1][o][i] == doctest::Approx(results[0][o][i]).epsilon(1e-5));
+    }
+}
+
 TEST_CASE("an OpenCL plan holding f64 values runs where the device has f64, exactly as the CPU plan") {
   auto make = [](const std::string& device) {
     Tensor x = graph_input("x", {16}, ScalarType::Float64);

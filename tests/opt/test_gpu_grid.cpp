@@ -1,6 +1,6 @@
 // The GPU launch grid (src/opt/gpu_grid.h): output axes merged into one axis 0, the fastest axis
-// chosen by the memory sectors a warp touches, and a warp per output for long reductions on a target
-// with warp shuffles. The kernels' results are checked on devices by the backend-parity test
+// chosen by the memory sectors a warp touches, a warp per output for long reductions on a target
+// with warp shuffles, and a work-group per output sharing a reduction through local memory. The kernels' results are checked on devices by the backend-parity test
 // (tests/opencl); here, the structure of the rewritten ASTs and the rendered shuffles.
 #include <doctest/doctest.h>
 
@@ -46,7 +46,7 @@ TEST_CASE("output axes become one axis 0 in the stored order") {
   UOpPtr c = range(5, 0), p = range(3, 1);
   UOpPtr ast = kernel("E_5_3", {store(index(global(dtypes::f32, 15, 0), p * idx(5) + c),
                                       load(index(global(dtypes::f32, 15, 1), c * idx(3) + p)))});
-  UOpPtr merged = merge_output_axes_into_grid(ast);
+  UOpPtr merged = merge_output_axes_into_grid(ast).ast;
   std::vector<const UOp*> ranges = ranges_of(merged);
   REQUIRE(ranges.size() == 1);
   CHECK(ranges[0]->arg_int() == 0);
@@ -62,7 +62,7 @@ TEST_CASE("the fastest axis is the one whose loads coalesce, not only the store'
   UOpPtr x = global(dtypes::f32, 128 * 768, 1), w = global(dtypes::f32, 768 * 64, 2);
   UOpPtr sum = reduce(Ops::ADD, load(index(x, s * idx(768) + k)) * load(index(w, k * idx(64) + d)), {k});
   UOpPtr ast = kernel("r_64_128", {store(index(global(dtypes::f32, 64 * 128, 0), d * idx(128) + s), sum)});
-  UOpPtr merged = merge_output_axes_into_grid(ast);
+  UOpPtr merged = merge_output_axes_into_grid(ast).ast;
   CHECK(ranges_of(merged).front()->src(0)->const_int() == 64 * 128);
   CHECK(stored_element(merged, 1) == 128);  // the next thread is the next d
   CHECK(stored_element(merged, 64) == 1);
@@ -75,7 +75,7 @@ TEST_CASE("a long reduction with few outputs takes a warp per output where the t
     return kernel("r_rows", {store(index(global(dtypes::f32, rows, 0), i), sum)});
   };
   UOpPtr ast = row_sums(6, 768);
-  UOpPtr split = merge_output_axes_into_grid(ast, 32);
+  UOpPtr split = merge_output_axes_into_grid(ast, 32).ast;
   std::vector<const UOp*> ranges = ranges_of(split);
   REQUIRE(ranges.size() == 2);
   CHECK(ranges[0]->src(0)->const_int() == 6 * 32);  // a warp per row
@@ -87,13 +87,97 @@ TEST_CASE("a long reduction with few outputs takes a warp per output where the t
   CHECK(source.find("__shfl_xor_sync(0xffffffffu, ") != std::string::npos);
   CHECK(source.find(", 16);") != std::string::npos);
   // OpenCL C 1.2 has no shuffles: its target never asks for them, and the renderer refuses one.
-  CHECK(merge_output_axes_into_grid(ast, 0) == ast);
+  CHECK(merge_output_axes_into_grid(ast, 0).ast == ast);
   CHECK_THROWS_WITH_AS(opencl_render_kernel(split, kDevice), doctest::Contains("has no warp shuffle"), InternalError);
   // Short reductions and ones not of whole warps keep a thread per output.
-  CHECK(count_ops(merge_output_axes_into_grid(row_sums(6, 32), 32), Ops::SHUFFLE_XOR) == 0);
-  CHECK(count_ops(merge_output_axes_into_grid(row_sums(6, 100), 32), Ops::SHUFFLE_XOR) == 0);
+  CHECK(count_ops(merge_output_axes_into_grid(row_sums(6, 32), 32).ast, Ops::SHUFFLE_XOR) == 0);
+  CHECK(count_ops(merge_output_axes_into_grid(row_sums(6, 100), 32).ast, Ops::SHUFFLE_XOR) == 0);
   // Many outputs fill the GPU by themselves.
-  CHECK(count_ops(merge_output_axes_into_grid(row_sums(1 << 15, 64), 32), Ops::SHUFFLE_XOR) == 0);
+  CHECK(count_ops(merge_output_axes_into_grid(row_sums(1 << 15, 64), 32).ast, Ops::SHUFFLE_XOR) == 0);
+}
+
+TEST_CASE("few outputs with long reductions take a work-group per output where the target has local memory") {
+  auto row_sums = [](int64_t rows, int64_t length) {
+    UOpPtr i = range(rows, 0), k = range(length, 1000);
+    UOpPtr sum = reduce(Ops::ADD, load(index(global(dtypes::f32, rows * length, 1), i * idx(length) + k)), {k});
+    return kernel("r_rows", {store(index(global(dtypes::f32, rows, 0), i), sum)});
+  };
+  // OpenCL (no shuffles, groups of up to 64): 768 steps take 16 lanes (16 · 16 <= 768 < 32 · 32) of
+  // 48 steps each, whose partials meet in 16 floats of local memory behind one barrier.
+  GridKernel grouped = merge_output_axes_into_grid(row_sums(6, 768), 0, 64);
+  CHECK(grouped.group_size == 16);
+  std::vector<const UOp*> ranges = ranges_of(grouped.ast);
+  REQUIRE(ranges.size() == 3);
+  CHECK(ranges[0]->src(0)->const_int() == 6 * 16);  // a group per row
+  CHECK(ranges[1]->src(0)->const_int() == 768 / 16);
+  CHECK(ranges[2]->src(0)->const_int() == 16);  // every lane reads the 16 partials
+  CHECK(count_ops(grouped.ast, Ops::DEFINE_LOCAL) == 1);
+  CHECK(count_ops(grouped.ast, Ops::BARRIER) == 1);
+  CHECK(count_ops(grouped.ast, Ops::SHUFFLE_XOR) == 0);
+  for (int64_t lane : {0, 9, 15}) CHECK(stored_element(grouped.ast, 4 * 16 + lane) == 4);
+  std::string source = opencl_render_kernel(grouped.ast, kDevice).source;
+  CHECK(source.find("  __local float local0[16];\n") != std::string::npos);  // at the kernel's outermost scope
+  CHECK(source.find("barrier(CLK_LOCAL_MEM_FENCE);") != std::string::npos);
+  // 100 steps are not whole groups of 8: each lane runs 13, the last ones masked to the identity.
+  GridKernel ragged = merge_output_axes_into_grid(row_sums(2, 100), 0, 64);
+  CHECK(ragged.group_size == 8);
+  CHECK(ranges_of(ragged.ast)[1]->src(0)->const_int() == 13);
+  CHECK(count_ops(ragged.ast, Ops::WHERE) >= 1);
+  // Short reductions and many outputs keep a thread per output.
+  CHECK(merge_output_axes_into_grid(row_sums(6, 32), 0, 64).group_size == 0);
+  CHECK(merge_output_axes_into_grid(row_sums(1 << 15, 768), 0, 64).group_size == 0);
+
+  // CUDA (shuffles, groups of up to 256): a warp per output still serves 768 steps; 8192 steps of 4
+  // rows take a group of 256, each warp's butterfly leaving one partial: 8 slots, written by lane 0
+  // of each warp.
+  GridKernel warps = merge_output_axes_into_grid(row_sums(6, 768), 32, 256);
+  CHECK(warps.group_size == 0);
+  CHECK(count_ops(warps.ast, Ops::SHUFFLE_XOR) == 5);
+  // 1000 steps are not whole warps: a group of two warps (at least 8 steps per lane), masked.
+  CHECK(merge_output_axes_into_grid(row_sums(6, 1000), 32, 256).group_size == 64);
+  // 100 steps: one warp, masked; its butterfly gives every lane the sum, so no local memory and
+  // no fixed block size.
+  GridKernel one_warp = merge_output_axes_into_grid(row_sums(6, 100), 32, 256);
+  CHECK(one_warp.group_size == 0);
+  CHECK(count_ops(one_warp.ast, Ops::SHUFFLE_XOR) == 5);
+  CHECK(count_ops(one_warp.ast, Ops::DEFINE_LOCAL) == 0);
+  CHECK(ranges_of(one_warp.ast)[0]->src(0)->const_int() == 6 * 32);
+  GridKernel block = merge_output_axes_into_grid(row_sums(4, 8192), 32, 256);
+  CHECK(block.group_size == 256);
+  CHECK(ranges_of(block.ast)[0]->src(0)->const_int() == 4 * 256);
+  CHECK(count_ops(block.ast, Ops::SHUFFLE_XOR) == 5);
+  std::string cuda = cuda_render_kernel(block.ast, kDevice).source;
+  CHECK(cuda.find("  __shared__ float local0[8];\n") != std::string::npos);
+  CHECK(cuda.find("__syncthreads();") != std::string::npos);
+  CHECK(cuda.find("if (") != std::string::npos);
+}
+
+TEST_CASE("a shorter reduction beside a long one gets one step per lane, without a loop") {
+  // Row i: Σk a[i][k] over 4096 steps (a group of 64) plus max_j b[i][j] over 64 steps (one each).
+  UOpPtr i = range(2, 0), k = range(4096, 1000), j = range(64, 1001);
+  UOpPtr a = global(dtypes::f32, 2 * 4096, 1), b = global(dtypes::f32, 2 * 64, 2);
+  UOpPtr sum = reduce(Ops::ADD, load(index(a, i * idx(4096) + k)), {k});
+  UOpPtr max = reduce(Ops::MAX, load(index(b, i * idx(64) + j)), {j});
+  GridKernel grouped = merge_output_axes_into_grid(kernel("r_two", {store(index(global(dtypes::f32, 2, 0), i), sum + max)}), 0, 64);
+  CHECK(grouped.group_size == 64);
+  CHECK(count_ops(grouped.ast, Ops::BARRIER) == 2);
+  // The group's ranges: the sum's 64 steps per lane, and one read loop of 64 partials per reduction.
+  std::vector<int64_t> extents;
+  for (const UOp* range : ranges_of(grouped.ast)) extents.push_back(static_cast<int64_t>(range->src(0)->const_int()));
+  CHECK(extents == std::vector<int64_t>{2 * 64, 64, 64, 64});
+  CHECK_NOTHROW(opencl_render_kernel(grouped.ast, kDevice));
+}
+
+TEST_CASE("a reduction inside another reduction's loop is not split across a group") {
+  // out[i] = Σj max_k x[i][j][k]: the inner maximum runs once per step j, so its lanes would meet at
+  // the barrier at different steps; only the outer sum is shared.
+  UOpPtr i = range(2, 0), j = range(256, 1000), k = range(256, 1001);
+  UOpPtr x = global(dtypes::f32, 2 * 256 * 256, 1);
+  UOpPtr inner = reduce(Ops::MAX, load(index(x, i * idx(65536) + j * idx(256) + k)), {k});
+  UOpPtr ast = kernel("r_nested", {store(index(global(dtypes::f32, 2, 0), i), reduce(Ops::ADD, inner, {j}))});
+  GridKernel grouped = merge_output_axes_into_grid(ast, 0, 64);
+  CHECK(grouped.group_size == 16);
+  CHECK(count_ops(grouped.ast, Ops::BARRIER) == 1);
 }
 
 }  // TEST_SUITE

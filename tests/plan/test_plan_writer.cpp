@@ -11,6 +11,7 @@
 
 #include "kiln/kiln.h"
 #include "plan/plan_format.h"
+#include "plan/plan_generated.h"
 #include "plan/plan_writer.h"
 #include "support/error.h"
 #include "tensor/tensor_internal.h"
@@ -100,12 +101,11 @@ namespace {
 // A plan of the small graph, edited by `edit` (given the metadata section) and re-hashed, so that
 // only the checks after the hash can catch the change.
 // `header_version` (non-zero) replaces the header's format version, as an older writer's would read.
-kiln_status load_edited(const std::function<void(char* metadata, size_t size)>& edit, const PlanWriteOptions& options = {},
-                        uint32_t header_version = 0) {
-  Tensor w = Tensor::from_vector<float>(iota(8, 0.25f), {8});
-  Tensor x = graph_input("x", {4, 8}, ScalarType::Float32);
-  auto [y, sums] = small_graph(x, w);
-  std::string bytes = write_plan({{"x", x}}, {{"y", y}}, options);
+// `bytes` (a plan) edited by `edit` (given the metadata section) and re-hashed, then loaded: only
+// the checks after the hash can catch the change. `header_version` (non-zero) replaces the header's
+// format version, as an older writer's would read.
+kiln_status load_edited_plan(std::string bytes, const std::function<void(char* metadata, size_t size)>& edit,
+                             uint32_t header_version = 0) {
   auto* data = reinterpret_cast<unsigned char*>(bytes.data());
   if (header_version != 0) plan::write_u32(data + plan::header_field::format_version, header_version);
   uint64_t offset = plan::read_u64(data + plan::header_field::metadata_offset);
@@ -117,6 +117,15 @@ kiln_status load_edited(const std::function<void(char* metadata, size_t size)>& 
   kiln_status status = kiln_plan_load_buffer(bytes.data(), bytes.size(), &plan);
   kiln_plan_free(plan);
   return status;
+}
+
+// The small graph's plan, edited as load_edited_plan does.
+kiln_status load_edited(const std::function<void(char* metadata, size_t size)>& edit, const PlanWriteOptions& options = {},
+                        uint32_t header_version = 0) {
+  Tensor w = Tensor::from_vector<float>(iota(8, 0.25f), {8});
+  Tensor x = graph_input("x", {4, 8}, ScalarType::Float32);
+  auto [y, sums] = small_graph(x, w);
+  return load_edited_plan(write_plan({{"x", x}}, {{"y", y}}, options), edit, header_version);
 }
 
 }  // namespace
@@ -184,3 +193,73 @@ TEST_CASE("device plans: an unknown device, device fields in an older version, a
   // The same plan under a version-2 header: the metadata says 3, the header 2.
   CHECK(load_edited([](char*, size_t) {}, opencl, plan::kPlanFormatVersionSymbolic) == KILN_ERROR_INVALID_PLAN);
 }
+
+namespace {
+
+// The metadata's kernel table `k` of a plan file (for edits in place).
+plan_fb::Kernel* kernel_table(char* metadata, size_t k) {
+  auto* plan = const_cast<plan_fb::Plan*>(plan_fb::GetPlan(metadata));
+  return const_cast<plan_fb::Kernel*>(plan->kernels()->Get(static_cast<flatbuffers::uoffset_t>(k)));
+}
+
+// A scalar field of a flatbuffers table (a generated table type, whose flatbuffers::Table base is
+// private but is the same bytes), overwritten where the writer stored it.
+template <typename T>
+void overwrite_field(const void* table, flatbuffers::voffset_t field, T value) {
+  const uint8_t* at = static_cast<const flatbuffers::Table*>(table)->GetAddressOf(field);
+  REQUIRE(at != nullptr);
+  std::memcpy(const_cast<uint8_t*>(at), &value, sizeof value);
+}
+
+}  // namespace
+
+TEST_CASE("a device kernel that shares a reduction across a work-group fixes that size; the plan is format version 4") {
+  // Two rows of 5,000 steps: on OpenCL a group of 64 work-items per row (opt/gpu_grid.h).
+  auto make = [] {
+    Tensor x = graph_input("x", {2, 5000}, ScalarType::Float32);
+    PlanWriteOptions options;
+    options.device = "opencl";
+    return write_plan({{"x", x}}, {{"sums", x.sum({1})}}, options);
+  };
+  std::string bytes = make();
+  auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+  CHECK(plan::read_u32(data + plan::header_field::format_version) == plan::kPlanFormatVersionLocalSizes);
+  const plan_fb::Plan* plan = plan_fb::GetPlan(data + plan::read_u64(data + plan::header_field::metadata_offset));
+  REQUIRE(plan->kernels()->size() == 1);
+  const plan_fb::Kernel* kernel = plan->kernels()->Get(0);
+  CHECK(kernel->device_local_size() == 64);
+  CHECK(kernel->parallel_extent() == 2 * 64);
+  CHECK(kernel->device_source()->str().find("__local float local0[64];") != std::string::npos);
+  CHECK(bytes == make());
+  // A device plan whose kernels let the device choose stays version 3 (the small graph's kernels).
+  PlanWriteOptions opencl;
+  opencl.device = "opencl";
+  Tensor w = Tensor::from_vector<float>(iota(8, 0.25f), {8});
+  Tensor x = graph_input("x", {4, 8}, ScalarType::Float32);
+  std::string small = write_plan({{"x", x}}, {{"y", small_graph(x, w).first}}, opencl);
+  CHECK(plan::read_u32(reinterpret_cast<const unsigned char*>(small.data()) + plan::header_field::format_version) ==
+        plan::kPlanFormatVersionDevice);
+
+  // The reader: a size that does not divide the extent, one beyond any device's, and the field in
+  // a plan that calls itself version 3 (an older libkiln would launch it with its own size).
+  auto with_local_size = [](int64_t size) {
+    return [size](char* metadata, size_t) {
+      overwrite_field(kernel_table(metadata, 0), plan_fb::Kernel::VT_DEVICE_LOCAL_SIZE, size);
+    };
+  };
+  std::string symbol = kernel->symbol()->str();
+  CHECK(load_edited_plan(bytes, with_local_size(48)) == KILN_ERROR_INVALID_PLAN);
+  CHECK(std::string(kiln_error_message()) == "invalid plan: device kernel " + symbol +
+                                                 " has a work-group size of 48, not one from 1 to 1024 that divides its "
+                                                 "parallel extent");
+  CHECK(load_edited_plan(bytes, with_local_size(2048)) == KILN_ERROR_INVALID_PLAN);
+  CHECK(load_edited_plan(bytes, with_local_size(-64)) == KILN_ERROR_INVALID_PLAN);
+  auto as_version_3 = [](char* metadata, size_t) {
+    overwrite_field(plan_fb::GetPlan(metadata), plan_fb::Plan::VT_FORMAT_VERSION, plan::kPlanFormatVersionDevice);
+  };
+  CHECK(load_edited_plan(bytes, as_version_3, plan::kPlanFormatVersionDevice) == KILN_ERROR_INVALID_PLAN);
+  CHECK(std::string(kiln_error_message()) == "invalid plan: device kernel " + symbol +
+                                                 " fixes its work-group size in a plan of format version 3 (a format "
+                                                 "version 4 field)");
+}
+

@@ -15,9 +15,9 @@ struct CDialect {
   std::string name;               // "OpenCL C": named in errors
   std::string kernel_prefix;      // what precedes `void NAME(…)`: "__kernel"
   std::string global_qualifier;   // address space of kernel buffer parameters: "__global"
-  std::string local_qualifier;    // workgroup-shared memory (unused until grouped reductions): "__local"
+  std::string local_qualifier;    // workgroup-shared memory (a group's reduction partials): "__local"
   std::string helper_prefix;      // what precedes helper functions: "static inline"
-  std::string barrier;            // a workgroup barrier statement (unused until locals exist)
+  std::string barrier;            // a workgroup barrier statement (local memory written, then read)
   // Expression of the global index of dimension 0 of the launch grid (a size_t-like value).
   std::string global_id0;
   // A warp shuffle: `%v` of the thread whose lane is this one's XOR `%m` (every lane of the warp

@@ -154,6 +154,11 @@ class CRenderer {
         pointers_[&node] = Pointer{str_cat("data", node.arg_int()), node.dtype().pointee(), 1, false};
         return;
       case Ops::DEFINE_REG: return define_register(node);
+      case Ops::DEFINE_LOCAL: return define_local(node);
+      case Ops::BARRIER:
+        if (dialect_.barrier.empty()) fail("BARRIER, but " + dialect_.name + " has no work-group barrier");
+        line(dialect_.barrier);
+        return;
       case Ops::DEFINE_VAR:  // symbolic shapes (docs/symbolic-shapes.md on main) reach the C renderer later
         throw UserError(str_cat("unsupported: kernel variables (DEFINE_VAR) in kernel '", program_.name, "' on ",
                                 dialect_.name, ": the GPU backends run fixed shapes only (docs/backends.md)"));
@@ -243,6 +248,20 @@ class CRenderer {
     Pointer pointer{str_cat("acc", node.arg_int()), dtype.pointee().base(), dtype.pointee().count(), true};
     line(str_cat(c_register_type(dialect_, pointer.element), " ", pointer.name, "[",
                  dtype.pointer_size() * pointer.lanes, "];"));
+    pointers_[&node] = pointer;
+  }
+
+  // Work-group memory: declared at the kernel's outermost scope (OpenCL C requires it there; the
+  // linearizer places a DEFINE_LOCAL outside every loop, since it depends on none).
+  void define_local(const UOp& node) {
+    DType dtype = node.dtype();
+    if (dtype.addrspace() != AddrSpace::Local || dtype.pointer_size() < 1 || dtype.pointee().count() != 1)
+      fail("DEFINE_LOCAL of type " + dtype.name() + " (a local array of known size and scalar elements is expected)");
+    if (dialect_.local_qualifier.empty()) fail("DEFINE_LOCAL, but " + dialect_.name + " has no work-group memory");
+    if (indent_ != 1) fail("DEFINE_LOCAL inside a loop");
+    Pointer pointer{str_cat("local", node.arg_int()), dtype.pointee(), 1, false};
+    line(str_cat(dialect_.local_qualifier, " ", c_memory_type(dialect_, pointer.element), " ", pointer.name, "[",
+                 dtype.pointer_size(), "];"));
     pointers_[&node] = pointer;
   }
 

@@ -15,6 +15,8 @@ const TargetCaps& cuda_target_caps() {
     c.supports_vector_ops = false;
     c.supports_threads = false;
     c.output_grid = true;
+    c.supports_shared_memory = true;
+    c.group_size = 256;  // eight warps: each warp's butterfly leaves 8 partials in shared memory
     c.warp_size = 32;
     c.has_fma = true;  // fma() is a device function; kiln only emits it for MULACC
     return c;

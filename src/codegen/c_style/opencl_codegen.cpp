@@ -15,6 +15,8 @@ const TargetCaps& opencl_target_caps() {
     c.supports_vector_ops = false;
     c.supports_threads = false;
     c.output_grid = true;
+    c.supports_shared_memory = true;
+    c.group_size = 64;  // a multiple of NVIDIA's warps and AMD's wavefronts; every OpenCL GPU and PoCL run it
     c.has_fma = true;  // fma() is a builtin; kiln only emits it for MULACC
     return c;
   }();
