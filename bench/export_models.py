@@ -25,6 +25,10 @@ The models (opset 17, batch 1, every shape fixed):
     bert_base_symbolic  the same encoder and weights over inputs [batch, sequence] (dim_params), with
                  "position_ids" a fourth input (its test data: batch 1, sequence 128), for symbolic
                  plans (docs/symbolic-shapes.md); not written unless --models names it
+    resnet50_fp16, bert_base_fp16  the same models in float16 (weights rounded, float inputs and
+                 outputs float16, every op on float16 values): for GPU fp16 latency; not written
+                 unless --models names them. Check them with a looser tolerance
+                 (kiln test-onnx --atol 0.05): onnxruntime and kiln round at different places.
 
 Weights are random, not trained: the models are for timing and for checking kiln's numbers against
 onnxruntime's. They are scaled so that activations stay of order one through every layer (He
@@ -300,14 +304,45 @@ def image_inputs(rng):
     return {"input": rng.standard_normal((1, 3, 224, 224), dtype=np.float32)}
 
 
+def to_float16(model):
+    """The same model in float16: every float32 initializer rounded to float16, float32 graph inputs
+    and outputs declared float16, and every Cast to float32 made a Cast to float16, so that each op
+    runs on float16 values (as a GPU engine's fp16 model does; onnxruntime computes the reference)."""
+    graph = model.graph
+    for k, tensor in enumerate(graph.initializer):
+        if tensor.data_type == TensorProto.FLOAT:
+            graph.initializer[k].CopyFrom(
+                numpy_helper.from_array(numpy_helper.to_array(tensor).astype(np.float16), tensor.name))
+    for value in list(graph.input) + list(graph.output):
+        if value.type.tensor_type.elem_type == TensorProto.FLOAT:
+            value.type.tensor_type.elem_type = TensorProto.FLOAT16
+    for node in graph.node:
+        for attribute in node.attribute:
+            if node.op_type == "Cast" and attribute.name == "to" and attribute.i == TensorProto.FLOAT:
+                attribute.i = TensorProto.FLOAT16
+    model.doc_string += " Converted to float16 by to_float16()."
+    return model
+
+
+def float16_inputs(make_inputs):
+    def make(rng):
+        return {name: array.astype(np.float16) if array.dtype == np.float32 else array
+                for name, array in make_inputs(rng).items()}
+    return make
+
+
 MODELS = {
     "resnet50": (build_resnet50, image_inputs),
     "mobilenetv2": (build_mobilenetv2, image_inputs),
     "bert_base": (build_bert_base, bert_inputs),
     "bert_base_symbolic": (lambda rng: build_bert_base(rng, symbolic=True), bert_symbolic_inputs),
+    "resnet50_fp16": (lambda rng: to_float16(build_resnet50(rng)), float16_inputs(image_inputs)),
+    "bert_base_fp16": (lambda rng: to_float16(build_bert_base(rng)), float16_inputs(bert_inputs)),
 }
-# Each model's stream of random numbers (the symbolic BERT shares BERT-base's weights).
-SEED_OFFSET = {"bert_base": 0, "bert_base_symbolic": 0, "mobilenetv2": 1, "resnet50": 2}
+# Each model's stream of random numbers (the symbolic BERT shares BERT-base's weights, each fp16
+# model its fp32 model's, rounded).
+SEED_OFFSET = {"bert_base": 0, "bert_base_symbolic": 0, "mobilenetv2": 1, "resnet50": 2, "resnet50_fp16": 2,
+               "bert_base_fp16": 0}
 
 
 def write_model(name, outdir, seed):

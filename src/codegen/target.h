@@ -28,6 +28,11 @@ struct TargetCaps {
   // barrier, then every thread reads the partials), where few outputs would leave the device idle
   // (opt/gpu_grid.h); 0 where the target has no local memory.
   int group_size = 0;
+  // GPU: register tiles (opt/gpu_tiles.h): up to this many outputs per thread along each of two
+  // output axes that a reduction's loads share, where at least register_tile_threads threads remain;
+  // 0: one output per thread. The GPU targets take 4 (KILN_GPU_REGISTER_TILES=N sets another, 0 none).
+  int register_tile = 0;
+  int64_t register_tile_threads = 32768;
   int64_t l1_bytes = 32 << 10;   // per core
   int64_t l2_bytes = 1 << 20;    // per core
 

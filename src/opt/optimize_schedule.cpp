@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "opt/gpu_grid.h"
+#include "opt/gpu_tiles.h"
 #include "opt/heuristics.h"
 #include "support/debug.h"
 #include "support/error.h"
@@ -70,7 +71,8 @@ OptimizeReport optimize_schedule(Schedule& schedule, const TargetCaps& caps, con
                                   " does not apply to it: ", error.what()));
     }
     if (caps.output_grid && opts.empty()) {
-      GridKernel merged = merge_output_axes_into_grid(kernel.ast, caps.warp_size, caps.group_size);
+      UOpPtr tiled = gpu_register_tiles(kernel.ast, caps.register_tile, caps.register_tile_threads);
+      GridKernel merged = merge_output_axes_into_grid(tiled, caps.warp_size, caps.group_size);
       if (merged.ast != kernel.ast) replace_kernel_ast(kernel, merged.ast);
       kernel.group_size = merged.group_size;
     }

@@ -5,8 +5,9 @@
 //
 // Backends: cpu (the reference), opencl (kernels as the OpenCL target plans them: no opts), and
 // opencl+cpu-opts (the same kernels optimised for the host CPU: vector lanes, unrolled register
-// tiles, so the renderer's vector paths run too; f32, i32 and u8 cases only). The table of
-// families × backends is printed.
+// tiles, so the renderer's vector paths run too), opencl+tiles (GPU register tiles on every kernel
+// with a reduction to share, however few its outputs); these two on f32, i32 and u8 cases only.
+// The table of families × backends is printed.
 //
 // Tolerances (|opencl - cpu| <= atol + rtol * |cpu|; NaN equals NaN, infinities must agree):
 //   integers and bool: exact.
@@ -18,6 +19,7 @@
 #include <functional>
 #include <map>
 
+#include "codegen/c_style/opencl_codegen.h"
 #include "codegen/target.h"
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "driver/run_on_device.h"
@@ -46,10 +48,24 @@ std::string cuda_missing() {
   return "";
 }
 
+// OpenCL with register tiles on every kernel that has a reduction to share (opt/gpu_tiles.h): the
+// device's own target tiles only kernels with tens of thousands of outputs, larger than these cases.
+const TargetCaps& opencl_tiles_caps() {
+  static const TargetCaps caps = [] {
+    TargetCaps tiles = opencl_target_caps();
+    tiles.name = "opencl+tiles";
+    tiles.register_tile = 4;
+    tiles.register_tile_threads = 1;
+    return tiles;
+  }();
+  return caps;
+}
+
 const std::vector<Backend>& backends() {
   static const std::vector<Backend> list = [] {
     std::vector<Backend> result{{"opencl", ExecutionDevice::OpenCL, nullptr},
-                                {"opencl+cpu-opts", ExecutionDevice::OpenCL, &host_cpu_caps()}};
+                                {"opencl+cpu-opts", ExecutionDevice::OpenCL, &host_cpu_caps()},
+                                {"opencl+tiles", ExecutionDevice::OpenCL, &opencl_tiles_caps()}};
     if (cuda_missing().empty()) result.push_back({"cuda", ExecutionDevice::Cuda, nullptr});
     return result;
   }();
@@ -88,12 +104,12 @@ HostTensor realize_on(const Backend* backend, const std::function<Tensor()>& bui
   return result;
 }
 
-// opencl+cpu-opts runs the cases of these dtypes only: a new backend's vector paths do not depend
-// on the dtype's width beyond what three of them show, and every kernel costs PoCL a build (about a
-// quarter of a second on a cold cache), which the suite's time limit has to pay.
+// opencl+cpu-opts and opencl+tiles run the cases of these dtypes only: their code paths do not
+// depend on the dtype's width beyond what three of them show, and every kernel costs PoCL a build
+// (about a quarter of a second on a cold cache), which the suite's time limit has to pay.
 bool vectorized_dtype(S type) { return type == S::Float32 || type == S::Int32 || type == S::UInt8; }
 
-// Runs `build` on the CPU and on the other backends (opencl+cpu-opts for vectorized_dtype(type)
+// Runs `build` on the CPU and on the other backends (opencl+cpu-opts, opencl+tiles for vectorized_dtype(type)
 // only) and compares.
 void check_parity(const std::string& family, const std::string& name, S type, const std::function<Tensor()>& build) {
   HostTensor expected = realize_on(nullptr, build);

@@ -1,14 +1,19 @@
 // The GPU launch grid (src/opt/gpu_grid.h): output axes merged into one axis 0, the fastest axis
 // chosen by the memory sectors a warp touches, a warp per output for long reductions on a target
-// with warp shuffles, and a work-group per output sharing a reduction through local memory. The kernels' results are checked on devices by the backend-parity test
+// with warp shuffles, a work-group per output sharing a reduction through local memory, and
+// register tiles (src/opt/gpu_tiles.h). The kernels' results are checked on devices by the backend-parity test
 // (tests/opencl); here, the structure of the rewritten ASTs and the rendered shuffles.
 #include <doctest/doctest.h>
+
+#include <set>
+#include <unordered_map>
 
 #include "codegen/c_style/cuda_codegen.h"
 #include "codegen/c_style/opencl_codegen.h"
 #include "codegen/codegen_test_helpers.h"
 #include "ir/substitute.h"
 #include "opt/gpu_grid.h"
+#include "opt/gpu_tiles.h"
 #include "opt/opt.h"
 #include "passes/symbolic.h"
 #include "support/error.h"
@@ -178,6 +183,62 @@ TEST_CASE("a reduction inside another reduction's loop is not split across a gro
   GridKernel grouped = merge_output_axes_into_grid(ast, 0, 64);
   CHECK(grouped.group_size == 16);
   CHECK(count_ops(grouped.ast, Ops::BARRIER) == 1);
+}
+
+TEST_CASE("register tiles: strided copies along the axes a matmul's loads share, only with threads to spare") {
+  // c[m][n] = Σk a[m][k] · b[k][n], 512 × 1024 outputs: a's loads do not depend on n, b's not on m.
+  auto matmul = [](int64_t rows, int64_t columns) {
+    UOpPtr m = range(rows, 0), n = range(columns, 1), k = range(64, 1000);
+    UOpPtr a = global(dtypes::f32, rows * 64, 1), b = global(dtypes::f32, 64 * columns, 2);
+    UOpPtr sum = reduce(Ops::ADD, load(index(a, m * idx(64) + k)) * load(index(b, k * idx(columns) + n)), {k});
+    return kernel("r_mm", {store(index(global(dtypes::f32, rows * columns, 0), m * idx(columns) + n), sum)});
+  };
+  UOpPtr tiled = gpu_register_tiles(matmul(512, 1024), 4, 32768);
+  std::vector<int64_t> output_extents, copies;
+  for (const UOp* range : ranges_of(tiled)) {
+    if (range->arg_int() < 1000) output_extents.push_back(static_cast<int64_t>(range->src(0)->const_int()));
+    if (range->arg_int() >= kFirstUnrollAxis) copies.push_back(static_cast<int64_t>(range->src(0)->const_int()));
+  }
+  CHECK(output_extents == std::vector<int64_t>{128, 256});  // 32,768 threads of 4 × 4 outputs
+  CHECK(copies == std::vector<int64_t>{4, 4});
+  // Copy j of a thread is j · (extent / 4) away, so neighbouring threads stay neighbours in memory.
+  GridKernel merged = merge_output_axes_into_grid(tiled);
+  const UOp* grid = ranges_of(merged.ast).front();
+  std::unordered_map<const UOp*, UOpPtr> first_copy;
+  for (const UOp* range : ranges_of(merged.ast))
+    if (range->arg_int() >= kFirstUnrollAxis) first_copy.emplace(range, idx(0));
+  auto element = [&](int64_t g, int64_t row_copy, int64_t column_copy) {
+    std::unordered_map<const UOp*, UOpPtr> at{{grid, idx(g)}};
+    for (const UOp* range : ranges_of(merged.ast))
+      if (range->arg_int() >= kFirstUnrollAxis) at.emplace(range, idx(range->arg_int() == kFirstUnrollAxis ? column_copy : row_copy));
+    UOpPtr address = simplify(substitute(merged.ast->src(0)->src(0)->src(1), at));
+    REQUIRE(address->is_const());
+    return static_cast<int64_t>(address->const_int());
+  };
+  CHECK(element(1, 0, 0) == element(0, 0, 0) + 1);  // the next thread, the next column
+  std::set<int64_t> tile;
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 4; ++j) tile.insert(element(0, i, j));
+  CHECK(tile == std::set<int64_t>{0, 256, 512, 768, 128 * 1024, 128 * 1024 + 256, 128 * 1024 + 512, 128 * 1024 + 768,
+                                  256 * 1024, 256 * 1024 + 256, 256 * 1024 + 512, 256 * 1024 + 768, 384 * 1024,
+                                  384 * 1024 + 256, 384 * 1024 + 512, 384 * 1024 + 768});
+  // Fewer outputs: a smaller tile keeps the threads (4 × 2 leaves 32,768 of 256 × 1024).
+  copies.clear();
+  UOpPtr narrower = gpu_register_tiles(matmul(256, 1024), 4, 32768);
+  for (const UOp* range : ranges_of(narrower))
+    if (range->arg_int() >= kFirstUnrollAxis) copies.push_back(static_cast<int64_t>(range->src(0)->const_int()));
+  CHECK(copies.size() == 2);
+  CHECK(copies[0] * copies[1] == 8);
+  // Too few outputs for any tile, tiles switched off, and a kernel without a reduction: unchanged.
+  UOpPtr small = matmul(64, 64);
+  CHECK(gpu_register_tiles(small, 4, 32768) == small);
+  CHECK(gpu_register_tiles(matmul(512, 1024), 0, 32768) == matmul(512, 1024));
+  UOpPtr r = range(1 << 20, 0);
+  UOpPtr copy = kernel("E_copy", {store(index(global(dtypes::f32, 1 << 20, 0), r), load(index(global(dtypes::f32, 1 << 20, 1), r)))});
+  CHECK(gpu_register_tiles(copy, 4, 1) == copy);
+  // The tiled kernel renders: one loop, 16 accumulators, 8 loads a step.
+  std::string source = opencl_render_kernel(merged.ast, kDevice).source;
+  CHECK(source.find("acc15[1]") != std::string::npos);
 }
 
 }  // TEST_SUITE
