@@ -113,7 +113,9 @@ std::vector<RenderedKernel> render_device_kernels(const Schedule& schedule, cons
     f16 = f16 || rendered.back().uses_f16;
     f64 = f64 || rendered.back().uses_f64;
   }
-  if (f16) contents.device_requirements.push_back("f16");
+  // OpenCL C keeps f16 as bits converted by builtins every device has (opencl_dialect.cpp); CUDA's
+  // conversions need compute capability 5.3.
+  if (f16 && cuda) contents.device_requirements.push_back("f16");
   if (f64) contents.device_requirements.push_back("f64");
   if (cuda) contents.device_requirements.push_back(str_cat("sm_", options.cuda_architecture));
   progress(str_cat(cuda ? "compiled " : "rendered ", first.size(), " distinct kernels as ",

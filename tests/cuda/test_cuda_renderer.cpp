@@ -72,6 +72,10 @@ TEST_CASE("f16 is a ushort widened and rounded by PTX cvt helpers, present only 
   CHECK(contains(source, "ushort v2 = kiln_f32_to_f16((kiln_f16_to_f32(v1) + kiln_f16_to_f32(v1)));"));
   CHECK(contains(source, "asm(\"cvt.rn.f16.f32 %0, %1;\""));
   CHECK(contains(source, "asm(\"cvt.f32.f16 %0, %1;\""));
+  // A sign flip flips the top bit of the ushort (`-` would negate the integer: -inf became a
+  // denormal before this was caught on OpenCL, whose f16 shares the path).
+  UOpPtr negated = UOp::make(Ops::NEG, dtypes::f16, {half_value});
+  CHECK(contains(render(kernel("half_neg", {store(index(global(dtypes::f16, 8, 0), i), negated)})), "(v1 ^ 0x8000u)"));
   std::string plain = render(kernel("f32_copy", {store(index(global(dtypes::f32, 8, 0), i), load(index(global(dtypes::f32, 8, 1), i)))}));
   CHECK(!contains(plain, "cvt."));
 }

@@ -15,12 +15,12 @@ inline CDeviceFeatures opencl_features() {
   return CDeviceFeatures{device.name(), device.has_f16(), device.has_f64()};
 }
 
-// The data scalars an OpenCL kernel on this device can hold (f16 and f64 need extensions).
+// The data scalars an OpenCL kernel on this device can hold (f64 needs an extension; f16 is stored
+// as bits, so every device holds it).
 inline std::vector<DType> opencl_dtypes() {
   std::vector<DType> result;
   CDeviceFeatures features = opencl_features();
   for (DType dtype : dtypes::all_data_scalars) {
-    if (dtype.scalar() == ScalarType::Float16 && !features.f16) continue;
     if (dtype.scalar() == ScalarType::Float64 && !features.f64) continue;
     result.push_back(dtype);
   }

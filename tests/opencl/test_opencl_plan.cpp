@@ -348,6 +348,41 @@ TEST_CASE("an OpenCL plan holding f64 values runs where the device has f64, exac
   CHECK(results[0] == doctest::Approx(3.0 * 0.25 * 120.0 + 8.0));
 }
 
+TEST_CASE("an OpenCL plan holding f16 values requires nothing of its device and runs exactly as the CPU plan") {
+  // f16 is stored as bits and converted by vload_half / vstore_half_rte, core OpenCL C: PoCL on x86,
+  // which lacks cl_khr_fp16, runs it. Each op computes in f32 and rounds to f16 on both backends, and
+  // elementwise ops use the same polynomials, so the results are bit for bit the CPU plan's.
+  auto make = [](const std::string& device) {
+    Tensor x = graph_input("x", {64}, ScalarType::Float16);
+    Tensor y = (-x * Tensor::scalar(3.0, ScalarType::Float16)).exp() + x * x;
+    PlanWriteOptions write;
+    write.device = device;
+    return write_plan({{"x", x}}, {{"y", y}}, write);
+  };
+  std::string bytes = make("opencl");
+  CHECK(bytes.find("vstore_half_rte") != std::string::npos);
+  LoadedPlan cpu(make("")), opencl(bytes);  // loads: the plan has no "f16" requirement to refuse
+  std::vector<uint16_t> input(64);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<uint16_t>(0x3000 + 0x40 * i);  // 0.125 … 1.98
+  input[7] = 0xc400;   // -4: exp(12) overflows f16 to infinity
+  input[9] = 0x8001;   // the smallest negative subnormal
+  input[11] = 0x7c00;  // +inf: exp(-inf) + inf
+  int64_t shape[] = {64};
+  std::vector<uint16_t> results[2] = {std::vector<uint16_t>(64, 1), std::vector<uint16_t>(64, 2)};
+  LoadedPlan* plans[] = {&cpu, &opencl};
+  for (int p = 0; p < 2; ++p) {
+    kiln_tensor in{"x", KILN_DTYPE_FLOAT16, 1, shape, input.data(), 64 * 2};
+    kiln_tensor out{"y", KILN_DTYPE_FLOAT16, 1, shape, results[p].data(), 64 * 2};
+    REQUIRE_MESSAGE(kiln_plan_run(plans[p]->plan, &in, 1, &out, 1) == KILN_OK, kiln_error_message());
+  }
+  CHECK(results[0][7] == 0x7c00);
+  CHECK(results[0][11] == 0x7c00);
+  for (size_t i = 0; i < 64; ++i) {
+    CAPTURE(i);
+    CHECK(results[1][i] == results[0][i]);
+  }
+}
+
 TEST_CASE("an OpenCL plan whose program does not build is refused at load with KILN_ERROR_INVALID_PLAN") {
   std::string bytes = conv_plan("opencl");
   // Break every kernel's program (same length, so the metadata stays valid) and re-hash, so that

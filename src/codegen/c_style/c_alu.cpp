@@ -250,8 +250,10 @@ std::string integer_alu(const CExpressionContext& c, Ops op, DType dtype, std::s
 
 std::string float_alu(const CExpressionContext& c, Ops op, DType dtype, std::span<const std::string> x) {
   const CDialect& d = c.dialect;
-  // A sign flip, exact in every float type; bf16 flips its top bit.
-  if (op == Ops::NEG && is_bf16(dtype)) return "((" + d.scalar_type(ScalarType::UInt16) + ")(" + x[0] + " ^ 0x8000u))";
+  // A sign flip, exact in every float type. A 16-bit float kept as its bits (bf16 always; f16 in both
+  // dialects) flips its top bit: `-` would negate the integer (-inf would become a denormal).
+  if (op == Ops::NEG && is_narrow_float(dtype) && type_name(d, dtype.scalar()) == d.scalar_type(ScalarType::UInt16))
+    return "((" + d.scalar_type(ScalarType::UInt16) + ")(" + x[0] + " ^ 0x8000u))";
   if (op == Ops::NEG) return paren("-" + x[0]);
   std::vector<std::string> w;
   for (const std::string& source : x) w.push_back(widen(c, dtype, source));

@@ -28,7 +28,8 @@ struct CDialect {
   // Lines that enable f16 and f64 arithmetic where the language needs an extension for them.
   std::string enable_f16;
   std::string enable_f64;
-  // What a device must offer for f16 and f64 values, named in "unsupported: …" errors.
+  // What a device must offer for f16 and f64 values, named in "unsupported: …" errors; empty when
+  // the language needs nothing of the device for them.
   std::string f16_requirement;
   std::string f64_requirement;
 

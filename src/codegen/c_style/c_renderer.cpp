@@ -78,11 +78,11 @@ class CRenderer {
       std::string lacks;
       if (scalar == ScalarType::Float16) {
         uses_f16_ = true;
-        if (!features_.f16) lacks = "the device lacks " + dialect_.f16_requirement;
+        if (!features_.f16 && !dialect_.f16_requirement.empty()) lacks = "the device lacks " + dialect_.f16_requirement;
       }
       if (scalar == ScalarType::Float64) {
         uses_f64_ = true;
-        if (!features_.f64) lacks = "the device lacks " + dialect_.f64_requirement;
+        if (!features_.f64 && !dialect_.f64_requirement.empty()) lacks = "the device lacks " + dialect_.f64_requirement;
       }
       if (!lacks.empty())
         throw UserError(str_cat("unsupported: ", DType(scalar).name(), " (", op_name(node->op()), " in kernel '",

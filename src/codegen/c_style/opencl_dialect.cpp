@@ -18,7 +18,7 @@ std::string opencl_scalar_type(ScalarType scalar) {
     case ScalarType::UInt32: return "uint";
     case ScalarType::Int64: case ScalarType::Index: return "long";
     case ScalarType::UInt64: return "ulong";
-    case ScalarType::Float16: return "half";
+    case ScalarType::Float16: return "ushort";  // the bits; arithmetic goes through f32 (c_alu.cpp)
     case ScalarType::Float32: return "float";
     case ScalarType::Float64: return "double";
     // bf16 has no OpenCL type: c_alu.cpp keeps its bits in a ushort and never asks for it.
@@ -32,9 +32,8 @@ std::string opencl_bitcast(ScalarType, ScalarType to, const std::string& express
   return "as_" + opencl_scalar_type(to) + "(" + expression + ")";
 }
 
-// Conversions between half and float round to nearest even by default (section 6.2.3).
-std::string opencl_f16_to_f32(const std::string& expression) { return "(float)(" + expression + ")"; }
-std::string opencl_f32_to_f16(const std::string& expression) { return "(half)(" + expression + ")"; }
+std::string opencl_f16_to_f32(const std::string& expression) { return "kiln_f16_to_f32(" + expression + ")"; }
+std::string opencl_f32_to_f16(const std::string& expression) { return "kiln_f32_to_f16(" + expression + ")"; }
 
 }  // namespace
 
@@ -49,9 +48,15 @@ const CDialect& opencl_dialect() {
     d.barrier = "barrier(CLK_LOCAL_MEM_FENCE);";
     d.global_id0 = "get_global_id(0)";
     d.preamble = "#pragma OPENCL FP_CONTRACT OFF\n";
-    d.enable_f16 = "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n";
+    // f16 values are their bits in a ushort, converted by vload_half and vstore_half_rte (round to
+    // nearest even), which every OpenCL 1.2 device has: a pointer to half needs no cl_khr_fp16, half
+    // arithmetic would, and kiln computes f16 ops in f32 anyway. So f16 runs on devices without the
+    // extension (PoCL on x86) and an f16 plan requires nothing of its device.
+    d.enable_f16 =
+        "static inline float kiln_f16_to_f32(ushort h) { return vload_half(0, (const half*)&h); }\n"
+        "static inline ushort kiln_f32_to_f16(float f) {\n  ushort h;\n  vstore_half_rte(f, 0, (half*)&h);\n  return h;\n}\n";
     d.enable_f64 = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
-    d.f16_requirement = "the cl_khr_fp16 extension";
+    d.f16_requirement = "";  // none: see enable_f16
     d.f64_requirement = "the cl_khr_fp64 extension";
     d.scalar_type = opencl_scalar_type;
     d.bitcast = opencl_bitcast;
