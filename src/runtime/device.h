@@ -46,6 +46,12 @@ class Device {
   virtual DeviceMemory allocate(size_t bytes) = 0;
   virtual void free(DeviceMemory memory) = 0;
 
+  // Bytes [offset, offset + bytes) of `base` as memory of their own, which kernels take as a buffer
+  // (a device plan's arena slots); a null handle where the device cannot make that view (OpenCL: an
+  // offset not on CL_DEVICE_MEM_BASE_ADDR_ALIGN), and by default. release_view before base is freed.
+  virtual DeviceMemory view(DeviceMemory /*base*/, size_t /*offset*/, size_t /*bytes*/) { return {}; }
+  virtual void release_view(DeviceMemory /*view*/) {}
+
   // Copies and launches go on a queue: `queue` null for the device's own, else one the caller brought
   // (kiln_run_options.queue: a cl_command_queue of native_context(), a CUstream of it), which
   // check_queue() has accepted. The overloads without `queue` use the device's own.

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/opencl/opencl_device.h"
@@ -72,9 +73,16 @@ DevicePlan::DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights) 
       memory_.push_back(allocate(static_cast<uint64_t>(input->byte_size()), "input '" + input->name()->str() + "'"));
     for (const plan_fb::Value* output : *plan.outputs())
       memory_.push_back(allocate(static_cast<uint64_t>(output->byte_size()), "output '" + output->name()->str() + "'"));
-    // Weight and arena slots: one buffer per distinct (kind, offset, size). Two schedule buffers that
-    // share arena bytes on the CPU never live at once, so separate device buffers are equally right
-    // (and use more memory: the arena's reuse is a CPU layout).
+    // The arena: one device buffer, each arena slot a view of it at the CPU plan's offset, so the
+    // device holds the arena's bytes, not the sum of its values (ResNet-50: 9.6 MB against ~100 MB).
+    // Two values that share bytes never live at once, and the device runs a plan's kernels in
+    // order. A slot the device cannot view (an OpenCL offset off the sub-buffer alignment) gets a
+    // buffer of its own, as does each weight (uploaded once).
+    std::optional<size_t> arena;
+    if (plan.arena_bytes() > 0) {
+      arena = memory_.size();
+      memory_.push_back(allocate(static_cast<uint64_t>(plan.arena_bytes()), "the arena"));
+    }
     std::map<std::tuple<int, int64_t, int64_t>, size_t> slot_memory;
     std::map<std::pair<std::string, std::string>, size_t> built;  // (entry point, program) → kernels_
     for (const plan_fb::Kernel* kernel : *plan.kernels()) {
@@ -98,8 +106,14 @@ DevicePlan::DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights) 
           default: {
             auto key = std::make_tuple(static_cast<int>(slot->kind()), slot->offset(), slot->size());
             auto [found, fresh] = slot_memory.emplace(key, memory_.size());
-            if (fresh) {
-              bool weight = slot->kind() == plan_fb::SlotKind_Weight;
+            bool weight = slot->kind() == plan_fb::SlotKind_Weight;
+            DeviceMemory part;
+            if (fresh && !weight && arena)
+              part = device_->view(memory_[*arena], static_cast<size_t>(slot->offset()), static_cast<size_t>(slot->size()));
+            if (fresh && part.handle != nullptr) {
+              views_.push_back(memory_.size());
+              memory_.push_back(part);
+            } else if (fresh) {
               memory_.push_back(allocate(static_cast<uint64_t>(slot->size()), weight ? "a weight" : "an intermediate value"));
               if (weight && slot->size() > 0)
                 as_plan_error(KILN_ERROR_INTERNAL, "uploading a weight: ", [&] {
@@ -132,6 +146,11 @@ void DevicePlan::release() {
     pending_event_ = nullptr;
   }
   kernels_.clear();
+  for (size_t view : views_) {
+    device_->release_view(memory_[view]);
+    memory_[view] = {};
+  }
+  views_.clear();
   for (const DeviceMemory& memory : memory_)
     if (memory.handle != nullptr) device_->free(memory);
   memory_.clear();

@@ -73,7 +73,8 @@ class DevicePlan {
 
   Device* device_ = nullptr;
   std::vector<std::unique_ptr<DeviceKernel>> kernels_;
-  std::vector<DeviceMemory> memory_;  // inputs, then outputs, then weights and arena slots
+  std::vector<DeviceMemory> memory_;  // inputs, outputs, the arena, then weights and arena slots
+  std::vector<size_t> views_;         // the entries of memory_ that are views of the arena
   std::vector<Launch> launches_;
   size_t input_count_ = 0, output_count_ = 0;
   uint64_t device_bytes_ = 0;

@@ -348,6 +348,52 @@ TEST_CASE("an OpenCL plan holding f64 values runs where the device has f64, exac
   CHECK(results[0] == doctest::Approx(3.0 * 0.25 * 120.0 + 8.0));
 }
 
+TEST_CASE("a device plan's intermediate values share one arena buffer on the device") {
+  // Softmax, a matmul of it with itself, a second softmax and a sum: intermediate values of which
+  // the arena layout reuses bytes. The device holds the inputs, the outputs and the arena once, each
+  // arena slot a view of it (an OpenCL sub-buffer), not a buffer per value.
+  auto make = [](const std::string& device) {
+    Tensor x = graph_input("x", {64, 64}, ScalarType::Float32);
+    Tensor first = x.softmax(-1);
+    Tensor second = first.matmul(first).softmax(-1);
+    PlanWriteOptions write;
+    write.device = device;
+    return write_plan({{"x", x}}, {{"y", second.matmul(first).sum()}}, write);
+  };
+  std::string messages;
+  kiln_plan_options options;
+  kiln_plan_options_init(&options);
+  options.log = [](void* user, kiln_log_level, const char* message) { *static_cast<std::string*>(user) += message; };
+  options.log_user_data = &messages;
+  std::string bytes = make("opencl");
+  kiln_plan* plan = nullptr;
+  REQUIRE_MESSAGE(kiln_plan_load_buffer_v2(bytes.data(), bytes.size(), &options, &plan) == KILN_OK, kiln_error_message());
+  uint64_t arena = 0;
+  LoadedPlan cpu(make(""));
+  REQUIRE(kiln_plan_describe(cpu.plan, nullptr, nullptr, &arena, nullptr, nullptr) == KILN_OK);
+  CHECK(arena > 0);
+  size_t at = messages.find("device memory ");
+  REQUIRE(at != std::string::npos);
+  uint64_t device_bytes = std::stoull(messages.substr(at + 14));
+  uint64_t inputs_and_outputs = 64 * 64 * 4 + 4;
+  CHECK(device_bytes >= inputs_and_outputs + arena);
+  // PoCL's CPU device aligns sub-buffers to at most 64 bytes, the arena's own alignment, so every
+  // slot is a view there; a device with a coarser alignment gives the off-alignment slots buffers.
+  if (messages.find("on opencl:pthread") != std::string::npos) CHECK(device_bytes == inputs_and_outputs + arena);
+  // And the plan computes what the CPU plan computes.
+  std::vector<float> input = ramp(64 * 64, 1.0f);
+  int64_t shape[] = {64, 64};
+  float results[2] = {0, 0};
+  kiln_plan* plans[] = {cpu.plan, plan};
+  for (int p = 0; p < 2; ++p) {
+    kiln_tensor in{"x", KILN_DTYPE_FLOAT32, 2, shape, input.data(), input.size() * 4};
+    kiln_tensor out{"y", KILN_DTYPE_FLOAT32, 0, nullptr, &results[p], 4};
+    REQUIRE_MESSAGE(kiln_plan_run(plans[p], &in, 1, &out, 1) == KILN_OK, kiln_error_message());
+  }
+  CHECK(results[1] == doctest::Approx(results[0]).epsilon(1e-5));
+  kiln_plan_free(plan);
+}
+
 TEST_CASE("an OpenCL plan holding f16 values requires nothing of its device and runs exactly as the CPU plan") {
   // f16 is stored as bits and converted by vload_half / vstore_half_rte, core OpenCL C: PoCL on x86,
   // which lacks cl_khr_fp16, runs it. Each op computes in f32 and rounds to f16 on both backends, and

@@ -96,6 +96,9 @@ PlanRunner::PlanRunner(PlanBytes bytes, const PlanRunnerOptions& options)
       log(KILN_LOG_INFO, "loaded a plan: " + std::to_string(launches_.size()) + " kernels, arena " +
                              std::to_string(context_bytes_) + " bytes, weights " + std::to_string(plan_.weights_size) +
                              " bytes, " +
+                             (device_plan_ ? "device memory " + std::to_string(device_plan_->device_bytes()) + " bytes on " +
+                                                 device_plan_->device_name() + ", "
+                                           : std::string()) +
                              (options_.parallel_for ? std::string("the caller's parallel_for")
                                                     : std::to_string(own_threads_ ? own_threads_->thread_count()
                                                                                   : default_thread_pool().thread_count()) +

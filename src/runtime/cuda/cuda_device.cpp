@@ -224,6 +224,11 @@ void CudaDevice::free(DeviceMemory memory) {
   api_->cuMemFree(device_pointer(memory));
 }
 
+DeviceMemory CudaDevice::view(DeviceMemory base, size_t offset, size_t bytes) {
+  if (bytes == 0 || offset + bytes > base.bytes) return {};
+  return DeviceMemory{reinterpret_cast<void*>(static_cast<uintptr_t>(device_pointer(base) + offset)), bytes};
+}
+
 // The device's own queue is the legacy default stream, with the synchronous copies; a caller's stream
 // gets the asynchronous copies, and waits where the Device contract says a copy returns with the
 // host memory free or filled.

@@ -35,6 +35,9 @@ class CudaDevice final : public Device {
   const std::string& name() const override { return name_; }
   DeviceMemory allocate(size_t bytes) override;
   void free(DeviceMemory memory) override;
+  // A pointer into `base`: nothing to create or release.
+  DeviceMemory view(DeviceMemory base, size_t offset, size_t bytes) override;
+  void release_view(DeviceMemory) override {}
   using Device::copy_on_device;
   using Device::copy_to_device;
   using Device::copy_to_host;

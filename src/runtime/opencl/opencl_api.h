@@ -26,6 +26,7 @@ namespace kiln {
   X(clReleaseCommandQueue)       \
   X(clCreateBuffer)              \
   X(clReleaseMemObject)          \
+  X(clCreateSubBuffer)           \
   X(clEnqueueWriteBuffer)        \
   X(clEnqueueReadBuffer)         \
   X(clEnqueueCopyBuffer)         \

@@ -83,6 +83,9 @@ void OpenCLDevice::open(const OpenCLApi& api) {
   std::string extensions = device_string(api, device, CL_DEVICE_EXTENSIONS);
   f16_ = has_extension(extensions, "cl_khr_fp16");
   f64_ = has_extension(extensions, "cl_khr_fp64");
+  cl_uint alignment_bits = 0;
+  if (api.clGetDeviceInfo(device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof alignment_bits, &alignment_bits, nullptr) == CL_SUCCESS)
+    view_alignment_ = alignment_bits / 8;
   cl_device_fp_config single = 0;
   if (api.clGetDeviceInfo(device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof single, &single, nullptr) == CL_SUCCESS)
     correctly_rounded_divide_sqrt_ = (single & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
@@ -150,6 +153,17 @@ DeviceMemory OpenCLDevice::allocate(size_t bytes) {
 void OpenCLDevice::free(DeviceMemory memory) {
   if (memory.handle != nullptr) api_->clReleaseMemObject(static_cast<cl_mem>(memory.handle));
 }
+
+DeviceMemory OpenCLDevice::view(DeviceMemory base, size_t offset, size_t bytes) {
+  if (view_alignment_ == 0 || offset % view_alignment_ != 0 || bytes == 0 || offset + bytes > base.bytes) return {};
+  cl_buffer_region region{offset, bytes};
+  cl_int error = CL_SUCCESS;
+  cl_mem memory = api_->clCreateSubBuffer(static_cast<cl_mem>(base.handle), CL_MEM_READ_WRITE,
+                                          CL_BUFFER_CREATE_TYPE_REGION, &region, &error);
+  return memory == nullptr ? DeviceMemory{} : DeviceMemory{memory, bytes};  // any failure: no view
+}
+
+void OpenCLDevice::release_view(DeviceMemory view) { free(view); }
 
 void OpenCLDevice::copy_to_device(DeviceMemory destination, const void* source, size_t bytes, void* queue) {
   if (bytes == 0) return;

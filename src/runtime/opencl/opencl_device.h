@@ -25,6 +25,9 @@ class OpenCLDevice final : public Device {
   const std::string& name() const override { return name_; }
   DeviceMemory allocate(size_t bytes) override;
   void free(DeviceMemory memory) override;
+  // A sub-buffer, where `offset` is on the device's base address alignment.
+  DeviceMemory view(DeviceMemory base, size_t offset, size_t bytes) override;
+  void release_view(DeviceMemory view) override;
   using Device::copy_on_device;
   using Device::copy_to_device;
   using Device::copy_to_host;
@@ -69,6 +72,7 @@ class OpenCLDevice final : public Device {
   bool f16_ = false;
   bool f64_ = false;
   bool correctly_rounded_divide_sqrt_ = false;
+  size_t view_alignment_ = 0;  // CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes (0: unknown, no views)
   std::mutex mutex_;
 };
 
