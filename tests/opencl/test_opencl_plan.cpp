@@ -1,7 +1,8 @@
-// OpenCL plans (`kiln compile --target opencl`, format version 3) through libkiln's C API on this
-// machine's OpenCL device: the same graph as a CPU plan and as a device plan gives the same outputs,
-// bad arguments get the CPU plan's errors and leave the plan usable, device tensors and the caller's
-// own queues work, and a plan holding f64 runs.
+// OpenCL plans (`kiln compile --target opencl`, format version 3, or 4 with work-group sizes) through
+// libkiln's C API on this machine's OpenCL device: the same graph as a CPU plan and as a device plan
+// gives the same outputs, bad arguments get the CPU plan's errors and leave the plan usable, device
+// tensors and the caller's own queues work, work-group reductions run with the plan's sizes, the
+// intermediates share one arena buffer, and plans holding f64 and f16 run.
 #include <doctest/doctest.h>
 
 #include <cmath>
