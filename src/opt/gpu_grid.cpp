@@ -95,14 +95,25 @@ UOpPtr split_reductions_across_warp(const UOpPtr& kernel, const UOpPtr& lane, in
   return replaced.empty() ? kernel : substitute(kernel, replaced);
 }
 
-// A REDUCE that a work-group can share through local memory: f32 ADD or MAX over one constant
-// range of at least kLongReduction steps, not inside another reduction's loop (its lanes would sit
+// The steps of a REDUCE over constant ranges (a conv's channels × kernel rows × columns, a pool's
+// rows × columns), or 0 when a range is symbolic.
+int64_t reduce_steps(const UOp* node) {
+  int64_t steps = 1;
+  for (size_t i = 1; i < node->src_count(); ++i) {
+    const UOpPtr& end = node->src(i)->src(0);
+    if (!end->is_const()) return 0;
+    steps *= static_cast<int64_t>(end->const_int());
+  }
+  return steps;
+}
+
+// A REDUCE that a work-group can share through local memory: f32 ADD or MAX over constant ranges
+// of at least kLongReduction steps in all, not inside another reduction's loop (its lanes would sit
 // at different steps of that loop when they meet at the barrier).
 bool shares_across_group(const UOp* node, const std::unordered_map<const UOp*, bool>& in_reduce_loop) {
-  if (node->op() != Ops::REDUCE || node->src_count() != 2 || node->dtype() != dtypes::f32) return false;
+  if (node->op() != Ops::REDUCE || node->src_count() < 2 || node->dtype() != dtypes::f32) return false;
   if (node->arg_op() != Ops::ADD && node->arg_op() != Ops::MAX) return false;
-  const UOpPtr& end = node->src(1)->src(0);
-  return end->is_const() && end->const_int() >= kLongReduction && !in_reduce_loop.at(node);
+  return reduce_steps(node) >= kLongReduction && !in_reduce_loop.at(node);
 }
 
 // For each node: whether its value depends on a reduce RANGE that no REDUCE inside it closes, that
@@ -143,7 +154,7 @@ int64_t group_size_for(const UOpPtr& kernel, int64_t total, int warp_size, int64
   bool whole_warps = false;
   for (const UOp* node : toposort(kernel)) {
     if (!shares_across_group(node, inside)) continue;
-    steps = std::max(steps, static_cast<int64_t>(node->src(1)->src(0)->const_int()));
+    steps = std::max(steps, reduce_steps(node));
     whole_warps = whole_warps || (warp_size > 1 && shares_across_warp(node, warp_size));
   }
   if (steps < kLongReduction) return 0;
@@ -179,8 +190,22 @@ UOpPtr split_reductions_across_group(const UOpPtr& kernel, const UOpPtr& lane, i
   int64_t local_slot = 0;
   for (const UOp* node : toposort(kernel)) {
     if (!shares_across_group(node, inside)) continue;
-    const UOp* steps = node->src(1).get();
-    auto length = static_cast<int64_t>(steps->src(0)->const_int());
+    // Several ranges are walked as one of their product's length, the last (highest axis id, in
+    // memory order innermost) fastest: range i is (step / inner_i) % extent_i.
+    std::vector<const UOp*> ranges;
+    for (size_t i = 1; i < node->src_count(); ++i) ranges.push_back(node->src(i).get());
+    std::ranges::sort(ranges, {}, [](const UOp* r) { return r->arg_int(); });
+    const UOp* steps = ranges.front();
+    int64_t length = reduce_steps(node);
+    auto walk = [&](const UOpPtr& flat, std::unordered_map<const UOp*, UOpPtr>& map) {
+      int64_t inner = length;
+      for (size_t i = 0; i < ranges.size(); ++i) {
+        auto extent = static_cast<int64_t>(ranges[i]->src(0)->const_int());
+        inner /= extent;
+        UOpPtr at = inner == 1 ? flat : flat / inner;
+        map.emplace(ranges[i], i == 0 ? at : at % extent);
+      }
+    };
     // A range of one step would simplify to a constant, which a REDUCE cannot run over: a lane
     // with one step (a shorter reduction of the same kernel) computes it without a loop.
     int64_t per_lane = (length + group - 1) / group;
@@ -189,11 +214,11 @@ UOpPtr split_reductions_across_group(const UOpPtr& kernel, const UOpPtr& lane, i
     std::unordered_map<const UOp*, UOpPtr> inner = replaced;  // reductions inside this one, already split
     UOpPtr partial;
     if (length % group == 0) {
-      inner.emplace(steps, step);
+      walk(step, inner);
       partial = substitute(node->src(0), inner);
     } else {
       // Past the end a lane reads the last step (in bounds) and contributes the identity.
-      inner.emplace(steps, minimum(step, length - 1));
+      walk(minimum(step, length - 1), inner);
       UOpPtr identity = node->arg_op() == Ops::ADD ? const_float(dtypes::f32, 0)
                                                    : const_float(dtypes::f32, -std::numeric_limits<double>::infinity());
       partial = where(lt(step, length), substitute(node->src(0), inner), identity);

@@ -257,6 +257,16 @@ TEST_CASE("reductions") {
     Tensor full = input(S::Float32, {1000}, 23, 0.5, 2).sum();
     return x.softmax(-1).add(x.sum({1}, true)).add(x.max({1}, true)).add(full);
   });
+  // Reductions over several ranges walked as one: a pool over 13 × 13 pixels, and a conv with 64
+  // outputs whose 9 channels × 3 × 3 taps (81 steps, not whole groups of 8) are shared.
+  check_parity("reduce", "several ranges in a work-group: a pool f32", S::Float32, [&] {
+    return input(S::Float32, {1, 9, 13, 13}, 25, 0.5, 2).sum({2, 3}).max({1}, true).add(
+        input(S::Float32, {1, 9, 13, 13}, 27, 0.5, 2).max({2, 3}));
+  });
+  check_parity("reduce", "several ranges in a work-group: a conv f32", S::Float32, [&] {
+    Tensor image = input(S::Float32, {1, 9, 6, 6}, 25, 0.5, 2);
+    return image.conv(input(S::Float32, {4, 9, 3, 3}, 26, 0.5, 2));
+  });
   check_parity("reduce", "long rows: i32 sum", S::Int32, [&] {
     return input(S::Int32, {3, 5000}, 24).sum({1});
   });

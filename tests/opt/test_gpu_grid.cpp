@@ -173,6 +173,31 @@ TEST_CASE("a shorter reduction beside a long one gets one step per lane, without
   CHECK_NOTHROW(opencl_render_kernel(grouped.ast, kDevice));
 }
 
+TEST_CASE("a reduction over several ranges is walked as one range of their product") {
+  // out[c] = Σy Σx image[c][y][x], 16 × 16 pixels: 256 steps, groups of 16, each lane 16 steps;
+  // step s is pixel (s / 16, s % 16), so lane l of channel 1 first reads element 256 + l.
+  UOpPtr c = range(2, 0), y = range(16, 1000), x = range(16, 1001);
+  UOpPtr image = global(dtypes::f32, 2 * 256, 1);
+  UOpPtr sum = reduce(Ops::ADD, load(index(image, c * idx(256) + y * idx(16) + x)), {y, x});
+  GridKernel grouped = merge_output_axes_into_grid(kernel("r_pool", {store(index(global(dtypes::f32, 2, 0), c), sum)}), 0, 64);
+  CHECK(grouped.group_size == 16);
+  std::vector<int64_t> extents;
+  for (const UOp* range : ranges_of(grouped.ast)) extents.push_back(static_cast<int64_t>(range->src(0)->const_int()));
+  CHECK(extents == std::vector<int64_t>{2 * 16, 16, 16});
+  const UOp* load_index = nullptr;
+  for (const UOp* node : toposort(grouped.ast))
+    if (node->op() == Ops::LOAD && node->src(0)->src(0)->op() == Ops::DEFINE_GLOBAL) load_index = node->src(0)->src(1).get();
+  REQUIRE(load_index != nullptr);
+  std::vector<const UOp*> ranges = ranges_of(grouped.ast);
+  auto element = [&](int64_t g, int64_t step) {
+    UOpPtr at = simplify(substitute(load_index->self(), {{ranges[0], idx(g)}, {ranges[1], idx(step)}}));
+    REQUIRE(at->is_const());
+    return static_cast<int64_t>(at->const_int());
+  };
+  CHECK(element(16 + 5, 0) == 256 + 5);
+  CHECK(element(16 + 5, 3) == 256 + 3 * 16 + 5);
+}
+
 TEST_CASE("a reduction inside another reduction's loop is not split across a group") {
   // out[i] = Σj max_k x[i][j][k]: the inner maximum runs once per step j, so its lanes would meet at
   // the barrier at different steps; only the outer sum is shared.
