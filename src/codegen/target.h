@@ -4,6 +4,7 @@
 // shared memory and warp width through the same fields.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -42,6 +43,10 @@ struct TargetCaps {
     return vector_bytes / dtype.scalar_bytes();
   }
 };
+
+// KILN_GPU_REGISTER_TILES as a GPU target takes it: at most 8 (8 × 8 outputs are 64 accumulators
+// a thread; larger tiles unroll into more code than a GPU compiler should be given); below 2, none.
+inline int clamped_register_tile(long requested) { return static_cast<int>(std::clamp(requested, 0L, 8L)); }
 
 // The host CPU, detected once. KILN_CPU_TARGET=avx2 narrows it to AVX2 (256-bit vectors, no AVX-512
 // instructions at all) on an AVX-512 machine, so both code paths can be tested on one host.

@@ -77,6 +77,14 @@ bool shares_across_warp(const UOp* node, int64_t warp) {
   return end->is_const() && end->const_int() >= kLongReduction && end->const_int() % warp == 0;
 }
 
+// `partial` combined with op over the `warp` lanes of a warp by a butterfly of SHUFFLE_XORs: every
+// lane then holds the result.
+UOpPtr warp_butterfly(UOpPtr partial, Ops op, int64_t warp) {
+  for (int64_t offset = warp / 2; offset >= 1; offset /= 2)
+    partial = alu(op, partial, UOp::make(Ops::SHUFFLE_XOR, partial->dtype(), {partial}, offset));
+  return partial;
+}
+
 // `kernel` with each REDUCE that shares_across_warp split across the lanes of a warp: lane l sums
 // steps l, l + W, l + 2W, … and a butterfly of SHUFFLE_XORs combines the lanes, so every lane holds
 // the whole result (and stores the same value: the grid guard keeps whole warps in or out).
@@ -88,9 +96,7 @@ UOpPtr split_reductions_across_warp(const UOpPtr& kernel, const UOpPtr& lane, in
     UOpPtr lane_steps = range(steps->src(0)->const_int() / warp, steps->arg_int());
     UOpPtr body = substitute(node->src(0), {{steps, lane_steps * warp + lane}});
     UOpPtr partial = UOp::make(Ops::REDUCE, node->dtype(), {body, lane_steps}, node->arg_op());
-    for (int64_t offset = warp / 2; offset >= 1; offset /= 2)
-      partial = alu(node->arg_op(), partial, UOp::make(Ops::SHUFFLE_XOR, partial->dtype(), {partial}, offset));
-    replaced.emplace(node, partial);
+    replaced.emplace(node, warp_butterfly(partial, node->arg_op(), warp));
   }
   return replaced.empty() ? kernel : substitute(kernel, replaced);
 }
@@ -119,17 +125,9 @@ bool shares_across_group(const UOp* node, const std::unordered_map<const UOp*, b
 // For each node: whether its value depends on a reduce RANGE that no REDUCE inside it closes, that
 // is, whether it is computed inside some reduction's loop.
 std::unordered_map<const UOp*, bool> inside_reduce_loops(const UOpPtr& kernel) {
-  std::unordered_map<const UOp*, std::set<const UOp*>> open;
   std::unordered_map<const UOp*, bool> inside;
-  for (const UOp* node : toposort(kernel)) {
-    std::set<const UOp*> ranges;
-    for (const UOpPtr& source : node->srcs()) ranges.insert(open[source.get()].begin(), open[source.get()].end());
-    if (node->op() == Ops::RANGE && node->arg_int() >= kFirstReduceAxis) ranges.insert(node);
-    if (node->op() == Ops::REDUCE)
-      for (size_t i = 1; i < node->src_count(); ++i) ranges.erase(node->src(i).get());
-    inside[node] = !ranges.empty();
-    open[node] = std::move(ranges);
-  }
+  for (const auto& [node, ranges] : open_ranges(kernel))
+    inside[node] = std::ranges::any_of(ranges, [](const UOp* range) { return range->arg_int() >= kFirstReduceAxis; });
   return inside;
 }
 
@@ -228,8 +226,7 @@ UOpPtr split_reductions_across_group(const UOpPtr& kernel, const UOpPtr& lane, i
     UOpPtr slot = lane;
     std::optional<UOpPtr> writer;
     if (warp > 1) {
-      for (int64_t offset = warp / 2; offset >= 1; offset /= 2)
-        partial = alu(node->arg_op(), partial, UOp::make(Ops::SHUFFLE_XOR, partial->dtype(), {partial}, offset));
+      partial = warp_butterfly(partial, node->arg_op(), warp);
       slots = group / warp;
       slot = lane / warp;
       writer = eq(lane % warp, 0);

@@ -22,12 +22,9 @@ bool is_reduce_axis(const UOp* range) { return range->arg_int() >= kFirstReduceA
 // For each load of a kernel buffer made once per reduction step (its index depends on a reduce
 // range): the output ranges its index depends on.
 std::vector<std::set<const UOp*>> step_loads(const UOpPtr& kernel) {
-  std::unordered_map<const UOp*, std::set<const UOp*>> ranges;
+  std::unordered_map<const UOp*, std::set<const UOp*>> ranges = open_ranges(kernel);
   std::vector<std::set<const UOp*>> loads;
   for (const UOp* node : toposort(kernel)) {
-    std::set<const UOp*>& mine = ranges[node];
-    for (const UOpPtr& source : node->srcs()) mine.insert(ranges[source.get()].begin(), ranges[source.get()].end());
-    if (node->op() == Ops::RANGE) mine.insert(node);
     if (node->op() != Ops::LOAD) continue;
     const UOp* index = node->src(0).get();
     if (index->op() != Ops::INDEX || index->src(0)->op() != Ops::DEFINE_GLOBAL) continue;

@@ -38,6 +38,19 @@ std::vector<const UOp*> kernel_ranges(const UOpPtr& kernel) {
   return ranges;
 }
 
+std::unordered_map<const UOp*, std::set<const UOp*>> open_ranges(const UOpPtr& kernel) {
+  std::unordered_map<const UOp*, std::set<const UOp*>> open;
+  for (const UOp* node : toposort(kernel)) {
+    std::set<const UOp*> ranges;
+    for (const UOpPtr& source : node->srcs()) ranges.insert(open[source.get()].begin(), open[source.get()].end());
+    if (node->op() == Ops::RANGE) ranges.insert(node);
+    if (node->op() == Ops::REDUCE)
+      for (size_t i = 1; i < node->src_count(); ++i) ranges.erase(node->src(i).get());
+    open[node] = std::move(ranges);
+  }
+  return open;
+}
+
 UOpPtr split_range(const UOpPtr& kernel, const UOp* target, const UOpPtr& outer, const UOpPtr& inner) {
   UOpPtr joined = outer * inner->src(0) + inner;
   // An outer part of extent 1 is the constant 0 after simplify, not a range to reduce over.

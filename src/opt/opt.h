@@ -24,7 +24,9 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/uop.h"
@@ -69,6 +71,10 @@ class InvalidOpt : public std::runtime_error {
 
 // The RANGE nodes of a kernel AST by axis id.
 std::vector<const UOp*> kernel_ranges(const UOpPtr& kernel);
+
+// For each node of a kernel AST: the RANGEs its value depends on, less those that a REDUCE inside
+// it reduces over (a reduce range is open only inside its reduction's loop).
+std::unordered_map<const UOp*, std::set<const UOp*>> open_ranges(const UOpPtr& kernel);
 
 // `kernel` with RANGE `target` split into outer·E + inner (E = inner's extent), simplified: uses of
 // the range read the sum, and a REDUCE over it reduces over both parts (over `inner` alone when

@@ -18,7 +18,7 @@ const TargetCaps& cuda_target_caps() {
     c.supports_shared_memory = true;
     c.group_size = 256;  // eight warps: each warp's butterfly leaves 8 partials in shared memory
     c.warp_size = 32;
-    c.register_tile = static_cast<int>(env_integer("KILN_GPU_REGISTER_TILES", 4));
+    c.register_tile = clamped_register_tile(env_integer("KILN_GPU_REGISTER_TILES", 4));
     c.has_fma = true;  // fma() is a device function; kiln only emits it for MULACC
     return c;
   }();

@@ -17,7 +17,7 @@ const TargetCaps& opencl_target_caps() {
     c.output_grid = true;
     c.supports_shared_memory = true;
     c.group_size = 64;  // a multiple of NVIDIA's warps and AMD's wavefronts; every OpenCL GPU and PoCL run it
-    c.register_tile = static_cast<int>(env_integer("KILN_GPU_REGISTER_TILES", 4));
+    c.register_tile = clamped_register_tile(env_integer("KILN_GPU_REGISTER_TILES", 4));
     c.has_fma = true;  // fma() is a builtin; kiln only emits it for MULACC
     return c;
   }();
