@@ -45,6 +45,8 @@ bool allowed_in_kernel_ast(Ops op) {
     // A work-group's reduction through local memory (opt/gpu_grid.h): the partials are stored, a
     // BARRIER follows the stores, and the loads read the buffer AFTER the barrier.
     case Ops::DEFINE_LOCAL: case Ops::BARRIER: case Ops::AFTER:
+    // A warp's tensor-core multiply-accumulate (opt/gpu_tensor_cores.h).
+    case Ops::WMMA:
       return true;
     default:
       return op_is_alu(op);

@@ -34,6 +34,11 @@ struct TargetCaps {
   // 0: one output per thread. The GPU targets take 4 (KILN_GPU_REGISTER_TILES=N sets another, 0 none).
   int register_tile = 0;
   int64_t register_tile_threads = 32768;
+  // GPU: f16 products summed in f32 (f16 MatMul, Gemm, Conv) run on tensor cores, a warp-wide
+  // multiply-accumulate of 16×8 outputs (opt/gpu_tensor_cores.h). CUDA has them on every
+  // architecture kiln compiles for (sm_75 and up); OpenCL renders the operation through local
+  // memory, which only the backend-parity test asks for (to check the transform on PoCL).
+  bool tensor_cores = false;
   int64_t l1_bytes = 32 << 10;   // per core
   int64_t l2_bytes = 1 << 20;    // per core
 

@@ -92,6 +92,7 @@ DeviceBackend cuda_backend() {
   int architecture = cuda_ptx_architecture(device.compute_capability());
   CDeviceFeatures features = cuda_device_features(device.compute_capability());
   features.device_name = device.name();
+  features.cuda_architecture = architecture;  // the instructions the PTX may use (the mma shape)
   return {device,
           [features, architecture](const UOpPtr& ast) {
             RenderedKernel rendered = cuda_render_kernel(ast, features);

@@ -250,7 +250,7 @@ UOpPtr split_reductions_across_group(const UOpPtr& kernel, const UOpPtr& lane, i
 
 }  // namespace
 
-GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int group_size) {
+GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int group_size, int64_t innermost_axis) {
   std::vector<const UOp*> axes;
   for (const UOp* range : kernel_ranges(kernel))
     if (range->arg_int() < kFirstReduceAxis) {
@@ -259,12 +259,13 @@ GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int 
     }
   int64_t total = 1;
   for (const UOp* axis : axes) total *= axis->src(0)->const_int();
-  int64_t group = group_size > 1 ? group_size_for(kernel, total, warp_size, group_size) : 0;
+  bool fixed = innermost_axis >= 0;
+  int64_t group = group_size > 1 && !fixed ? group_size_for(kernel, total, warp_size, group_size) : 0;
   bool per_group = group > 1;
-  bool per_warp = !per_group && warp_size > 1 && total <= kFewOutputs &&
+  bool per_warp = !fixed && !per_group && warp_size > 1 && total <= kFewOutputs &&
                   std::ranges::any_of(toposort(kernel), [&](const UOp* node) { return shares_across_warp(node, warp_size); });
   int64_t sharing = per_group ? group : per_warp ? warp_size : 1;
-  if (axes.size() < 2 && sharing == 1) return {kernel};
+  if (axes.size() < 2 && sharing == 1 && !fixed) return {kernel};
   std::vector<Access> accesses = buffer_accesses(kernel);
   // The outer axes by the first store's strides, largest outermost (an axis it does not step by
   // constantly counts as the largest; ties keep the scheduler's order), so the grid walks the
@@ -289,7 +290,7 @@ GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int 
   if (axes.size() >= 2) {
     size_t fastest = axes.size() - 1;
     for (size_t a = 0; a + 1 < axes.size(); ++a)
-      if (traffic(axes[a]) < traffic(axes[fastest])) fastest = a;
+      if (fixed ? axes[a]->arg_int() == innermost_axis : traffic(axes[a]) < traffic(axes[fastest])) fastest = a;
     std::rotate(axes.begin() + static_cast<std::ptrdiff_t>(fastest),
                 axes.begin() + static_cast<std::ptrdiff_t>(fastest) + 1, axes.end());
   }

@@ -28,7 +28,10 @@ struct GridKernel {
 // `kernel` (a SINK of stores, unoptimised) with its output axes merged into axis 0, ordered as
 // above (a warp per output where `warp_size` > 1, a work-group of `group_size` threads where that is
 // > 1, each where the kernel qualifies); unchanged when it has fewer than two output axes and no
-// such reduction, or a symbolic extent.
-GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size = 0, int group_size = 0);
+// such reduction, or a symbolic extent. `innermost_axis` (an axis id, or -1) names an output axis
+// that must vary fastest whatever the memory traffic says, and whose kernel shares nothing across
+// warps or groups: a tensor-core kernel's lane axis (gpu_tensor_cores.h).
+GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size = 0, int group_size = 0,
+                                       int64_t innermost_axis = -1);
 
 }  // namespace kiln

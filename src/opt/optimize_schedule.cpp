@@ -5,8 +5,10 @@
 #include <cstdlib>
 
 #include "opt/gpu_grid.h"
+#include "opt/gpu_tensor_cores.h"
 #include "opt/gpu_tiles.h"
 #include "opt/heuristics.h"
+#include "opt/mma_layout.h"
 #include "support/debug.h"
 #include "support/error.h"
 
@@ -71,10 +73,14 @@ OptimizeReport optimize_schedule(Schedule& schedule, const TargetCaps& caps, con
                                   " does not apply to it: ", error.what()));
     }
     if (caps.output_grid && opts.empty()) {
-      UOpPtr tiled = gpu_register_tiles(kernel.ast, caps.register_tile, caps.register_tile_threads);
-      GridKernel merged = merge_output_axes_into_grid(tiled, caps.warp_size, caps.group_size);
+      TensorCoreKernel cores = caps.tensor_cores ? gpu_tensor_cores(kernel.ast) : TensorCoreKernel{kernel.ast};
+      bool on_cores = cores.lane_axis >= 0;
+      UOpPtr tiled = on_cores ? cores.ast : gpu_register_tiles(kernel.ast, caps.register_tile, caps.register_tile_threads);
+      GridKernel merged = merge_output_axes_into_grid(tiled, caps.warp_size, caps.group_size, cores.lane_axis);
       if (merged.ast != kernel.ast) replace_kernel_ast(kernel, merged.ast);
       kernel.group_size = merged.group_size;
+      // Without warps (OpenCL's emulation) a work-group is the warp whose lanes share a tile.
+      if (on_cores && caps.warp_size == 0) kernel.group_size = mma::kLanes;
     }
   }
   return report;

@@ -13,7 +13,12 @@
 //  - values much larger than the buffers they read (an outer product of two weight vectors): a
 //    kernel recomputes them cheaper than it loads them; except an explicit copy (CONTIGUOUS), a
 //    weight reordered for the kernel that reads it, up to 1 GiB;
-//  - arithmetic on constants alone with no buffer (arange, iota masks): index math, cheaper inline.
+//  - arithmetic on constants alone with no buffer (arange, iota masks): index math, cheaper inline;
+//  - a widening float cast (f16 or bf16 weights cast to f32 for a conv or matmul): the value below
+//    the cast is folded instead (the weight reordered into panels, still f16) and the cast stays
+//    in the kernels that read it, so the plan keeps the weights' own size and a GPU kernel sees
+//    f16 operands it can give to tensor cores (opt/gpu_tensor_cores.h); a bare cast of a weight
+//    is not folded at all.
 #include <algorithm>
 #include <mutex>
 #include <unordered_map>
@@ -49,6 +54,27 @@ struct NodeFacts {
 };
 
 bool is_movement(Ops op) { return op_group(op) == OpGroup::Movement; }
+
+bool is_narrow_float(DType dtype) { return dtype == dtypes::f16 || dtype == dtypes::bf16; }
+
+// `node` with a widening float cast below its movement ops and copies moved above them: the same
+// chain of movements and copies over the narrow value (whose folded result the cast then widens);
+// nullptr when there is no such cast.
+UOpPtr narrow_below_widening_cast(const UOp* node) {
+  std::vector<const UOp*> chain;
+  const UOp* at = node;
+  while (is_movement(at->op()) || at->op() == Ops::CONTIGUOUS) {
+    chain.push_back(at);
+    at = at->src(0).get();
+  }
+  if (at->op() != Ops::CAST || !is_narrow_float(at->src(0)->dtype()) || !at->dtype().is_float() ||
+      at->dtype().scalar_bytes() <= at->src(0)->dtype().scalar_bytes())
+    return nullptr;
+  UOpPtr value = at->src(0);
+  for (auto above = chain.rbegin(); above != chain.rend(); ++above)
+    value = UOp::make((*above)->op(), value->dtype(), {value}, (*above)->arg());
+  return value;
+}
 
 // The buffer ids the handles below `roots` hold; with `all_data`, every one, otherwise only those
 // without data (graph_input placeholders).
@@ -139,10 +165,18 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
   ShapeMap shapes;
   std::vector<const UOp*> targets;
   std::unordered_set<const UOp*> is_target;
+  std::unordered_map<const UOp*, UOpPtr> narrow;  // target → the value folded in its place, then widened
   for (const UOp* node : frontier) {
     while (is_movement(node->op()) && facts.at(node->src(0).get()).constant) node = node->src(0).get();
     const NodeFacts& fact = facts.at(node);
     if (!fact.reads_data || !fact.has_work || node->op() == Ops::BUFFER || root_nodes.contains(node)) continue;
+    if (UOpPtr narrowed = narrow_below_widening_cast(node)) {
+      // Only a copy or real work below the cast is worth a folded buffer.
+      const UOp* below = narrowed.get();
+      while (is_movement(below->op())) below = below->src(0).get();
+      if (below->op() == Ops::BUFFER) continue;
+      narrow.emplace(node, narrowed);
+    }
     int64_t source_bytes = 0;
     for (int64_t id : buffers_below.at(node)) source_bytes += buffer_bytes.at(id);
     int64_t bytes = dims_numel(shapes.of(node)).max() * node->dtype().scalar_bytes();
@@ -176,7 +210,9 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
         continue;
       }
     }
-    folded.push_back(make_tensor_dims(target->self(), shapes.of(target), target->dtype(), keep));
+    auto narrowed = narrow.find(target);
+    UOpPtr value = narrowed != narrow.end() ? narrowed->second : target->self();
+    folded.push_back(make_tensor_dims(value, shapes.of(target), value->dtype(), keep));
     computed.push_back(folded.size() - 1);
   }
   for (size_t i : computed) pending.push_back(&folded[i]);
@@ -188,7 +224,9 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
   std::unordered_map<const UOp*, UOpPtr> replacements;
   int64_t folded_bytes = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
-    replacements.emplace(targets[i], folded[i].data().node);
+    UOpPtr value = folded[i].data().node;
+    if (narrow.contains(targets[i])) value = UOp::make(Ops::CAST, targets[i]->dtype(), {value});
+    replacements.emplace(targets[i], value);
     folded_bytes += folded[i].numel() * folded[i].data().dtype.scalar_bytes();
   }
   UOpPtr rewritten = substitute(graph, replacements);

@@ -10,6 +10,8 @@
 #include "codegen/c_style/cuda_codegen.h"
 #include "codegen/codegen_test_helpers.h"
 #include "codegen/cuda/nvrtc_compiler.h"
+#include "opt/gpu_grid.h"
+#include "opt/gpu_tensor_cores.h"
 #include "support/error.h"
 
 using namespace kiln;
@@ -102,6 +104,26 @@ TEST_CASE("reductions, masked loads and stores, and vector lanes compile") {
   UOpPtr lane2 = UOp::make(Ops::GEP, dtypes::f32, {vector}, std::vector<int64_t>{2});
   UOpPtr splat = UOp::make(Ops::VECTORIZE, f32x4, {lane2, lane2, lane2, lane2});
   compile_everywhere(kernel("vec", {store(index(global(dtypes::f32, 8, 0), vat), vector * splat)}));
+}
+
+TEST_CASE("a tensor-core matmul compiles to mma.sync: m16n8k8 pairs on sm_75, m16n8k16 from sm_80") {
+  // out = a (40 × 72, f16) · b (72 × 24, f16), summed in f32: ragged rows and steps.
+  UOpPtr m = range(40, 0), n = range(24, 1), k = range(72, 1000);
+  UOpPtr a = load(index(global(dtypes::f16, 40 * 72, 1), m * idx(72) + k));
+  UOpPtr b = load(index(global(dtypes::f16, 72 * 24, 2), k * idx(24) + n));
+  UOpPtr sum = reduce(Ops::ADD, cast(a, dtypes::f32) * cast(b, dtypes::f32), {k});
+  UOpPtr ast = kernel("r_40_24_tc", {store(index(global(dtypes::f16, 40 * 24, 0), m * idx(24) + n), cast(sum, dtypes::f16))});
+  TensorCoreKernel cores = gpu_tensor_cores(ast);
+  REQUIRE(cores.lane_axis >= 0);
+  UOpPtr grid = merge_output_axes_into_grid(cores.ast, 32, 256, cores.lane_axis).ast;
+  compile_everywhere(grid);
+  for (int architecture : architectures()) {
+    CAPTURE(architecture);
+    RenderedKernel rendered = cuda_render_kernel(grid, cuda_device_features(architecture));
+    std::string ptx = compile_cuda(rendered.source, rendered.name + ".cu", architecture).ptx;
+    CHECK(ptx.find(architecture >= 80 ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+                                      : "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32") != std::string::npos);
+  }
 }
 
 TEST_CASE("a compile error names the kernel and carries NVRTC's log; an unknown architecture is named") {

@@ -6,7 +6,9 @@
 // Backends: cpu (the reference), opencl (kernels as the OpenCL target plans them: no opts), and
 // opencl+cpu-opts (the same kernels optimised for the host CPU: vector lanes, unrolled register
 // tiles, so the renderer's vector paths run too), opencl+tiles (GPU register tiles on every kernel
-// with a reduction to share, however few its outputs); these two on f32, i32 and u8 cases only.
+// with a reduction to share, however few its outputs); these two on f32, i32 and u8 cases only;
+// opencl+tensor-cores (f16 matmuls and convs as warp-wide WMMAs, emulated through local memory),
+// on f16 cases only.
 // The table of families × backends is printed.
 //
 // Tolerances (|opencl - cpu| <= atol + rtol * |cpu|; NaN equals NaN, infinities must agree):
@@ -37,6 +39,7 @@ struct Backend {
   std::string name;
   ExecutionDevice device;
   const TargetCaps* caps;
+  bool (*runs)(S type);  // which cases' dtypes it runs
 };
 
 // OpenCL always (this executable runs only where there is an OpenCL device), CUDA where this
@@ -61,12 +64,32 @@ const TargetCaps& opencl_tiles_caps() {
   return caps;
 }
 
+// OpenCL with tensor cores (opt/gpu_tensor_cores.h), which its renderer emulates through local
+// memory: the transform's loads, stores and padding, checked on PoCL by the f16 matmuls and convs.
+const TargetCaps& opencl_tensor_core_caps() {
+  static const TargetCaps caps = [] {
+    TargetCaps cores = opencl_target_caps();
+    cores.name = "opencl+tensor-cores";
+    cores.tensor_cores = true;
+    return cores;
+  }();
+  return caps;
+}
+
+// opencl+cpu-opts and opencl+tiles run the cases of these dtypes only: their code paths do not
+// depend on the dtype's width beyond what three of them show, and every kernel costs PoCL a build
+// (about a quarter of a second on a cold cache), which the suite's time limit has to pay.
+bool vectorized_dtype(S type) { return type == S::Float32 || type == S::Int32 || type == S::UInt8; }
+bool every_dtype(S) { return true; }
+bool f16_only(S type) { return type == S::Float16; }  // the tensor cores' operands
+
 const std::vector<Backend>& backends() {
   static const std::vector<Backend> list = [] {
-    std::vector<Backend> result{{"opencl", ExecutionDevice::OpenCL, nullptr},
-                                {"opencl+cpu-opts", ExecutionDevice::OpenCL, &host_cpu_caps()},
-                                {"opencl+tiles", ExecutionDevice::OpenCL, &opencl_tiles_caps()}};
-    if (cuda_missing().empty()) result.push_back({"cuda", ExecutionDevice::Cuda, nullptr});
+    std::vector<Backend> result{{"opencl", ExecutionDevice::OpenCL, nullptr, every_dtype},
+                                {"opencl+cpu-opts", ExecutionDevice::OpenCL, &host_cpu_caps(), vectorized_dtype},
+                                {"opencl+tiles", ExecutionDevice::OpenCL, &opencl_tiles_caps(), vectorized_dtype},
+                                {"opencl+tensor-cores", ExecutionDevice::OpenCL, &opencl_tensor_core_caps(), f16_only}};
+    if (cuda_missing().empty()) result.push_back({"cuda", ExecutionDevice::Cuda, nullptr, every_dtype});
     return result;
   }();
   return list;
@@ -104,18 +127,12 @@ HostTensor realize_on(const Backend* backend, const std::function<Tensor()>& bui
   return result;
 }
 
-// opencl+cpu-opts and opencl+tiles run the cases of these dtypes only: their code paths do not
-// depend on the dtype's width beyond what three of them show, and every kernel costs PoCL a build
-// (about a quarter of a second on a cold cache), which the suite's time limit has to pay.
-bool vectorized_dtype(S type) { return type == S::Float32 || type == S::Int32 || type == S::UInt8; }
-
-// Runs `build` on the CPU and on the other backends (opencl+cpu-opts, opencl+tiles for vectorized_dtype(type)
-// only) and compares.
+// Runs `build` on the CPU and on the other backends that run `type`'s cases, and compares.
 void check_parity(const std::string& family, const std::string& name, S type, const std::function<Tensor()>& build) {
   HostTensor expected = realize_on(nullptr, build);
   table()[family]["cpu"] += 1;
   for (const Backend& backend : backends()) {
-    if (backend.caps != nullptr && !vectorized_dtype(type)) continue;
+    if (!backend.runs(type)) continue;
     HostTensor got = realize_on(&backend, build);
     INFO(family, " / ", name, " on ", backend.name, " (", test::type_name(expected.type), ", shape ",
          test::shape_text(expected.shape), ")");
@@ -319,6 +336,18 @@ TEST_CASE("matmul, conv and pooling") {
       return x.max_pool(options).add(x.avg_pool(options));
     });
   }
+  // Tensor-core shapes (opencl+tensor-cores): several 16×8 tiles and 16-step blocks, ragged and
+  // whole; a batch both factors read; a 1×1 conv whose pixels are the tiles' columns.
+  check_parity("matmul/conv", "f16 matmul 40x72 by 72x24", S::Float16, [] {
+    return input(S::Float16, {40, 72}, 37, -1, 1).matmul(input(S::Float16, {72, 24}, 38, -1, 1));
+  });
+  check_parity("matmul/conv", "f16 batched matmul 3x32x48 by 3x48x16", S::Float16, [] {
+    return input(S::Float16, {3, 32, 48}, 39, -1, 1).matmul(input(S::Float16, {3, 48, 16}, 40, -1, 1));
+  });
+  check_parity("matmul/conv", "f16 1x1 conv 32 to 16 channels, relu", S::Float16, [] {
+    Tensor x = input(S::Float16, {1, 32, 5, 5}, 41, -1, 1), w = input(S::Float16, {16, 32, 1, 1}, 42, -1, 1);
+    return x.conv(w, input(S::Float16, {16}, 43), ConvOptions()).relu();
+  });
   check_parity("matmul/conv", "int32 matmul", S::Int32, [] {
     return input(S::Int32, {5, 7}, 34, -9, 9).matmul(input(S::Int32, {7, 3}, 35, -9, 9));
   });

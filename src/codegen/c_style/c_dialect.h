@@ -23,6 +23,9 @@ struct CDialect {
   // A warp shuffle: `%v` of the thread whose lane is this one's XOR `%m` (every lane of the warp
   // takes part); empty where the language has none (OpenCL C 1.2).
   std::string shuffle_xor;
+  // A WMMA (opt/mma_layout.h) is the warp's tensor-core instruction (CUDA); false: the renderer
+  // emulates it through local memory (OpenCL: only the backend-parity test makes such kernels).
+  bool warp_mma = false;
   // Lines at the top of every program (FP contraction off: kiln's float semantics round every op).
   std::string preamble;
   // Lines that enable f16 and f64 arithmetic where the language needs an extension for them.

@@ -9,6 +9,8 @@
 #include <unordered_map>
 
 #include "codegen/c_style/c_alu.h"
+#include "codegen/c_style/c_mma.h"
+#include "opt/mma_layout.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -36,6 +38,12 @@ struct Access {
   std::optional<Value> valid;
 };
 
+std::string join(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string joined;
+  for (const std::string& part : parts) joined += (joined.empty() ? "" : separator) + part;
+  return joined;
+}
+
 std::string c_identifier(const std::string& name) {
   std::string out = name;
   for (char& c : out)
@@ -53,6 +61,7 @@ class CRenderer {
     check_dtypes();
     std::string signature = kernel_signature();
     indent_ = 1;
+    declare_emulated_mma_tiles();
     for (const UOpPtr& node : program_.ops) render(*node);
     if (open_loops_ != 0) fail(str_cat(open_loops_, " RANGE loops are never closed by an END"));
     std::ostringstream source;
@@ -198,6 +207,7 @@ class CRenderer {
         return;
       }
       case Ops::SHUFFLE_XOR: return shuffle(node);
+      case Ops::WMMA: return wmma(node);
       case Ops::CAST: case Ops::BITCAST: {
         const Value& source = value_of(node.src(0));
         DType from = node.src(0)->dtype().base(), to = node.dtype().base();
@@ -239,6 +249,72 @@ class CRenderer {
       result.lanes.push_back(declare(node.dtype().base(), expression));
     }
     values_[&node] = std::move(result);
+  }
+
+  // The lanes of WMMA source `s`, checked to be `count` of `scalar`.
+  const Value& mma_operand(const UOp& node, size_t s, DType scalar, int count) const {
+    const UOpPtr& source = node.src(s);
+    if (source->dtype() != scalar.vec(count)) fail(str_cat("WMMA source ", s, " of type ", source->dtype().name()));
+    return value_of(source);
+  }
+
+  // A warp's D = A·B + C (opt/mma_layout.h): CUDA's mma instructions, or their emulation through
+  // the work-group's local memory, which must then be one warp of 32 work-items.
+  void wmma(const UOp& node) {
+    if (node.arg_string() != mma::kName) fail("WMMA of shape " + node.arg_string());
+    if (node.dtype() != dtypes::f32.vec(mma::kCElements)) fail("WMMA of type " + node.dtype().name());
+    const Value& a = mma_operand(node, 0, dtypes::f16, mma::kAElements);
+    const Value& b = mma_operand(node, 1, dtypes::f16, mma::kBElements);
+    const Value& c = mma_operand(node, 2, dtypes::f32, mma::kCElements);
+    Value result;
+    for (int i = 0; i < mma::kCElements; ++i) result.lanes.push_back(str_cat("v", next_variable_++));
+    if (dialect_.warp_mma) {
+      int architecture = features_.cuda_architecture;
+      if (architecture < 75)
+        throw UserError(str_cat("unsupported: tensor cores (kernel '", program_.name, "') on ", dialect_.name,
+                                " device '", features_.device_name, "': the mma instructions need sm_75 or newer ",
+                                "(KILN_GPU_TENSOR_CORES=0 compiles f16 matmuls without them)"));
+      std::string name;
+      std::string definition = cuda_mma_helper(architecture, dialect_, name);
+      helpers_.use(name, definition);
+      auto pair = [&](const Value& v, int j) {
+        auto low = static_cast<size_t>(2 * j);
+        return declare(DType(ScalarType::UInt32), str_cat("((uint)", v.lane(low), " | ((uint)", v.lane(low + 1), " << 16))"));
+      };
+      std::vector<std::string> arguments = result.lanes;
+      for (int j = 0; j < mma::kAElements / 2; ++j) arguments.push_back(pair(a, j));
+      for (int j = 0; j < mma::kBElements / 2; ++j) arguments.push_back(pair(b, j));
+      for (int i = 0; i < mma::kCElements; ++i) arguments.push_back(c.lane(static_cast<size_t>(i)));
+      line(str_cat("float ", join(result.lanes, ", "), ";"));
+      line(str_cat(name, "(", join(arguments, ", "), ");"));
+    } else {
+      if (dialect_.barrier.empty() || dialect_.local_qualifier.empty()) fail("WMMA, but " + dialect_.name + " has no local memory");
+      std::string name;
+      std::string definition = emulated_mma_dot_helper(dialect_, name);
+      helpers_.use(name, definition);
+      std::string lane = declare(DType(ScalarType::UInt32), str_cat("(uint)(", dialect_.global_id0, " % ", mma::kLanes, ")"));
+      line(dialect_.barrier);  // every lane has read the previous step's tiles
+      for (int i = 0; i < mma::kAElements; ++i)
+        line(str_cat(kEmulatedMmaA, "[", emulated_a_position(lane, i), "] = ", dialect_.f16_to_f32(a.lane(static_cast<size_t>(i))), ";"));
+      for (int i = 0; i < mma::kBElements; ++i)
+        line(str_cat(kEmulatedMmaB, "[", emulated_b_position(lane, i), "] = ", dialect_.f16_to_f32(b.lane(static_cast<size_t>(i))), ";"));
+      line(dialect_.barrier);
+      for (int i = 0; i < mma::kCElements; ++i)
+        line(str_cat("float ", result.lanes[static_cast<size_t>(i)], " = ", c.lane(static_cast<size_t>(i)), " + ", name, "(", kEmulatedMmaA, ", ", kEmulatedMmaB,
+                     ", ", emulated_c_row(lane, i), ", ", emulated_c_column(lane, i), ");"));
+    }
+    values_[&node] = std::move(result);
+  }
+
+  // The emulation's tiles, at the kernel's outermost scope as local memory must be.
+  void declare_emulated_mma_tiles() {
+    if (dialect_.warp_mma) return;
+    for (const UOpPtr& node : program_.ops)
+      if (node->op() == Ops::WMMA) {
+        line(str_cat(dialect_.local_qualifier, " float ", kEmulatedMmaA, "[", mma::kRows * mma::kDepth, "];"));
+        line(str_cat(dialect_.local_qualifier, " float ", kEmulatedMmaB, "[", mma::kDepth * mma::kColumns, "];"));
+        return;
+      }
   }
 
   void define_register(const UOp& node) {

@@ -26,6 +26,7 @@ struct CDeviceFeatures {
   std::string device_name;  // named in "unsupported: …" errors
   bool f16 = false;
   bool f64 = false;
+  int cuda_architecture = 0;  // CUDA: the compute capability the PTX is for (75 = sm_75); picks the mma shape
 };
 
 struct RenderedKernel {

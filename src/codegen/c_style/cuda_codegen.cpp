@@ -19,6 +19,7 @@ const TargetCaps& cuda_target_caps() {
     c.group_size = 256;  // eight warps: each warp's butterfly leaves 8 partials in shared memory
     c.warp_size = 32;
     c.register_tile = clamped_register_tile(env_integer("KILN_GPU_REGISTER_TILES", 4));
+    c.tensor_cores = env_integer("KILN_GPU_TENSOR_CORES", 1) != 0;
     c.has_fma = true;  // fma() is a device function; kiln only emits it for MULACC
     return c;
   }();
@@ -30,6 +31,7 @@ CDeviceFeatures cuda_device_features(int architecture) {
   features.device_name = str_cat("cuda:sm_", architecture);
   features.f64 = true;
   features.f16 = architecture >= 53;
+  features.cuda_architecture = architecture;
   return features;
 }
 

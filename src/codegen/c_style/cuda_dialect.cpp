@@ -58,6 +58,7 @@ const CDialect& cuda_dialect() {
     d.barrier = "__syncthreads();";
     d.global_id0 = "(blockIdx.x * (ulong)blockDim.x + threadIdx.x)";
     d.shuffle_xor = "__shfl_xor_sync(0xffffffffu, %v, %m)";
+    d.warp_mma = true;
     // FP contraction is switched off by the compile option --fmad=false (nvrtc_compiler.cpp).
     d.preamble =
         "typedef signed char schar;\ntypedef unsigned char uchar;\ntypedef unsigned short ushort;\ntypedef unsigned int uint;\n"

@@ -1,0 +1,170 @@
+// Tensor cores (src/opt/gpu_tensor_cores.h): which kernels qualify, and that each lane loads, and
+// each store writes, the elements the fragment layout (src/opt/mma_layout.h) gives it. The results
+// are checked on PoCL by the backend-parity test (opencl+tensor-cores, the OpenCL renderer's
+// emulation of the warp's operation) and the CUDA instructions compile in tests/cuda.
+#include <doctest/doctest.h>
+
+#include <unordered_map>
+
+#include "codegen/c_style/cuda_codegen.h"
+#include "codegen/c_style/opencl_codegen.h"
+#include "codegen/codegen_test_helpers.h"
+#include "ir/substitute.h"
+#include "opt/gpu_grid.h"
+#include "opt/gpu_tensor_cores.h"
+#include "opt/mma_layout.h"
+#include "opt/opt.h"
+#include "passes/symbolic.h"
+#include "support/error.h"
+
+using namespace kiln;
+using namespace kiln::testing;
+
+namespace {
+
+int count_ops(const UOpPtr& ast, Ops op) {
+  int count = 0;
+  for (const UOp* node : toposort(ast)) count += node->op() == op;
+  return count;
+}
+
+// out[m][n] = Σk cast(a[m][k]) · cast(b[k][n]), a and b of `operand` type.
+UOpPtr matmul(int64_t rows, int64_t depth, int64_t columns, DType operand = dtypes::f16) {
+  UOpPtr m = range(rows, 0), n = range(columns, 1), k = range(depth, 1000);
+  UOpPtr a = load(index(global(operand, rows * depth, 1), m * idx(depth) + k));
+  UOpPtr b = load(index(global(operand, depth * columns, 2), k * idx(columns) + n));
+  UOpPtr sum = reduce(Ops::ADD, cast(a, dtypes::f32) * cast(b, dtypes::f32), {k});
+  return kernel("r_matmul", {store(index(global(dtypes::f32, rows * columns, 0), m * idx(columns) + n), sum)});
+}
+
+// `node` with the kernel's ranges of these axis ids at these values, simplified to a constant.
+int64_t at(const UOpPtr& ast, const UOpPtr& node, const std::unordered_map<int64_t, int64_t>& values) {
+  std::unordered_map<const UOp*, UOpPtr> map;
+  for (const UOp* r : kernel_ranges(ast))
+    if (values.contains(r->arg_int())) map.emplace(r, idx(values.at(r->arg_int())));
+  UOpPtr value = simplify(substitute(node, map));
+  REQUIRE(value->is_const());
+  return static_cast<int64_t>(value->const_int());
+}
+
+const UOp* only(const UOpPtr& ast, Ops op) {
+  const UOp* found = nullptr;
+  for (const UOp* node : toposort(ast))
+    if (node->op() == op) {
+      REQUIRE(found == nullptr);
+      found = node;
+    }
+  REQUIRE(found != nullptr);
+  return found;
+}
+
+}  // namespace
+
+TEST_SUITE("gpu-tensor-cores") {
+
+TEST_CASE("an f16 matmul: 16x8 tiles, a lane axis of 32, K in steps of 16, each lane's elements") {
+  TensorCoreKernel cores = gpu_tensor_cores(matmul(64, 48, 32));
+  REQUIRE(cores.lane_axis >= 0);
+  const UOpPtr& ast = cores.ast;
+  CHECK(count_ops(ast, Ops::WMMA) == 1);
+  CHECK(ast->src_count() == 4);  // one store per accumulator element
+  std::unordered_map<int64_t, int64_t> extents;
+  for (const UOp* r : kernel_ranges(ast)) extents[r->arg_int()] = static_cast<int64_t>(r->src(0)->const_int());
+  CHECK(extents.at(0) == 64 / 16);   // row tiles keep the rows' axis id
+  CHECK(extents.at(1) == 32 / 8);    // column tiles
+  CHECK(extents.at(cores.lane_axis) == 32);
+  CHECK(extents.at(1000) == 48 / 16);
+
+  // Lane 13 of tile (2, 1) at step 2: its A elements are a[32 + row][32 + column] by the layout.
+  const UOp* wmma = only(ast, Ops::WMMA);
+  std::unordered_map<int64_t, int64_t> where{{0, 2}, {1, 1}, {cores.lane_axis, 13}, {1000, 2}};
+  for (int i = 0; i < mma::kAElements; ++i) {
+    CAPTURE(i);
+    const UOpPtr& element = wmma->src(0)->src(static_cast<size_t>(i));  // LOAD(INDEX(a, …))
+    REQUIRE(element->op() == Ops::LOAD);
+    int64_t expected = (2 * 16 + mma::a_row<int64_t>(13, i)) * 48 + 2 * 16 + mma::a_column<int64_t>(13, i);
+    CHECK(at(ast, element->src(0)->src(1), where) == expected);
+  }
+  for (int i = 0; i < mma::kBElements; ++i) {
+    CAPTURE(i);
+    const UOpPtr& element = wmma->src(1)->src(static_cast<size_t>(i));
+    int64_t expected = (2 * 16 + mma::b_row<int64_t>(13, i)) * 32 + 1 * 8 + mma::b_column<int64_t>(13, i);
+    CHECK(at(ast, element->src(0)->src(1), where) == expected);
+  }
+  // Store i writes accumulator element i at its row and column.
+  for (int i = 0; i < mma::kCElements; ++i) {
+    CAPTURE(i);
+    const UOpPtr& written = ast->src(static_cast<size_t>(i));
+    REQUIRE(written->src(1)->op() == Ops::GEP);
+    CHECK(written->src(1)->arg_list() == std::vector<int64_t>{i});
+    int64_t expected = (2 * 16 + mma::c_row<int64_t>(13, i)) * 32 + 1 * 8 + mma::c_column<int64_t>(13, i);
+    CHECK(at(ast, written->src(0)->src(1), where) == expected);
+    CHECK(written->src(0)->src_count() == 2);  // whole tiles: no mask
+  }
+}
+
+TEST_CASE("ragged extents: clamped loads, zeroed padding steps, masked stores") {
+  TensorCoreKernel cores = gpu_tensor_cores(matmul(20, 40, 24));  // rows 20 → 2 tiles, K 40 → 3 steps
+  REQUIRE(cores.lane_axis >= 0);
+  const UOpPtr& ast = cores.ast;
+  for (const UOpPtr& written : ast->srcs()) CHECK(written->src(0)->src_count() == 3);  // a valid mask
+  // Lane 31 of row tile 1 stores rows 16 + 7 = 23 and 16 + 15 = 31, both past the 20 rows: masked.
+  const UOpPtr& last = ast->src(0);
+  std::unordered_map<int64_t, int64_t> where{{0, 1}, {1, 0}, {cores.lane_axis, 31}};
+  CHECK(at(ast, last->src(0)->src(2), where) == 0);
+  where[cores.lane_axis] = 8;  // row 16 + 2 = 18: stored
+  CHECK(at(ast, last->src(0)->src(2), where) == 1);
+  // Step 2 covers k 32..47 of 40: lane 0's A elements 4..7 (columns 8, 9) are past the end → 0.
+  const UOp* wmma = only(ast, Ops::WMMA);
+  CHECK(wmma->src(0)->src(4)->op() == Ops::WHERE);
+}
+
+TEST_CASE("kernels that do not qualify stay as they are") {
+  UOpPtr f32 = matmul(64, 48, 32, dtypes::f32);
+  CHECK(gpu_tensor_cores(f32).lane_axis == -1);
+  CHECK(gpu_tensor_cores(f32).ast == f32);
+  CHECK(gpu_tensor_cores(matmul(64, 8, 32)).lane_axis == -1);   // K below 16
+  CHECK(gpu_tensor_cores(matmul(2, 64, 64)).lane_axis == -1);   // 2 rows: most of each tile padding
+  // A depthwise product: both factors read the channel, so no axis is one factor's own.
+  UOpPtr c = range(32, 0), p = range(64, 1), k = range(16, 1000);
+  UOpPtr x = load(index(global(dtypes::f16, 32 * 64 * 16, 1), (c * idx(64) + p) * idx(16) + k));
+  UOpPtr w = load(index(global(dtypes::f16, 32 * 16, 2), c * idx(16) + k));
+  UOpPtr sum = reduce(Ops::ADD, cast(x, dtypes::f32) * cast(w, dtypes::f32), {k});
+  UOpPtr depthwise = kernel("r_dw", {store(index(global(dtypes::f32, 32 * 64, 0), c * idx(64) + p), sum)});
+  CHECK(gpu_tensor_cores(depthwise).lane_axis == -1);
+}
+
+TEST_CASE("the grid keeps a tile's 32 lanes in one warp") {
+  TensorCoreKernel cores = gpu_tensor_cores(matmul(64, 48, 32));
+  GridKernel grid = merge_output_axes_into_grid(cores.ast, 32, 256, cores.lane_axis);
+  CHECK(grid.group_size == 0);
+  CHECK(count_ops(grid.ast, Ops::SHUFFLE_XOR) == 0);
+  std::vector<const UOp*> ranges = kernel_ranges(grid.ast);
+  REQUIRE(ranges.front()->arg_int() == 0);
+  CHECK(ranges.front()->src(0)->const_int() == 4 * 4 * 32);
+  // Threads 32w .. 32w + 31 store one tile: lane l's element 0 at its row and column.
+  const UOpPtr& stored = grid.ast->src(0)->src(0)->src(1);
+  int64_t tile_origin = at(grid.ast, stored, {{0, 5 * 32}}) - (mma::c_row<int64_t>(0, 0) * 32 + mma::c_column<int64_t>(0, 0));
+  for (int64_t lane = 0; lane < 32; ++lane) {
+    CAPTURE(lane);
+    CHECK(at(grid.ast, stored, {{0, 5 * 32 + lane}}) ==
+          tile_origin + mma::c_row<int64_t>(lane, 0) * 32 + mma::c_column<int64_t>(lane, 0));
+  }
+}
+
+TEST_CASE("rendered: mma.sync on CUDA (two m16n8k8 on sm_75), a local-memory emulation on OpenCL") {
+  TensorCoreKernel cores = gpu_tensor_cores(matmul(64, 48, 32));
+  UOpPtr ast = merge_output_axes_into_grid(cores.ast, 32, 256, cores.lane_axis).ast;
+  std::string sm90 = cuda_render_kernel(ast, cuda_device_features(90)).source;
+  CHECK(sm90.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);
+  std::string sm75 = cuda_render_kernel(ast, cuda_device_features(75)).source;
+  CHECK(sm75.find("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32") != std::string::npos);
+  CHECK(sm75.find("m16n8k16") == std::string::npos);
+  CHECK_THROWS_WITH_AS(cuda_render_kernel(ast, cuda_device_features(70)),
+                       doctest::Contains("KILN_GPU_TENSOR_CORES=0"), UserError);
+  std::string opencl = opencl_render_kernel(ast, CDeviceFeatures{"test device", true, true}).source;
+  CHECK(opencl.find("__local float kiln_mma_a[256];") != std::string::npos);
+  CHECK(opencl.find("barrier(CLK_LOCAL_MEM_FENCE);") != std::string::npos);
+}
+
+}  // TEST_SUITE
