@@ -101,8 +101,9 @@ void print_inspect_help(std::ostream& out) {
   out << "usage: kiln inspect PLAN\n"
          "\n"
          "Loads PLAN with libkiln (verifying it) and prints its target, inputs, outputs, arena and\n"
-         "weights sizes and the kernel launch list: each kernel's parallel extent, the compiler's\n"
-         "estimate of its work and the model nodes it computes.\n"
+         "weights sizes and the kernel launch list: each kernel's parallel extent (and, for a GPU\n"
+         "kernel that needs one, its work-group size), the compiler's estimate of its work and the\n"
+         "model nodes it computes.\n"
          "\n"
          "options:\n"
          "  -h, --help  show this help\n";
@@ -157,6 +158,8 @@ int inspect(const std::string& path) {
     if (kernel->parallel_extent_program() != nullptr)
       std::cout << plan::size_program_text(program_of(kernel->parallel_extent_program()), variable_names) << ", at most ";
     std::cout << extent;
+    // A GPU kernel whose code assumes its work-group size (a reduction shared through local memory).
+    if (kernel->device_local_size() > 0) std::cout << ", work-group " << kernel->device_local_size();
     if (kernel->estimated_flops() > 0 || kernel->estimated_bytes() > 0) {
       char work[96];
       std::snprintf(work, sizeof work, ", ~%.3g MFLOP, ~%.3g MB", kernel->estimated_flops() / 1e6,
