@@ -18,6 +18,10 @@ const TargetCaps& opencl_target_caps() {
     c.supports_shared_memory = true;
     c.group_size = 64;  // a multiple of NVIDIA's warps and AMD's wavefronts; every OpenCL GPU and PoCL run it
     c.register_tile = clamped_register_tile(env_integer("KILN_GPU_REGISTER_TILES", 4));
+    // OpenCL has no tensor cores: KILN_GPU_TENSOR_CORES=1 runs CUDA's tensor-core kernels through the
+    // renderer's local-memory emulation, slower than without, to check the transform on whole
+    // models on PoCL (docs/backends.md, "Tensor cores").
+    c.tensor_cores = env_integer("KILN_GPU_TENSOR_CORES", 0) != 0;
     c.has_fma = true;  // fma() is a builtin; kiln only emits it for MULACC
     return c;
   }();
