@@ -79,7 +79,7 @@ UOpPtr expand_unrolls(const UOpPtr& kernel) {
 
 bool vectorizable_dtype(DType dtype) {
   switch (dtype.scalar()) {
-    case ScalarType::Float16: case ScalarType::BFloat16: case ScalarType::Index: case ScalarType::Void: return false;
+    case ScalarType::BFloat16: case ScalarType::Index: case ScalarType::Void: return false;
     default: return !dtype.is_pointer();
   }
 }

@@ -10,7 +10,8 @@
 //    access (masked per lane when its valid differs between lanes); any other dependent access is
 //    done lane by lane (a gather or scatter). Index arithmetic stays scalar, one copy per lane,
 //    simplified with the lane's value of u — so the contiguity test is exact symbolic arithmetic.
-//    Ops on dtypes the renderer keeps scalar (f16, bf16, index) are also done lane by lane.
+//    Ops on dtypes the renderer keeps scalar (bf16, index) are also done lane by lane; f16 ops
+//    are vectors (widened to f32 vectors and rounded back by the renderer).
 // Both run on a lowered kernel (transcendentals decomposed) and leave no UNROLL/UPCAST RANGE.
 #pragma once
 
@@ -21,7 +22,8 @@ namespace kiln {
 UOpPtr expand_unrolls(const UOpPtr& kernel);
 UOpPtr vectorize_upcast(const UOpPtr& kernel);
 
-// True for dtypes whose values the CPU renderer computes as LLVM vectors (not f16/bf16/index).
+// True for dtypes whose values the CPU renderer computes as LLVM vectors (not bf16 or index; f16
+// vectors are widened to f32 vectors for every op and rounded back).
 bool vectorizable_dtype(DType dtype);
 
 }  // namespace kiln

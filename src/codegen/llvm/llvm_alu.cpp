@@ -36,7 +36,7 @@ llvm::Type* shaped_like(llvm::Value* like, llvm::Type* scalar) {
 
 // f16/bf16 → f32 (exact); other values unchanged.
 llvm::Value* widen(llvm::IRBuilderBase& b, llvm::Value* value, DType dtype) {
-  if (dtype.scalar() == ScalarType::Float16) return b.CreateFPExt(value, b.getFloatTy());
+  if (dtype.scalar() == ScalarType::Float16) return b.CreateFPExt(value, shaped_like(value, b.getFloatTy()));
   if (dtype.scalar() != ScalarType::BFloat16) return value;
   // bf16 is the top half of an f32.
   llvm::Value* bits = b.CreateZExt(b.CreateBitCast(value, b.getInt16Ty()), b.getInt32Ty());
@@ -57,7 +57,7 @@ llvm::Value* f32_to_bf16(llvm::IRBuilderBase& b, llvm::Value* value) {
 // f32 → the float dtype `to` (f16, bf16 or f32 itself).
 llvm::Value* from_f32(llvm::IRBuilderBase& b, llvm::Value* value, DType to) {
   switch (to.scalar()) {
-    case ScalarType::Float16: return b.CreateFPTrunc(value, b.getHalfTy());
+    case ScalarType::Float16: return b.CreateFPTrunc(value, shaped_like(value, b.getHalfTy()));
     case ScalarType::BFloat16: return f32_to_bf16(b, value);
     case ScalarType::Float32: return value;
     case ScalarType::Float64: return b.CreateFPExt(value, shaped_like(value, b.getDoubleTy()));
@@ -69,16 +69,18 @@ llvm::Value* from_f32(llvm::IRBuilderBase& b, llvm::Value* value, DType to) {
 // that again to f16/bf16 (to nearest even) gives the correctly rounded result; rounding f64 → f32
 // to nearest first could land on a midpoint of the narrow type and round twice.
 llvm::Value* f64_to_f32_round_to_odd(llvm::IRBuilderBase& b, llvm::Value* value) {
-  llvm::Value* nearest = b.CreateFPTrunc(value, b.getFloatTy());
-  llvm::Value* back = b.CreateFPExt(nearest, b.getDoubleTy());
+  llvm::Type* f32 = shaped_like(value, b.getFloatTy());
+  llvm::Type* i32 = shaped_like(value, b.getInt32Ty());
+  llvm::Value* nearest = b.CreateFPTrunc(value, f32);
+  llvm::Value* back = b.CreateFPExt(nearest, value->getType());
   llvm::Value* inexact = b.CreateFCmpONE(back, value);  // false for NaN and for exact values
   llvm::Value* rounded_up = b.CreateFCmpOGT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, back),
                                             b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, value));
-  llvm::Value* bits = b.CreateBitCast(nearest, b.getInt32Ty());
+  llvm::Value* bits = b.CreateBitCast(nearest, i32);
   // One step toward zero in magnitude is one less in the bit pattern, for either sign.
-  llvm::Value* truncated = b.CreateSub(bits, b.CreateZExt(rounded_up, b.getInt32Ty()));
-  llvm::Value* odd = b.CreateOr(truncated, 1);
-  return b.CreateBitCast(b.CreateSelect(inexact, odd, bits), b.getFloatTy());
+  llvm::Value* truncated = b.CreateSub(bits, b.CreateZExt(rounded_up, i32));
+  llvm::Value* odd = b.CreateOr(truncated, llvm::ConstantInt::get(i32, 1));
+  return b.CreateBitCast(b.CreateSelect(inexact, odd, bits), f32);
 }
 
 llvm::Value* float_to_float(llvm::IRBuilderBase& b, llvm::Value* value, DType from, DType to) {
@@ -118,7 +120,8 @@ llvm::Value* integer_to_float(llvm::IRBuilderBase& b, llvm::Value* value, DType 
     case ScalarType::Float32: return convert(shaped_like(value, b.getFloatTy()));
     case ScalarType::Float64: return convert(shaped_like(value, b.getDoubleTy()));
     // Integers below 2^24 are exact in f32; from 2^24 on, both roundings give f16 infinity.
-    case ScalarType::Float16: return b.CreateFPTrunc(convert(b.getFloatTy()), b.getHalfTy());
+    case ScalarType::Float16:
+      return b.CreateFPTrunc(convert(shaped_like(value, b.getFloatTy())), shaped_like(value, b.getHalfTy()));
     case ScalarType::BFloat16:
       if (bit_width(from) <= 16) return f32_to_bf16(b, convert(b.getFloatTy()));
       return f32_to_bf16(b, wide_integer_to_f32_sticky(b, value, from));
@@ -244,7 +247,8 @@ llvm::Value* float_alu(llvm::IRBuilderBase& b, Ops op, DType dtype, llvm::Value*
   if (op == Ops::NEG) {
     if (!is_narrow_float(dtype)) return b.CreateFNeg(x);
     // A sign flip on the bits: x86 would widen a narrow fneg and call compiler-rt to narrow it back.
-    llvm::Value* bits = b.CreateXor(b.CreateBitCast(x, b.getInt16Ty()), b.getInt16(0x8000));
+    llvm::Type* bits_type = shaped_like(x, b.getInt16Ty());
+    llvm::Value* bits = b.CreateXor(b.CreateBitCast(x, bits_type), llvm::ConstantInt::get(bits_type, 0x8000));
     return b.CreateBitCast(bits, x->getType());
   }
   x = widen(b, x, dtype);
@@ -279,9 +283,10 @@ llvm::Constant* bf16_constant(llvm::LLVMContext& context, double value) {
 llvm::Type* llvm_register_type(llvm::LLVMContext& context, DType dtype) {
   if (dtype.is_pointer()) throw_internal_error("LLVM renderer: a pointer of type " + dtype.name() + " is not a value");
   if (dtype.count() != 1) {
-    // Vectors of the types whose ops work lane by lane in LLVM (opt/expand.h keeps f16 and bf16
-    // scalar; index vectors appear only in padding tests).
-    if (dtype.scalar() == ScalarType::Float16 || dtype.scalar() == ScalarType::BFloat16)
+    // Vectors of the types whose ops work lane by lane in LLVM: f16 vectors widen to f32 vectors
+    // and back (F16C's VCVTPH2PS / VCVTPS2PH); opt/expand.h keeps bf16 scalar (its rounding is
+    // integer code on i16 registers); index vectors appear only in padding tests.
+    if (dtype.scalar() == ScalarType::BFloat16)
       throw_internal_error("LLVM renderer: vectors of type " + dtype.name() + " are not supported");
     return llvm::FixedVectorType::get(llvm_register_type(context, dtype.base()), static_cast<unsigned>(dtype.count()));
   }
