@@ -81,6 +81,7 @@ int build_kernels(const Options& options) {
   compile_options.progress = say;
   PlanWriteOptions write_options;
   write_options.progress = say;
+  write_options.device = "cuda";  // the kernels of a CUDA plan: f16 weights stay f16, as there
   // Import and scheduling recurse as deep as the graph: on a large stack, as `kiln compile` runs them.
   // The graph outlives the lambda: the schedule's weight buffers belong to its tensors.
   onnx_import::OnnxGraph graph;

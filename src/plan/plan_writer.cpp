@@ -137,7 +137,8 @@ PlanSchedule schedule_plan(const std::vector<std::pair<std::string, Tensor>>& ou
   if (options.fold_constants) {
     progress("folding constants");
     ConstantFoldReport folded;
-    planned.values = fold_constants(planned.values, {}, &folded);
+    // Device plans keep f16 weights f16: tensor cores take them, and the plan is half the size.
+    planned.values = fold_constants(planned.values, {}, &folded, nullptr, !options.device.empty());
     progress(str_cat("folded ", folded.values, " weight-only values (", folded.bytes, " bytes)"));
   }
   std::vector<UOpPtr> nodes;

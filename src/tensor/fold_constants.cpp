@@ -14,11 +14,14 @@
 //    kernel recomputes them cheaper than it loads them; except an explicit copy (CONTIGUOUS), a
 //    weight reordered for the kernel that reads it, up to 1 GiB;
 //  - arithmetic on constants alone with no buffer (arange, iota masks): index math, cheaper inline;
-//  - a widening float cast (f16 or bf16 weights cast to f32 for a conv or matmul): the value below
-//    the cast is folded instead (the weight reordered into panels, still f16) and the cast stays
-//    in the kernels that read it, so the plan keeps the weights' own size and a GPU kernel sees
-//    f16 operands it can give to tensor cores (opt/gpu_tensor_cores.h); a bare cast of a weight
-//    is not folded at all.
+//  - in device plans (`keep_narrow_weights`), a widening float cast (f16 or bf16 weights cast to
+//    f32 for a conv or matmul): the value below the cast is folded instead (the weight reordered
+//    into panels, still f16) and the cast stays in the kernels that read it, so the plan keeps the
+//    weights' own size and a GPU kernel sees f16 operands it can give to tensor cores
+//    (opt/gpu_tensor_cores.h); a bare cast of a weight is not folded at all. CPU plans fold the
+//    f32 value: measured with f16 vectorised, ResNet-50 fp16 ran 35 ms with f32 weights against 43
+//    with f16 ones (its convs convert each weight on every load), though BERT-base fp16, whose
+//    matmuls stream their weights once, ran 240 against 203 (bench/README.md).
 #include <algorithm>
 #include <mutex>
 #include <unordered_map>
@@ -105,7 +108,7 @@ std::unordered_set<int64_t> runtime_buffer_ids(const std::vector<Tensor>& output
 }  // namespace
 
 std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std::vector<Tensor>& runtime_inputs,
-                                   ConstantFoldReport* report, ConstantFoldCache* cache) {
+                                   ConstantFoldReport* report, ConstantFoldCache* cache, bool keep_narrow_weights) {
   if (report != nullptr) *report = {};
   std::unordered_set<int64_t> runtime = runtime_buffer_ids(outputs, runtime_inputs);
   std::vector<UOpPtr> roots;
@@ -170,7 +173,7 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
     while (is_movement(node->op()) && facts.at(node->src(0).get()).constant) node = node->src(0).get();
     const NodeFacts& fact = facts.at(node);
     if (!fact.reads_data || !fact.has_work || node->op() == Ops::BUFFER || root_nodes.contains(node)) continue;
-    if (UOpPtr narrowed = narrow_below_widening_cast(node)) {
+    if (UOpPtr narrowed = keep_narrow_weights ? narrow_below_widening_cast(node) : nullptr) {
       // Only a copy or real work below the cast is worth a folded buffer.
       const UOp* below = narrowed.get();
       while (is_movement(below->op())) below = below->src(0).get();

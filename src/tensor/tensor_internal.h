@@ -74,8 +74,11 @@ struct ConstantFoldCache {
   std::mutex mutex;
   std::unordered_map<UOpPtr, Tensor, UOpPtrHash> values;
 };
+// With `keep_narrow_weights` (device plans), a weight-only value that is f16 or bf16 widened by a
+// cast is folded narrow and widened in the kernels that read it (fold_constants.cpp).
 std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std::vector<Tensor>& runtime_inputs = {},
-                                   ConstantFoldReport* report = nullptr, ConstantFoldCache* cache = nullptr);
+                                   ConstantFoldReport* report = nullptr, ConstantFoldCache* cache = nullptr,
+                                   bool keep_narrow_weights = false);
 // Realizes several tensors with one schedule (Tensor::realize and realize_all call this).
 void realize_tensors(const std::vector<Tensor*>& tensors);
 // Runs the kernels of `schedule` in order on the default thread pool, with the buffer of schedule
