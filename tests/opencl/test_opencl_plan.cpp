@@ -430,6 +430,42 @@ TEST_CASE("an OpenCL plan holding f16 values requires nothing of its device and 
   }
 }
 
+TEST_CASE("an f16 conv's weight stays f16 in a device plan (f32 in a CPU plan), with the same results") {
+  // fold_constants' keep_narrow_weights: the weight reordered into panels is folded as f16 and
+  // widened in the kernel, which is what gives CUDA's tensor cores f16 operands; the CPU plan folds
+  // the f32 value, which its convs read faster.
+  auto make = [](const std::string& device) {
+    Tensor x = graph_input("x", {1, 16, 6, 6}, ScalarType::Float16);
+    Tensor w = Tensor::from_vector(ramp(32 * 16 * 3 * 3, 0.2f), {32, 16, 3, 3}).cast(ScalarType::Float16);
+    PlanWriteOptions write;
+    write.device = device;
+    return write_plan({{"x", x}}, {{"y", x.conv(w, Tensor(), ConvOptions())}}, write);
+  };
+  LoadedPlan cpu(make("")), opencl(make("opencl"));
+  uint64_t weights[2] = {0, 0};
+  REQUIRE(kiln_plan_describe(cpu.plan, nullptr, nullptr, nullptr, &weights[0], nullptr) == KILN_OK);
+  REQUIRE(kiln_plan_describe(opencl.plan, nullptr, nullptr, nullptr, &weights[1], nullptr) == KILN_OK);
+  const uint64_t elements = 32 * 16 * 3 * 3;
+  CHECK(weights[0] >= elements * 4);  // f32
+  CHECK(weights[1] >= elements * 2);  // f16
+  CHECK(weights[1] < elements * 4);
+  std::vector<uint16_t> input(16 * 36);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<uint16_t>(0x3000 + (i * 37) % 0x800);  // 0.125 … 0.99
+  int64_t x_shape[] = {1, 16, 6, 6}, y_shape[] = {1, 32, 4, 4};
+  std::vector<uint16_t> results[2] = {std::vector<uint16_t>(512, 1), std::vector<uint16_t>(512, 2)};
+  LoadedPlan* plans[] = {&cpu, &opencl};
+  for (int p = 0; p < 2; ++p) {
+    kiln_tensor in{"x", KILN_DTYPE_FLOAT16, 4, x_shape, input.data(), input.size() * 2};
+    kiln_tensor out{"y", KILN_DTYPE_FLOAT16, 4, y_shape, results[p].data(), 512 * 2};
+    REQUIRE_MESSAGE(kiln_plan_run(plans[p]->plan, &in, 1, &out, 1) == KILN_OK, kiln_error_message());
+  }
+  // The sums may round differently (vector and FMA order on the CPU): one f16 step at most.
+  for (size_t i = 0; i < 512; ++i) {
+    CAPTURE(i);
+    CHECK(std::abs(static_cast<int>(results[1][i]) - static_cast<int>(results[0][i])) <= 1);
+  }
+}
+
 TEST_CASE("an OpenCL plan whose program does not build is refused at load with KILN_ERROR_INVALID_PLAN") {
   std::string bytes = conv_plan("opencl");
   // Break every kernel's program (same length, so the metadata stays valid) and re-hash, so that
