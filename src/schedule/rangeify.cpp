@@ -30,7 +30,10 @@
 // A PAD counts as 2 ops in that cost (bounds compares, a select, a masked load), so a
 // concatenation of many inputs read through a broadcast (a 1x1 conv over DenseNet's concatenated
 // features) is materialised once instead of re-selecting its inputs per output channel.
-// Cheap elementwise work (a cast, a relu, padding) is recomputed: memory traffic costs more.
+// Cheap elementwise work (a cast, a relu, padding) is recomputed: memory traffic costs more. But a
+// value that this rule stores and that only a narrowing float cast reads (an f32 LayerNorm cast to
+// f16 for an f16 matmul) is stored as the cast's value: fewer bytes, and rounded once
+// (stores_narrowed).
 // A value that a CONTIGUOUS copies as it is is never recomputed by its other consumers: they read
 // the copy's buffer (contiguous_copy_of). Elementwise work on a single reduction that nothing else
 // reads (a conv's BatchNorm), reached inside another reduction's loop, is stored in the
