@@ -13,6 +13,7 @@
 #include "opt/opt.h"
 #include "passes/symbolic.h"
 #include "schedule/schedule.h"
+#include "support/error.h"
 
 namespace kiln {
 
@@ -287,6 +288,8 @@ GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int 
     for (const Access& access : accesses) sectors += access.per_thread * sectors_per_warp(access.index, axis);
     return sectors;
   };
+  KILN_ASSERT(!fixed || std::ranges::any_of(axes, [&](const UOp* axis) { return axis->arg_int() == innermost_axis; }),
+              "the innermost axis ", innermost_axis, " is not an output axis of the kernel");
   if (axes.size() >= 2) {
     size_t fastest = axes.size() - 1;
     for (size_t a = 0; a + 1 < axes.size(); ++a)

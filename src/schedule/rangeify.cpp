@@ -812,8 +812,7 @@ class Rangeifier {
                         KernelState& kernel) {
     if (must_materialize(node, through_expand, index)) return load(node, index, valid, kernel);
     if (stores_narrowed(node, through_expand, index)) {
-      forced_.insert(node);
-      keep_alive_.push_back(node->self());
+      force_store(node);
       return load(node, index, valid, kernel);
     }
     if (const UOp* copy = contiguous_copy_of(node); copy != nullptr && copy != kernel.output)
@@ -824,8 +823,7 @@ class Rangeifier {
     // Expensive elementwise work there (the sigmoids that YOLOX's head concatenates) is the same:
     // every arm of the concatenation would compute it (6 sigmoids per output element, 10 ms).
     if (valid && (node->op() == Ops::REDUCE_AXIS || arithmetic_cost(node) >= kExpensiveOps)) {
-      forced_.insert(node);
-      keep_alive_.push_back(node->self());
+      force_store(node);
       return load(node, index, valid, kernel);
     }
     // A reduction (or expensive elementwise work) that one kernel needs at two different indices
@@ -840,12 +838,18 @@ class Rangeifier {
         if (valid) kernel.memo_keys_alive.push_back(valid);
       }
       if (!inserted && first->second != use) {
-        forced_.insert(node);
-        keep_alive_.push_back(node->self());
+        force_store(node);
         throw RebuildKernel{};
       }
     }
     return compute(node, index, valid, through_expand, kernel);
+  }
+
+  // Marks `node` to be stored by a kernel of its own whenever it is read (must_materialize), and
+  // keeps it alive: forced_ holds raw pointers.
+  void force_store(const UOp* node) {
+    forced_.insert(node);
+    keep_alive_.push_back(node->self());
   }
 
   // Whether `node` narrows a float (an f32 LayerNorm cast to f16 for an f16 matmul) whose source

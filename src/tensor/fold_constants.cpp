@@ -227,8 +227,9 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
   std::unordered_map<const UOp*, UOpPtr> replacements;
   int64_t folded_bytes = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
+    // A value folded narrow (now, or by an earlier fold into the cache) is widened where it is read.
     UOpPtr value = folded[i].data().node;
-    if (narrow.contains(targets[i])) value = UOp::make(Ops::CAST, targets[i]->dtype(), {value});
+    if (folded[i].data().dtype != targets[i]->dtype()) value = UOp::make(Ops::CAST, targets[i]->dtype(), {value});
     replacements.emplace(targets[i], value);
     folded_bytes += folded[i].numel() * folded[i].data().dtype.scalar_bytes();
   }
