@@ -87,12 +87,12 @@ int build_kernels(const Options& options) {
   onnx_import::OnnxGraph graph;
   std::optional<PlanSchedule> scheduled;
   run_on_large_stack([&] {
-    ScopedGraphTarget target(&cuda_target_caps());  // the layouts a CUDA plan of the model has
+    ScopedGraphTarget target(&cuda_target_caps(options.architecture));  // the layouts a CUDA plan of the model has
     graph = onnx_import::build_onnx_graph(options.model_path, compile_options);
     scheduled = schedule_plan(graph.outputs, write_options);
   });
   Schedule& schedule = scheduled->schedule;
-  optimize_schedule(schedule, cuda_target_caps());
+  optimize_schedule(schedule, cuda_target_caps(options.architecture));
 
   CDeviceFeatures features = cuda_device_features(options.architecture);
   std::set<std::string> built;

@@ -59,7 +59,7 @@ std::string compile_onnx_plan(const std::string& model_path, const OnnxCompileOp
   // Import and scheduling recurse as deep as the graph (up to limits::kMaxGraphDepth nodes, each
   // several UOps): run them on a stack sized for that, not on the caller's.
   std::string plan;
-  const TargetCaps* device_caps = options.device == "cuda"     ? &cuda_target_caps()
+  const TargetCaps* device_caps = options.device == "cuda"     ? &cuda_target_caps(options.cuda_architecture)
                                   : options.device == "opencl" ? &opencl_target_caps()
                                                                : &host_cpu_caps();
   run_on_large_stack([&] {

@@ -39,6 +39,8 @@ struct TargetCaps {
   // architecture kiln compiles for (sm_75 and up); OpenCL renders the operation through local
   // memory, which only the backend-parity test asks for (to check the transform on PoCL).
   bool tensor_cores = false;
+  // GPU: bf16 products too (with tensor_cores): CUDA from sm_80 (Ampere), and OpenCL's emulation.
+  bool bf16_tensor_cores = false;
   int64_t l1_bytes = 32 << 10;   // per core
   int64_t l2_bytes = 1 << 20;    // per core
 

@@ -149,7 +149,12 @@ ScopedRealizeDevice::~ScopedRealizeDevice() {
 const TargetCaps& execution_target_caps(ExecutionDevice device) {
   if (scoped_caps != nullptr) return *scoped_caps;
   if (device == ExecutionDevice::OpenCL) return opencl_target_caps();
-  if (device == ExecutionDevice::Cuda) return cuda_target_caps();
+  if (device == ExecutionDevice::Cuda) {
+    // The machine's GPU decides which tensor cores there are; without one, sm_75's caps (the plans'
+    // default): the run then fails, saying why there is no device.
+    int architecture = CudaDevice::available() ? cuda_ptx_architecture(CudaDevice::instance().compute_capability()) : 75;
+    return cuda_target_caps(architecture);
+  }
   return host_cpu_caps();
 }
 

@@ -36,7 +36,8 @@ class ScopedRealizeDevice {
 };
 
 // The capabilities the optimisation layer sees for kernels that run on `device`: the scope's
-// override if there is one, else opencl_target_caps(), cuda_target_caps() or host_cpu_caps().
+// override if there is one, else opencl_target_caps(), cuda_target_caps(the GPU's architecture)
+// or host_cpu_caps().
 const TargetCaps& execution_target_caps(ExecutionDevice device);
 
 // The target whose kernels a graph under construction will become: the innermost

@@ -27,10 +27,12 @@ int64_t product_of(const std::vector<const UOp*>& ranges) {
 
 int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
-// `factor` = CAST(f16 value → f32): the f16 value; nullptr otherwise.
-UOpPtr f16_source(const UOpPtr& factor) {
-  if (factor->op() != Ops::CAST || factor->dtype() != dtypes::f32 || factor->src(0)->dtype() != dtypes::f16)
-    return nullptr;
+// `factor` = CAST(f16 or bf16 value → f32): the narrow value (bf16 only where `bf16` allows it);
+// nullptr otherwise.
+UOpPtr narrow_source(const UOpPtr& factor, bool bf16) {
+  if (factor->op() != Ops::CAST || factor->dtype() != dtypes::f32) return nullptr;
+  DType operand = factor->src(0)->dtype();
+  if (operand != dtypes::f16 && !(bf16 && operand == dtypes::bf16)) return nullptr;
   return factor->src(0);
 }
 
@@ -68,13 +70,13 @@ double coverage(int64_t m, int64_t n) {
 
 struct Match {
   const UOp* reduce = nullptr;
-  UOpPtr a, b;  // the f16 factors: a varies with M, b with N
+  UOpPtr a, b;  // the narrow factors, both f16 or both bf16: a varies with M, b with N
   Dimension m, n, k;
 };
 
-// The kernel's one reduction, if it is an f32 sum of f16 products whose factors own disjoint
-// output axes, with its dimensions; nullopt otherwise.
-std::optional<Match> match_matmul(const UOpPtr& kernel) {
+// The kernel's one reduction, if it is an f32 sum of f16 (or bf16) products whose factors own
+// disjoint output axes, with its dimensions; nullopt otherwise.
+std::optional<Match> match_matmul(const UOpPtr& kernel, bool bf16) {
   if (kernel->op() != Ops::SINK) return std::nullopt;
   std::vector<const UOp*> reduces;
   for (const UOp* node : toposort(kernel))
@@ -82,8 +84,8 @@ std::optional<Match> match_matmul(const UOpPtr& kernel) {
   if (reduces.size() != 1) return std::nullopt;
   const UOp* reduce = reduces.front();
   if (reduce->arg_op() != Ops::ADD || reduce->dtype() != dtypes::f32 || reduce->src(0)->op() != Ops::MUL) return std::nullopt;
-  UOpPtr x = f16_source(reduce->src(0)->src(0)), y = f16_source(reduce->src(0)->src(1));
-  if (!x || !y) return std::nullopt;
+  UOpPtr x = narrow_source(reduce->src(0)->src(0), bf16), y = narrow_source(reduce->src(0)->src(1), bf16);
+  if (!x || !y || x->dtype() != y->dtype()) return std::nullopt;  // no instruction mixes f16 and bf16
 
   Match match;
   match.reduce = reduce;
@@ -135,10 +137,11 @@ UOpPtr vectorize(DType scalar, const std::vector<UOpPtr>& lanes) {
 
 }  // namespace
 
-TensorCoreKernel gpu_tensor_cores(const UOpPtr& kernel) {
-  std::optional<Match> found = match_matmul(kernel);
+TensorCoreKernel gpu_tensor_cores(const UOpPtr& kernel, bool bf16_operands) {
+  std::optional<Match> found = match_matmul(kernel, bf16_operands);
   if (!found) return {kernel};
   const Match& match = *found;
+  const DType operand = match.a->dtype();
 
   int64_t next_output = 0;
   for (const UOp* range : kernel_ranges(kernel))
@@ -156,7 +159,7 @@ TensorCoreKernel gpu_tensor_cores(const UOpPtr& kernel) {
     own.unflatten(at, map);
     match.k.unflatten(step, map);
     UOpPtr value = substitute(factor, map);
-    return match.k.ragged() ? where(lt(step, match.k.length), value, const_float(dtypes::f16, 0)) : value;
+    return match.k.ragged() ? where(lt(step, match.k.length), value, const_float(operand, 0)) : value;
   };
   std::vector<UOpPtr> a, b, zero(mma::kCElements, const_float(dtypes::f32, 0));
   for (int i = 0; i < mma::kAElements; ++i)
@@ -166,8 +169,8 @@ TensorCoreKernel gpu_tensor_cores(const UOpPtr& kernel) {
     b.push_back(element(match.b, match.n, n_tile * mma::kColumns + mma::b_column(lane, i),
                         k_step * mma::kDepth + mma::b_row(lane, i)));
   UOpPtr product = UOp::make(Ops::WMMA, dtypes::f32.vec(mma::kCElements),
-                             {vectorize(dtypes::f16, a), vectorize(dtypes::f16, b), vectorize(dtypes::f32, zero)},
-                             std::string(mma::kName));
+                             {vectorize(operand, a), vectorize(operand, b), vectorize(dtypes::f32, zero)},
+                             std::string(operand == dtypes::bf16 ? mma::kNameBF16 : mma::kNameF16));
   UOpPtr sums = match.k.tiles() == 1 ? product : UOp::make(Ops::REDUCE, product->dtype(), {product, k_step}, Ops::ADD);
 
   // Each store once per accumulator, at its element's row and column; padded ones masked off.

@@ -1,8 +1,9 @@
-// Tensor cores for f16 matmuls and convolutions: a warp computes a 16×8 tile of outputs with one
-// warp-wide multiply-accumulate (a WMMA node, mma_layout.h) per 16 reduction steps.
+// Tensor cores for f16 and bf16 matmuls and convolutions: a warp computes a 16×8 tile of outputs
+// with one warp-wide multiply-accumulate (a WMMA node, mma_layout.h) per 16 reduction steps.
 //
-// A kernel qualifies when its one reduction is an f32 sum of products of two f16 values (what an
-// f16 MatMul, Gemm or Conv lowers to: CAST(f16 load) · CAST(f16 load), accumulated in f32), the
+// A kernel qualifies when its one reduction is an f32 sum of products of two f16 values, or of two
+// bf16 values where the target takes them (what an f16 or bf16 MatMul, Gemm or Conv lowers to:
+// CAST(load) · CAST(load), accumulated in f32), the
 // two factors depend on disjoint sets of the output axes besides the ones both read (a matmul's
 // rows and columns; a conv's pixels and filters; its batch and a batched matmul's batch are read
 // by both), and enough of each 16×16×8 step is real work: at least 16 reduction steps, and the
@@ -35,7 +36,8 @@ struct TensorCoreKernel {
 };
 
 // `kernel` (a SINK of stores, unoptimised, fixed shapes) with its reduction on tensor cores, where
-// it qualifies (above); unchanged otherwise.
-TensorCoreKernel gpu_tensor_cores(const UOpPtr& kernel);
+// it qualifies (above); unchanged otherwise. `bf16_operands`: the target's tensor cores take bf16
+// as well as f16 (TargetCaps::bf16_tensor_cores).
+TensorCoreKernel gpu_tensor_cores(const UOpPtr& kernel, bool bf16_operands);
 
 }  // namespace kiln

@@ -73,7 +73,7 @@ OptimizeReport optimize_schedule(Schedule& schedule, const TargetCaps& caps, con
                                   " does not apply to it: ", error.what()));
     }
     if (caps.output_grid && opts.empty()) {
-      TensorCoreKernel cores = caps.tensor_cores ? gpu_tensor_cores(kernel.ast) : TensorCoreKernel{kernel.ast};
+      TensorCoreKernel cores = caps.tensor_cores ? gpu_tensor_cores(kernel.ast, caps.bf16_tensor_cores) : TensorCoreKernel{kernel.ast};
       bool on_cores = cores.lane_axis >= 0;
       UOpPtr tiled = on_cores ? cores.ast : gpu_register_tiles(kernel.ast, caps.register_tile, caps.register_tile_threads);
       GridKernel merged = merge_output_axes_into_grid(tiled, caps.warp_size, caps.group_size, cores.lane_axis);

@@ -171,7 +171,7 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   OptimizeOptions optimize_options;
   optimize_options.tuning = options.tuning;
   if (options.tuning != nullptr) optimize_options.target_id = cpu_target_id();
-  const TargetCaps& caps = !device ? host_cpu_caps() : options.device == "cuda" ? cuda_target_caps() : opencl_target_caps();
+  const TargetCaps& caps = !device ? host_cpu_caps() : options.device == "cuda" ? cuda_target_caps(options.cuda_architecture) : opencl_target_caps();
   OptimizeReport optimized = optimize_schedule(schedule, caps, optimize_options);
   if (options.tuning != nullptr)
     progress(str_cat("opts of ", optimized.from_tuning, " of ", optimized.kernels,

@@ -113,7 +113,7 @@ TEST_CASE("a tensor-core matmul compiles to mma.sync: m16n8k8 pairs on sm_75, m1
   UOpPtr b = load(index(global(dtypes::f16, 72 * 24, 2), k * idx(24) + n));
   UOpPtr sum = reduce(Ops::ADD, cast(a, dtypes::f32) * cast(b, dtypes::f32), {k});
   UOpPtr ast = kernel("r_40_24_tc", {store(index(global(dtypes::f16, 40 * 24, 0), m * idx(24) + n), cast(sum, dtypes::f16))});
-  TensorCoreKernel cores = gpu_tensor_cores(ast);
+  TensorCoreKernel cores = gpu_tensor_cores(ast, false);
   REQUIRE(cores.lane_axis >= 0);
   UOpPtr grid = merge_output_axes_into_grid(cores.ast, 32, 256, cores.lane_axis).ast;
   compile_everywhere(grid);
@@ -124,6 +124,28 @@ TEST_CASE("a tensor-core matmul compiles to mma.sync: m16n8k8 pairs on sm_75, m1
     CHECK(ptx.find(architecture >= 80 ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
                                       : "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32") != std::string::npos);
   }
+}
+
+TEST_CASE("a bf16 tensor-core matmul compiles to mma.sync m16n8k16.bf16 from sm_80") {
+  UOpPtr m = range(40, 0), n = range(24, 1), k = range(72, 1000);
+  UOpPtr a = load(index(global(dtypes::bf16, 40 * 72, 1), m * idx(72) + k));
+  UOpPtr b = load(index(global(dtypes::bf16, 72 * 24, 2), k * idx(24) + n));
+  UOpPtr sum = reduce(Ops::ADD, cast(a, dtypes::f32) * cast(b, dtypes::f32), {k});
+  UOpPtr ast = kernel("r_40_24_tc_bf16", {store(index(global(dtypes::bf16, 40 * 24, 0), m * idx(24) + n), cast(sum, dtypes::bf16))});
+  TensorCoreKernel cores = gpu_tensor_cores(ast, true);
+  REQUIRE(cores.lane_axis >= 0);
+  UOpPtr grid = merge_output_axes_into_grid(cores.ast, 32, 256, cores.lane_axis).ast;
+  int compiled = 0;
+  for (int architecture : architectures()) {
+    if (architecture < 80) continue;
+    CAPTURE(architecture);
+    RenderedKernel rendered = cuda_render_kernel(grid, cuda_device_features(architecture));
+    INFO(rendered.source);
+    std::string ptx = compile_cuda(rendered.source, rendered.name + ".cu", architecture).ptx;
+    CHECK(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
+    ++compiled;
+  }
+  CHECK(compiled > 0);  // NVRTC 13 knows sm_80 and newer
 }
 
 TEST_CASE("a compile error names the kernel and carries NVRTC's log; an unknown architecture is named") {

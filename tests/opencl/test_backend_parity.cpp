@@ -7,8 +7,8 @@
 // opencl+cpu-opts (the same kernels optimised for the host CPU: vector lanes, unrolled register
 // tiles, so the renderer's vector paths run too), opencl+tiles (GPU register tiles on every kernel
 // with a reduction to share, however few its outputs); these two on f32, i32 and u8 cases only;
-// opencl+tensor-cores (f16 matmuls and convs as warp-wide WMMAs, emulated through local memory),
-// on f16 cases only.
+// opencl+tensor-cores (f16 and bf16 matmuls and convs as warp-wide WMMAs, emulated through local
+// memory), on f16 and bf16 cases only.
 // The table of families × backends is printed.
 //
 // Tolerances (|opencl - cpu| <= atol + rtol * |cpu|; NaN equals NaN, infinities must agree):
@@ -65,12 +65,14 @@ const TargetCaps& opencl_tiles_caps() {
 }
 
 // OpenCL with tensor cores (opt/gpu_tensor_cores.h), which its renderer emulates through local
-// memory: the transform's loads, stores and padding, checked on PoCL by the f16 matmuls and convs.
+// memory: the transform's loads, stores and padding, checked on PoCL by the f16 and bf16 matmuls
+// and convs.
 const TargetCaps& opencl_tensor_core_caps() {
   static const TargetCaps caps = [] {
     TargetCaps cores = opencl_target_caps();
     cores.name = "opencl+tensor-cores";
     cores.tensor_cores = true;
+    cores.bf16_tensor_cores = true;
     return cores;
   }();
   return caps;
@@ -81,14 +83,14 @@ const TargetCaps& opencl_tensor_core_caps() {
 // (about a quarter of a second on a cold cache), which the suite's time limit has to pay.
 bool vectorized_dtype(S type) { return type == S::Float32 || type == S::Int32 || type == S::UInt8; }
 bool every_dtype(S) { return true; }
-bool f16_only(S type) { return type == S::Float16; }  // the tensor cores' operands
+bool narrow_floats(S type) { return type == S::Float16 || type == S::BFloat16; }  // the tensor cores' operands
 
 const std::vector<Backend>& backends() {
   static const std::vector<Backend> list = [] {
     std::vector<Backend> result{{"opencl", ExecutionDevice::OpenCL, nullptr, every_dtype},
                                 {"opencl+cpu-opts", ExecutionDevice::OpenCL, &host_cpu_caps(), vectorized_dtype},
                                 {"opencl+tiles", ExecutionDevice::OpenCL, &opencl_tiles_caps(), vectorized_dtype},
-                                {"opencl+tensor-cores", ExecutionDevice::OpenCL, &opencl_tensor_core_caps(), f16_only}};
+                                {"opencl+tensor-cores", ExecutionDevice::OpenCL, &opencl_tensor_core_caps(), narrow_floats}};
     if (cuda_missing().empty()) result.push_back({"cuda", ExecutionDevice::Cuda, nullptr, every_dtype});
     return result;
   }();
@@ -347,6 +349,9 @@ TEST_CASE("matmul, conv and pooling") {
   check_parity("matmul/conv", "f16 1x1 conv 32 to 16 channels, relu", S::Float16, [] {
     Tensor x = input(S::Float16, {1, 32, 5, 5}, 41, -1, 1), w = input(S::Float16, {16, 32, 1, 1}, 42, -1, 1);
     return x.conv(w, input(S::Float16, {16}, 43), ConvOptions()).relu();
+  });
+  check_parity("matmul/conv", "bf16 matmul 40x72 by 72x24", S::BFloat16, [] {
+    return input(S::BFloat16, {40, 72}, 44, -1, 1).matmul(input(S::BFloat16, {72, 24}, 45, -1, 1));
   });
   check_parity("matmul/conv", "int32 matmul", S::Int32, [] {
     return input(S::Int32, {5, 7}, 34, -9, 9).matmul(input(S::Int32, {7, 3}, 35, -9, 9));

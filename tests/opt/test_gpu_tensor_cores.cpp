@@ -15,6 +15,7 @@
 #include "opt/mma_layout.h"
 #include "opt/opt.h"
 #include "passes/symbolic.h"
+#include "support/debug.h"
 #include "support/error.h"
 
 using namespace kiln;
@@ -63,7 +64,7 @@ const UOp* only(const UOpPtr& ast, Ops op) {
 TEST_SUITE("gpu-tensor-cores") {
 
 TEST_CASE("an f16 matmul: 16x8 tiles, a lane axis of 32, K in steps of 16, each lane's elements") {
-  TensorCoreKernel cores = gpu_tensor_cores(matmul(64, 48, 32));
+  TensorCoreKernel cores = gpu_tensor_cores(matmul(64, 48, 32), false);
   REQUIRE(cores.lane_axis >= 0);
   const UOpPtr& ast = cores.ast;
   CHECK(count_ops(ast, Ops::WMMA) == 1);
@@ -104,7 +105,7 @@ TEST_CASE("an f16 matmul: 16x8 tiles, a lane axis of 32, K in steps of 16, each 
 }
 
 TEST_CASE("ragged extents: clamped loads, zeroed padding steps, masked stores") {
-  TensorCoreKernel cores = gpu_tensor_cores(matmul(20, 40, 24));  // rows 20 → 2 tiles, K 40 → 3 steps
+  TensorCoreKernel cores = gpu_tensor_cores(matmul(20, 40, 24), false);  // rows 20 → 2 tiles, K 40 → 3 steps
   REQUIRE(cores.lane_axis >= 0);
   const UOpPtr& ast = cores.ast;
   for (const UOpPtr& written : ast->srcs()) CHECK(written->src(0)->src_count() == 3);  // a valid mask
@@ -121,21 +122,52 @@ TEST_CASE("ragged extents: clamped loads, zeroed padding steps, masked stores") 
 
 TEST_CASE("kernels that do not qualify stay as they are") {
   UOpPtr f32 = matmul(64, 48, 32, dtypes::f32);
-  CHECK(gpu_tensor_cores(f32).lane_axis == -1);
-  CHECK(gpu_tensor_cores(f32).ast == f32);
-  CHECK(gpu_tensor_cores(matmul(64, 8, 32)).lane_axis == -1);   // K below 16
-  CHECK(gpu_tensor_cores(matmul(2, 64, 64)).lane_axis == -1);   // 2 rows: most of each tile padding
+  CHECK(gpu_tensor_cores(f32, false).lane_axis == -1);
+  CHECK(gpu_tensor_cores(f32, false).ast == f32);
+  CHECK(gpu_tensor_cores(matmul(64, 8, 32), false).lane_axis == -1);   // K below 16
+  CHECK(gpu_tensor_cores(matmul(2, 64, 64), false).lane_axis == -1);   // 2 rows: most of each tile padding
   // A depthwise product: both factors read the channel, so no axis is one factor's own.
   UOpPtr c = range(32, 0), p = range(64, 1), k = range(16, 1000);
   UOpPtr x = load(index(global(dtypes::f16, 32 * 64 * 16, 1), (c * idx(64) + p) * idx(16) + k));
   UOpPtr w = load(index(global(dtypes::f16, 32 * 16, 2), c * idx(16) + k));
   UOpPtr sum = reduce(Ops::ADD, cast(x, dtypes::f32) * cast(w, dtypes::f32), {k});
   UOpPtr depthwise = kernel("r_dw", {store(index(global(dtypes::f32, 32 * 64, 0), c * idx(64) + p), sum)});
-  CHECK(gpu_tensor_cores(depthwise).lane_axis == -1);
+  CHECK(gpu_tensor_cores(depthwise, false).lane_axis == -1);
+}
+
+TEST_CASE("bf16 operands: where the target takes them, the same tiles as f16, a bf16 WMMA") {
+  UOpPtr bf16 = matmul(64, 48, 32, dtypes::bf16);
+  CHECK(gpu_tensor_cores(bf16, false).lane_axis == -1);  // sm_75: f16 tensor cores only
+  TensorCoreKernel cores = gpu_tensor_cores(bf16, true);
+  REQUIRE(cores.lane_axis >= 0);
+  const UOp* wmma = only(cores.ast, Ops::WMMA);
+  CHECK(wmma->arg_string() == mma::kNameBF16);
+  CHECK(wmma->src(0)->dtype() == dtypes::bf16.vec(mma::kAElements));
+  CHECK(wmma->src(1)->dtype() == dtypes::bf16.vec(mma::kBElements));
+  TensorCoreKernel f16 = gpu_tensor_cores(matmul(64, 48, 32), true);
+  CHECK(only(f16.ast, Ops::WMMA)->arg_string() == mma::kNameF16);
+  // Ragged K pads the steps with a bf16 zero.
+  TensorCoreKernel ragged_kernel = gpu_tensor_cores(matmul(64, 40, 32, dtypes::bf16), true);
+  const UOp* ragged = only(ragged_kernel.ast, Ops::WMMA);
+  REQUIRE(ragged->src(0)->src(4)->op() == Ops::WHERE);
+  CHECK(ragged->src(0)->src(4)->dtype() == dtypes::bf16);
+  // One f16 factor and one bf16 factor: no instruction takes both.
+  UOpPtr m = range(64, 0), n = range(32, 1), k = range(48, 1000);
+  UOpPtr a = load(index(global(dtypes::f16, 64 * 48, 1), m * idx(48) + k));
+  UOpPtr b = load(index(global(dtypes::bf16, 48 * 32, 2), k * idx(32) + n));
+  UOpPtr sum = reduce(Ops::ADD, cast(a, dtypes::f32) * cast(b, dtypes::f32), {k});
+  UOpPtr mixed = kernel("r_mixed", {store(index(global(dtypes::f32, 64 * 32, 0), m * idx(32) + n), sum)});
+  CHECK(gpu_tensor_cores(mixed, true).lane_axis == -1);
+}
+
+TEST_CASE("CUDA takes bf16 tensor cores from sm_80 on") {
+  CHECK(cuda_target_caps(75).tensor_cores == (env_integer("KILN_GPU_TENSOR_CORES", 1) != 0));
+  CHECK_FALSE(cuda_target_caps(75).bf16_tensor_cores);
+  CHECK(cuda_target_caps(90).bf16_tensor_cores == cuda_target_caps(90).tensor_cores);
 }
 
 TEST_CASE("the grid keeps a tile's 32 lanes in one warp") {
-  TensorCoreKernel cores = gpu_tensor_cores(matmul(64, 48, 32));
+  TensorCoreKernel cores = gpu_tensor_cores(matmul(64, 48, 32), false);
   GridKernel grid = merge_output_axes_into_grid(cores.ast, 32, 256, cores.lane_axis);
   CHECK(grid.group_size == 0);
   CHECK(count_ops(grid.ast, Ops::SHUFFLE_XOR) == 0);
@@ -153,7 +185,7 @@ TEST_CASE("the grid keeps a tile's 32 lanes in one warp") {
 }
 
 TEST_CASE("rendered: mma.sync on CUDA (two m16n8k8 on sm_75), a local-memory emulation on OpenCL") {
-  TensorCoreKernel cores = gpu_tensor_cores(matmul(64, 48, 32));
+  TensorCoreKernel cores = gpu_tensor_cores(matmul(64, 48, 32), false);
   UOpPtr ast = merge_output_axes_into_grid(cores.ast, 32, 256, cores.lane_axis).ast;
   std::string sm90 = cuda_render_kernel(ast, cuda_device_features(90)).source;
   CHECK(sm90.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);
@@ -165,6 +197,17 @@ TEST_CASE("rendered: mma.sync on CUDA (two m16n8k8 on sm_75), a local-memory emu
   std::string opencl = opencl_render_kernel(ast, CDeviceFeatures{"test device", true, true}).source;
   CHECK(opencl.find("__local float kiln_mma_a[256];") != std::string::npos);
   CHECK(opencl.find("barrier(CLK_LOCAL_MEM_FENCE);") != std::string::npos);
+}
+
+TEST_CASE("rendered bf16: m16n8k16.bf16 on sm_80 and newer, refused on sm_75, emulated on OpenCL") {
+  TensorCoreKernel cores = gpu_tensor_cores(matmul(64, 48, 32, dtypes::bf16), true);
+  UOpPtr ast = merge_output_axes_into_grid(cores.ast, 32, 256, cores.lane_axis).ast;
+  std::string sm80 = cuda_render_kernel(ast, cuda_device_features(80)).source;
+  CHECK(sm80.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
+  CHECK_THROWS_WITH_AS(cuda_render_kernel(ast, cuda_device_features(75)), doctest::Contains("need sm_80"), UserError);
+  std::string opencl = opencl_render_kernel(ast, CDeviceFeatures{"test device", true, true}).source;
+  CHECK(opencl.find("kiln_mma_a[") != std::string::npos);
+  CHECK(opencl.find("kiln_f16_to_f32") == std::string::npos);  // bf16 widens by a shift, not as f16
 }
 
 }  // TEST_SUITE

@@ -21,15 +21,18 @@ CText operator+(const CText& a, const CText& b) { return {str_cat("(", a.text, "
 
 }  // namespace
 
-std::string cuda_mma_helper(int architecture, const CDialect& dialect, std::string& name) {
+std::string cuda_mma_helper(int architecture, bool bf16, const CDialect& dialect, std::string& name) {
+  KILN_ASSERT(!bf16 || architecture >= 80, "bf16 mma before sm_80");
   std::string parameters =
       "(float& d0, float& d1, float& d2, float& d3, uint a01, uint a23, uint a45, uint a67, uint b01, uint b23, "
       "float c0, float c1, float c2, float c3)";
   std::string outputs = "\"=f\"(d0), \"=f\"(d1), \"=f\"(d2), \"=f\"(d3)";
   if (architecture >= 80) {
-    name = "kiln_mma_m16n8k16";
+    const char* operand = bf16 ? "bf16" : "f16";
+    name = str_cat("kiln_mma_m16n8k16_", operand);
     return str_cat(dialect.helper_prefix, " void ", name, parameters, " {\n",
-                   "  asm(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                   "  asm(\"mma.sync.aligned.m16n8k16.row.col.f32.", operand, ".", operand,
+                   ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
                    "{%8, %9}, {%10, %11, %12, %13};\"\n      : ", outputs,
                    "\n      : \"r\"(a01), \"r\"(a23), \"r\"(a45), \"r\"(a67), \"r\"(b01), \"r\"(b23), "
                    "\"f\"(c0), \"f\"(c1), \"f\"(c2), \"f\"(c3));\n}\n");

@@ -9,10 +9,11 @@
 namespace kiln {
 
 // CUDA: a helper `name(d0, d1, d2, d3, a01, a23, a45, a67, b01, b23, c0, c1, c2, c3)` that sets
-// the four f32 results from A and B packed as f16 pairs (element 2j in the low half) and C. From
-// sm_80 one m16n8k16 instruction; on sm_75 two m16n8k8 (A's and B's first halves of K, then their
-// second halves). Returns the definition; `name` receives the function's name.
-std::string cuda_mma_helper(int architecture, const CDialect& dialect, std::string& name);
+// the four f32 results from A and B packed as f16 (or, with `bf16`, bf16) pairs (element 2j in the
+// low half) and C. From sm_80 one m16n8k16 instruction; f16 on sm_75 two m16n8k8 (A's and B's
+// first halves of K, then their second halves); bf16 needs sm_80 (the caller checks). Returns the
+// definition; `name` receives the function's name.
+std::string cuda_mma_helper(int architecture, bool bf16, const CDialect& dialect, std::string& name);
 
 // The emulation's shared tiles: A as kRows × kDepth f32, B as kDepth × kColumns, one per work-group
 // (the emulation runs with one warp per group).

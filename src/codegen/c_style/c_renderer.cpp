@@ -261,21 +261,25 @@ class CRenderer {
   // A warp's D = A·B + C (opt/mma_layout.h): CUDA's mma instructions, or their emulation through
   // the work-group's local memory, which must then be one warp of 32 work-items.
   void wmma(const UOp& node) {
-    if (node.arg_string() != mma::kName) fail("WMMA of shape " + node.arg_string());
+    const bool bf16 = node.arg_string() == mma::kNameBF16;
+    if (!bf16 && node.arg_string() != mma::kNameF16) fail("WMMA of shape " + node.arg_string());
     if (node.dtype() != dtypes::f32.vec(mma::kCElements)) fail("WMMA of type " + node.dtype().name());
-    const Value& a = mma_operand(node, 0, dtypes::f16, mma::kAElements);
-    const Value& b = mma_operand(node, 1, dtypes::f16, mma::kBElements);
+    const DType operand = bf16 ? dtypes::bf16 : dtypes::f16;
+    const Value& a = mma_operand(node, 0, operand, mma::kAElements);
+    const Value& b = mma_operand(node, 1, operand, mma::kBElements);
     const Value& c = mma_operand(node, 2, dtypes::f32, mma::kCElements);
     Value result;
     for (int i = 0; i < mma::kCElements; ++i) result.lanes.push_back(str_cat("v", next_variable_++));
     if (dialect_.warp_mma) {
       int architecture = features_.cuda_architecture;
-      if (architecture < 75)
-        throw UserError(str_cat("unsupported: tensor cores (kernel '", program_.name, "') on ", dialect_.name,
-                                " device '", features_.device_name, "': the mma instructions need sm_75 or newer ",
-                                "(KILN_GPU_TENSOR_CORES=0 compiles f16 matmuls without them)"));
+      int oldest = bf16 ? 80 : 75;
+      if (architecture < oldest)
+        throw UserError(str_cat("unsupported: ", operand.name(), " tensor cores (kernel '", program_.name, "') on ",
+                                dialect_.name, " device '", features_.device_name, "': the mma instructions need sm_",
+                                oldest, " or newer (KILN_GPU_TENSOR_CORES=0 compiles ", operand.name(),
+                                " matmuls without them)"));
       std::string name;
-      std::string definition = cuda_mma_helper(architecture, dialect_, name);
+      std::string definition = cuda_mma_helper(architecture, bf16, dialect_, name);
       helpers_.use(name, definition);
       auto pair = [&](const Value& v, int j) {
         auto low = static_cast<size_t>(2 * j);
@@ -295,9 +299,11 @@ class CRenderer {
       std::string lane = declare(DType(ScalarType::UInt32), str_cat("(uint)(", dialect_.global_id0, " % ", mma::kLanes, ")"));
       line(dialect_.barrier);  // every lane has read the previous step's tiles
       for (int i = 0; i < mma::kAElements; ++i)
-        line(str_cat(kEmulatedMmaA, "[", emulated_a_position(lane, i), "] = ", dialect_.f16_to_f32(a.lane(static_cast<size_t>(i))), ";"));
+        line(str_cat(kEmulatedMmaA, "[", emulated_a_position(lane, i), "] = ",
+                     c_cast(context_, a.lane(static_cast<size_t>(i)), operand, dtypes::f32), ";"));
       for (int i = 0; i < mma::kBElements; ++i)
-        line(str_cat(kEmulatedMmaB, "[", emulated_b_position(lane, i), "] = ", dialect_.f16_to_f32(b.lane(static_cast<size_t>(i))), ";"));
+        line(str_cat(kEmulatedMmaB, "[", emulated_b_position(lane, i), "] = ",
+                     c_cast(context_, b.lane(static_cast<size_t>(i)), operand, dtypes::f32), ";"));
       line(dialect_.barrier);
       for (int i = 0; i < mma::kCElements; ++i)
         line(str_cat("float ", result.lanes[static_cast<size_t>(i)], " = ", c.lane(static_cast<size_t>(i)), " + ", name, "(", kEmulatedMmaA, ", ", kEmulatedMmaB,

@@ -9,10 +9,11 @@
 
 namespace kiln {
 
-// What the optimisation layer may do for CUDA kernels today: as for OpenCL, nothing CPU-specific
-// (no thread split, no vector or unroll opts). One thread per index of axis 0; GPU heuristics
-// (block sizes, grouped reductions through shared memory, tensor cores) are later work of issue 15.
-const TargetCaps& cuda_target_caps();
+// What the optimisation layer may do for CUDA kernels of compute capability `architecture` (the
+// PTX's: 75 = sm_75): as for OpenCL, nothing CPU-specific (no thread split, no vector or unroll
+// opts); the output grid, grouped reductions through warps and shared memory, register tiles and
+// tensor cores (bf16 ones from sm_80).
+const TargetCaps& cuda_target_caps(int architecture);
 
 // The features of a device of compute capability `architecture` (90 = sm_90): f64 everywhere, f16
 // from 5.3.

@@ -22,6 +22,7 @@ const TargetCaps& opencl_target_caps() {
     // renderer's local-memory emulation, slower than without, to check the transform on whole
     // models on PoCL (docs/backends.md, "Tensor cores").
     c.tensor_cores = env_integer("KILN_GPU_TENSOR_CORES", 0) != 0;
+    c.bf16_tensor_cores = c.tensor_cores;
     c.has_fma = true;  // fma() is a builtin; kiln only emits it for MULACC
     return c;
   }();
