@@ -75,7 +75,9 @@ OptimizeReport optimize_schedule(Schedule& schedule, const TargetCaps& caps, con
     if (caps.output_grid && opts.empty()) {
       TensorCoreKernel cores = caps.tensor_cores ? gpu_tensor_cores(kernel.ast, caps.bf16_tensor_cores) : TensorCoreKernel{kernel.ast};
       bool on_cores = cores.lane_axis >= 0;
-      UOpPtr tiled = on_cores ? cores.ast : gpu_register_tiles(kernel.ast, caps.register_tile, caps.register_tile_threads);
+      // A tensor-core kernel's row and column tiles are register-tiled like any output axes: a
+      // warp then computes several tiles, reusing each operand's fragments (docs/backends.md).
+      UOpPtr tiled = gpu_register_tiles(cores.ast, caps.register_tile, caps.register_tile_threads);
       GridKernel merged = merge_output_axes_into_grid(tiled, caps.warp_size, caps.group_size, cores.lane_axis);
       if (merged.ast != kernel.ast) replace_kernel_ast(kernel, merged.ast);
       kernel.group_size = merged.group_size;

@@ -12,6 +12,7 @@
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "opt/gpu_grid.h"
 #include "opt/gpu_tensor_cores.h"
+#include "opt/gpu_tiles.h"
 #include "support/error.h"
 
 using namespace kiln;
@@ -107,22 +108,30 @@ TEST_CASE("reductions, masked loads and stores, and vector lanes compile") {
 }
 
 TEST_CASE("a tensor-core matmul compiles to mma.sync: m16n8k8 pairs on sm_75, m16n8k16 from sm_80") {
-  // out = a (40 × 72, f16) · b (72 × 24, f16), summed in f32: ragged rows and steps.
-  UOpPtr m = range(40, 0), n = range(24, 1), k = range(72, 1000);
-  UOpPtr a = load(index(global(dtypes::f16, 40 * 72, 1), m * idx(72) + k));
-  UOpPtr b = load(index(global(dtypes::f16, 72 * 24, 2), k * idx(24) + n));
+  // out = a (60 × 72, f16) · b (72 × 32, f16), summed in f32: ragged rows and steps.
+  UOpPtr m = range(60, 0), n = range(32, 1), k = range(72, 1000);
+  UOpPtr a = load(index(global(dtypes::f16, 60 * 72, 1), m * idx(72) + k));
+  UOpPtr b = load(index(global(dtypes::f16, 72 * 32, 2), k * idx(32) + n));
   UOpPtr sum = reduce(Ops::ADD, cast(a, dtypes::f32) * cast(b, dtypes::f32), {k});
-  UOpPtr ast = kernel("r_40_24_tc", {store(index(global(dtypes::f16, 40 * 24, 0), m * idx(24) + n), cast(sum, dtypes::f16))});
+  UOpPtr ast = kernel("r_60_32_tc", {store(index(global(dtypes::f16, 60 * 32, 0), m * idx(32) + n), cast(sum, dtypes::f16))});
   TensorCoreKernel cores = gpu_tensor_cores(ast, false);
   REQUIRE(cores.lane_axis >= 0);
-  UOpPtr grid = merge_output_axes_into_grid(cores.ast, 32, 256, cores.lane_axis).ast;
-  compile_everywhere(grid);
-  for (int architecture : architectures()) {
-    CAPTURE(architecture);
-    RenderedKernel rendered = cuda_render_kernel(grid, cuda_device_features(architecture));
-    std::string ptx = compile_cuda(rendered.source, rendered.name + ".cu", architecture).ptx;
-    CHECK(ptx.find(architecture >= 80 ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-                                      : "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32") != std::string::npos);
+  // One tile per warp, and one warp for all 4 × 4 tiles (register tiles: 16 mma per step).
+  for (int tile : {1, 4}) {
+    CAPTURE(tile);
+    UOpPtr tiled = gpu_register_tiles(cores.ast, tile, 1);
+    UOpPtr grid = merge_output_axes_into_grid(tiled, 32, 256, cores.lane_axis).ast;
+    compile_everywhere(grid);
+    for (int architecture : architectures()) {
+      CAPTURE(architecture);
+      RenderedKernel rendered = cuda_render_kernel(grid, cuda_device_features(architecture));
+      size_t calls = 0;
+      for (size_t at = rendered.source.find("  kiln_mma_"); at != std::string::npos; at = rendered.source.find("  kiln_mma_", at + 1)) ++calls;
+      CHECK(calls == (tile == 1 ? 1u : 16u));
+      std::string ptx = compile_cuda(rendered.source, rendered.name + ".cu", architecture).ptx;
+      CHECK(ptx.find(architecture >= 80 ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+                                        : "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32") != std::string::npos);
+    }
   }
 }
 

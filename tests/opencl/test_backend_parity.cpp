@@ -66,13 +66,16 @@ const TargetCaps& opencl_tiles_caps() {
 
 // OpenCL with tensor cores (opt/gpu_tensor_cores.h), which its renderer emulates through local
 // memory: the transform's loads, stores and padding, checked on PoCL by the f16 and bf16 matmuls
-// and convs.
+// and convs; with register tiles however few the outputs, so that a warp computes several tiles
+// where their counts allow.
 const TargetCaps& opencl_tensor_core_caps() {
   static const TargetCaps caps = [] {
     TargetCaps cores = opencl_target_caps();
     cores.name = "opencl+tensor-cores";
     cores.tensor_cores = true;
     cores.bf16_tensor_cores = true;
+    cores.register_tile = 4;
+    cores.register_tile_threads = 1;
     return cores;
   }();
   return caps;
@@ -349,6 +352,9 @@ TEST_CASE("matmul, conv and pooling") {
   check_parity("matmul/conv", "f16 1x1 conv 32 to 16 channels, relu", S::Float16, [] {
     Tensor x = input(S::Float16, {1, 32, 5, 5}, 41, -1, 1), w = input(S::Float16, {16, 32, 1, 1}, 42, -1, 1);
     return x.conv(w, input(S::Float16, {16}, 43), ConvOptions()).relu();
+  });
+  check_parity("matmul/conv", "f16 matmul 60x40 by 40x32 (ragged rows and steps, a warp's 4 x 4 tiles)", S::Float16, [] {
+    return input(S::Float16, {60, 40}, 46, -1, 1).matmul(input(S::Float16, {40, 32}, 47, -1, 1));
   });
   check_parity("matmul/conv", "bf16 matmul 40x72 by 72x24", S::BFloat16, [] {
     return input(S::BFloat16, {40, 72}, 44, -1, 1).matmul(input(S::BFloat16, {72, 24}, 45, -1, 1));

@@ -4,14 +4,17 @@
 // emulation of the warp's operation) and the CUDA instructions compile in tests/cuda.
 #include <doctest/doctest.h>
 
+#include <set>
 #include <unordered_map>
 
 #include "codegen/c_style/cuda_codegen.h"
 #include "codegen/c_style/opencl_codegen.h"
 #include "codegen/codegen_test_helpers.h"
 #include "ir/substitute.h"
+#include "opt/expand.h"
 #include "opt/gpu_grid.h"
 #include "opt/gpu_tensor_cores.h"
+#include "opt/gpu_tiles.h"
 #include "opt/mma_layout.h"
 #include "opt/opt.h"
 #include "passes/symbolic.h"
@@ -164,6 +167,27 @@ TEST_CASE("CUDA takes bf16 tensor cores from sm_80 on") {
   CHECK(cuda_target_caps(75).tensor_cores == (env_integer("KILN_GPU_TENSOR_CORES", 1) != 0));
   CHECK_FALSE(cuda_target_caps(75).bf16_tensor_cores);
   CHECK(cuda_target_caps(90).bf16_tensor_cores == cuda_target_caps(90).tensor_cores);
+}
+
+TEST_CASE("register tiles on tensor-core kernels: a warp's several tiles share their A and B fragments") {
+  // 64 × 32 outputs: 4 row tiles × 4 column tiles; a 4 × 4 register tile gives one warp all 16.
+  TensorCoreKernel cores = gpu_tensor_cores(matmul(64, 48, 32), false);
+  UOpPtr tiled = gpu_register_tiles(cores.ast, 4, 1);
+  int unrolls = 0;
+  for (const UOp* r : kernel_ranges(tiled)) unrolls += axis_kind(r->arg_int()) == AxisKind::Unroll;
+  CHECK(unrolls == 2);  // the row tiles' and the column tiles' axes; never the lane's
+  UOpPtr expanded = expand_unrolls(tiled);
+  CHECK(count_ops(expanded, Ops::WMMA) == 16);
+  CHECK(expanded->src_count() == 16 * mma::kCElements);
+  // Each WMMA's A operand is one of 4 (a row tile's) and its B one of 4 (a column tile's).
+  std::set<const UOp*> a_operands, b_operands;
+  for (const UOp* node : toposort(expanded))
+    if (node->op() == Ops::WMMA) {
+      a_operands.insert(node->src(0).get());
+      b_operands.insert(node->src(1).get());
+    }
+  CHECK(a_operands.size() == 4);
+  CHECK(b_operands.size() == 4);
 }
 
 TEST_CASE("the grid keeps a tile's 32 lanes in one warp") {
