@@ -22,6 +22,11 @@ struct TargetCaps {
   bool supports_shared_memory = false;
   // GPU: every output index is its own thread, all output axes merged into axis 0 (opt/gpu_grid.h).
   bool output_grid = false;
+  // Intermediate f16 and bf16 buffers hold their values as f32 (exactly, rounded to their type
+  // first), and kernels that widen them read the f32 (ScheduleOptions): the CPU's choice, where a
+  // matmul converting its broadcast narrow operand on every step ran at a third of the f32 speed.
+  // GPUs keep them narrow: half the bytes, and tensor cores take f16 operands.
+  bool narrow_floats_stored_wide = false;
   // GPU: threads of a warp can exchange registers (SHUFFLE_XOR); 0 where they cannot. A kernel with
   // few outputs and a long reduction then gives each output a warp (opt/gpu_grid.h).
   int warp_size = 0;

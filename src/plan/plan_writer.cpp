@@ -144,7 +144,8 @@ PlanSchedule schedule_plan(const std::vector<std::pair<std::string, Tensor>>& ou
   std::vector<UOpPtr> nodes;
   for (const Tensor& tensor : planned.values) nodes.push_back(tensor.data().node);
   progress("scheduling");
-  planned.schedule = create_schedule(nodes);
+  // CPU plans hold intermediate f16/bf16 values as f32 (TargetCaps::narrow_floats_stored_wide).
+  planned.schedule = create_schedule(nodes, ScheduleOptions{options.device.empty() && host_cpu_caps().narrow_floats_stored_wide});
   return planned;
 }
 

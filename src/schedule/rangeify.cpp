@@ -151,7 +151,7 @@ bool varies_with_reduce_loop(const Index& index) {
 
 class Rangeifier {
  public:
-  explicit Rangeifier(const std::vector<UOpPtr>& outputs) {
+  Rangeifier(const std::vector<UOpPtr>& outputs, const ScheduleOptions& options) : options_(options) {
     for (const UOpPtr& output : outputs) count_consumers(output);
     for (const UOpPtr& output : outputs) output_nodes_.insert(output.get());
     // The SINK is named so that it outlives the loop: toposort returns raw pointers, the SINK's
@@ -376,7 +376,10 @@ class Rangeifier {
       index = found->second;
       pending_.erase(node);
     } else {
-      index = add_buffer(ScheduledBuffer::Kind::Intermediate, node->dtype(), dims_numel(shapes_.of(node)));
+      bool wide = options_.narrow_floats_stored_wide && is_narrow_float(node->dtype());
+      index = add_buffer(ScheduledBuffer::Kind::Intermediate, wide ? DType(dtypes::f32) : node->dtype(),
+                         dims_numel(shapes_.of(node)));
+      if (wide) wide_buffers_.insert(index);
       buffer_of_[node] = index;
     }
     build_kernel(node, index);
@@ -458,10 +461,7 @@ class Rangeifier {
     UOpPtr value = node->op() == Ops::CONTIGUOUS ? lower(node->src(0).get(), index, nullptr, false, kernel)
                    : node->op() == Ops::BUFFER   ? lower(node, index, nullptr, false, kernel)
                                                  : compute(node, index, nullptr, false, kernel);
-    UOpPtr buffer = define_global(output_buffer, 0);
-    UOpPtr store = UOp::make(Ops::STORE, dtypes::void_,
-                             {UOp::make(Ops::INDEX, buffer->dtype(), {buffer, flatten_index(index, shape)}), value});
-    add_kernel(kernel, node, store, name);
+    add_kernel(kernel, node, store_into(output_buffer, flatten_index(index, shape), value), name);
   }
 
   // A padded store: the PAD, the value computed into its interior, and the order of the buffer's
@@ -627,10 +627,7 @@ class Rangeifier {
       } else if (after != 0) {
         index[axis] = where(lt(position, before), position, position + index_const(interior[source_axis].value()));
       }
-      UOpPtr buffer = define_global(output_buffer, 0);
-      UOpPtr store = UOp::make(Ops::STORE, dtypes::void_,
-                               {UOp::make(Ops::INDEX, buffer->dtype(), {buffer, flatten_index(index, shape)}), zero});
-      add_kernel(kernel, node, store, name);
+      add_kernel(kernel, node, store_into(output_buffer, flatten_index(index, shape), zero), name);
     }
   }
 
@@ -656,10 +653,7 @@ class Rangeifier {
     UOpPtr result = lower(padded.value, source_index, nullptr, false, kernel);
     // (PAD and CONTIGUOUS keep their source's dtype)
     KILN_ASSERT(result->dtype() == node->dtype(), "rangeify: a padded store's value has another dtype than its buffer");
-    UOpPtr buffer = define_global(output_buffer, 0);
-    UOpPtr store = UOp::make(Ops::STORE, dtypes::void_,
-                             {UOp::make(Ops::INDEX, buffer->dtype(), {buffer, flatten_index(shifted, shape)}), result});
-    add_kernel(kernel, node, store, name);
+    add_kernel(kernel, node, store_into(output_buffer, flatten_index(shifted, shape), result), name);
   }
 
   // Names, orders and records a kernel whose single STORE is `store`.
@@ -683,6 +677,29 @@ class Rangeifier {
     schedule_.kernels.push_back(std::move(scheduled));
   }
 
+  // The STORE of `value` at flat position `at` of `buffer` (slot 0 of the kernel being built),
+  // widened where the buffer holds a narrow float as f32 (ScheduleOptions).
+  UOpPtr store_into(int buffer, const UOpPtr& at, const UOpPtr& value) {
+    UOpPtr global = define_global(buffer, 0);
+    DType stored = schedule_.buffers[static_cast<size_t>(buffer)].dtype;
+    UOpPtr written = value->dtype() == stored ? value : UOp::make(Ops::CAST, stored, {value});
+    return UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, global->dtype(), {global, at}), written});
+  }
+
+  static bool is_narrow_float(DType dtype) { return dtype == dtypes::f16 || dtype == dtypes::bf16; }
+
+  // `value` = CAST(LOAD of a buffer that holds a narrow float as f32 → the narrow type): the f32
+  // LOAD; nullptr otherwise. The cast is exact, so a widening of it is the load itself.
+  UOpPtr wide_load_below(const UOpPtr& value, const KernelState& kernel) const {
+    if (value->op() != Ops::CAST || !is_narrow_float(value->dtype())) return nullptr;
+    const UOpPtr& loaded = value->src(0);
+    if (loaded->op() != Ops::LOAD || loaded->dtype() != dtypes::f32) return nullptr;
+    const UOp* global = loaded->src(0)->src(0).get();
+    if (global->op() != Ops::DEFINE_GLOBAL) return nullptr;
+    auto slot = static_cast<size_t>(global->arg_int());
+    return slot < kernel.slots.size() && wide_buffers_.contains(kernel.slots[slot]) ? loaded : nullptr;
+  }
+
   UOpPtr define_global(int buffer, int slot) {
     const ScheduledBuffer& info = schedule_.buffers[static_cast<size_t>(buffer)];
     return UOp::make(Ops::DEFINE_GLOBAL, info.dtype.ptr(AddrSpace::Global, info.count), {}, int64_t{slot});
@@ -702,16 +719,18 @@ class Rangeifier {
     // scale and shift after a padded input).
     // (Only for a buffer of known size: a symbolic one's count at the maximum bounds nothing.)
     const ScheduledBuffer& info = schedule_.buffers[static_cast<size_t>(buffer)];
+    // A narrow float held as f32 is loaded as f32 and narrowed (exactly) to the node's type.
+    auto as_node_type = [&](const UOpPtr& loaded) {
+      return loaded->dtype() == node->dtype() ? loaded : UOp::make(Ops::CAST, node->dtype(), {loaded});
+    };
     if (valid && info.elements.is_known()) {
       UOpPtr simplified = simplify(flat);
       if (simplified->vmin() >= 0 && simplified->vmax() < info.count)
-        return UOp::make(Ops::LOAD, node->dtype(), {UOp::make(Ops::INDEX, global->dtype(), {global, simplified})});
+        return as_node_type(UOp::make(Ops::LOAD, info.dtype, {UOp::make(Ops::INDEX, global->dtype(), {global, simplified})}));
     }
-    if (!valid) return UOp::make(Ops::LOAD, node->dtype(), {UOp::make(Ops::INDEX, global->dtype(), {global, flat})});
-    UOpPtr alternative = node->dtype().is_float() ? const_float(node->dtype(), 0.0)
-                         : node->dtype().is_bool() ? const_bool(false) : const_int(node->dtype(), 0);
-    return UOp::make(Ops::LOAD, node->dtype(),
-                     {UOp::make(Ops::INDEX, global->dtype(), {global, flat, valid}), alternative});
+    if (!valid) return as_node_type(UOp::make(Ops::LOAD, info.dtype, {UOp::make(Ops::INDEX, global->dtype(), {global, flat})}));
+    return as_node_type(UOp::make(Ops::LOAD, info.dtype,
+                                  {UOp::make(Ops::INDEX, global->dtype(), {global, flat, valid}), zero_of(info.dtype)}));
   }
 
   // The value of a reduction over nothing.
@@ -1017,6 +1036,9 @@ class Rangeifier {
                           std::source_location::current());
     std::vector<UOpPtr> sources;
     for (const UOpPtr& src : node->srcs()) sources.push_back(lower(src.get(), index, valid, through_expand, kernel));
+    // Widening a narrow float that a buffer holds as f32: the load is the value.
+    if (node->op() == Ops::CAST && node->dtype() == dtypes::f32)
+      if (UOpPtr wide = wide_load_below(sources.front(), kernel)) return wide;
     return UOp::make(node->op(), node->dtype(), std::move(sources), node->arg());
   }
 
@@ -1077,10 +1099,12 @@ class Rangeifier {
     kernel.estimated_bytes = bytes;
   }
 
+  ScheduleOptions options_;
   ShapeMap shapes_;
   Schedule schedule_;
   std::unordered_map<const UOp*, std::unordered_set<const UOp*>> consumers_;
   std::unordered_map<const UOp*, int> buffer_of_;
+  std::unordered_set<int> wide_buffers_;  // intermediate buffers holding narrow floats as f32
   std::unordered_set<const UOp*> pending_;  // outputs whose kernel is not built yet
   std::unordered_map<int64_t, int> input_buffers_;
   std::vector<UOpPtr> keep_alive_;
@@ -1092,8 +1116,8 @@ class Rangeifier {
 
 }  // namespace
 
-Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
-  Rangeifier rangeifier(outputs);
+Schedule create_schedule(const std::vector<UOpPtr>& outputs, const ScheduleOptions& options) {
+  Rangeifier rangeifier(outputs, options);
   Schedule schedule = rangeifier.take();
   plan_memory(schedule);
   return schedule;

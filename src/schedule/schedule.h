@@ -72,9 +72,17 @@ struct Schedule {
 // their values. A name defined with two different ranges is an InternalError.
 std::vector<VariableSpec> kernel_variables(const UOpPtr& ast);
 
+struct ScheduleOptions {
+  // Intermediate buffers of f16 and bf16 values are f32 buffers holding those values exactly (the
+  // kernel that stores one widens its rounded value), and a kernel that widens such a value to f32
+  // loads it as it is, without a conversion (TargetCaps::narrow_floats_stored_wide). Inputs and
+  // outputs keep their types.
+  bool narrow_floats_stored_wide = false;
+};
+
 // Rangeify + kernel split: turns tensor-level outputs into kernels. Every output becomes a dense
 // row-major buffer of its shape (an Output buffer; one per distinct node).
-Schedule create_schedule(const std::vector<UOpPtr>& outputs);
+Schedule create_schedule(const std::vector<UOpPtr>& outputs, const ScheduleOptions& options = {});
 
 // Lifetimes and arena offsets of the intermediate buffers (greedy best fit, 64-byte aligned).
 void plan_memory(Schedule& schedule);

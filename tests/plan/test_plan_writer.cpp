@@ -7,12 +7,17 @@
 #include <functional>
 #include <string_view>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "kiln/kiln.h"
 #include "plan/plan_format.h"
 #include "plan/plan_generated.h"
 #include "plan/plan_writer.h"
+#include "ir/build.h"
+#include "ir/substitute.h"
+#include "passes/symbolic.h"
+#include "schedule/schedule.h"
 #include "support/error.h"
 #include "tensor/tensor_internal.h"
 
@@ -33,6 +38,46 @@ std::pair<Tensor, Tensor> small_graph(const Tensor& x, const Tensor& w) {
 }
 
 }  // namespace
+
+TEST_CASE("a CPU plan folds an f16 matmul weight into f32 panels; a device plan keeps it f16") {
+  // (K, N) = (256, 256): large enough for panels of 32 columns (tensor_nn.cpp, in_panels). The CPU
+  // casts before the copy, so the fold keeps the panel order; row-major, each step of K would read
+  // a row 1 KB from the last.
+  std::vector<uint16_t> halves(256 * 256);
+  for (size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(0x3000 + i % 0x400);
+  Tensor w = Tensor::from_data(halves.data(), {256, 256}, ScalarType::Float16);
+  auto weight_of = [&](const std::string& device) {
+    Tensor x = graph_input("x", {4, 256}, ScalarType::Float16);
+    PlanWriteOptions options;
+    options.device = device;
+    PlanSchedule planned = schedule_plan({{"y", x.matmul(w)}}, options);
+    const Schedule& schedule = planned.schedule;
+    for (const ScheduledKernel& kernel : schedule.kernels)
+      for (const UOp* node : toposort(kernel.ast)) {
+        if (node->op() != Ops::LOAD) continue;
+        const UOp* index = node->src(0).get();
+        const ScheduledBuffer& buffer = schedule.buffers[static_cast<size_t>(kernel.buffers[static_cast<size_t>(index->src(0)->arg_int())])];
+        if (buffer.kind != ScheduledBuffer::Kind::Input || buffer.count != 256 * 256) continue;
+        // The distance between the elements read at reduction steps 1 and 0 (other ranges at 0).
+        std::unordered_map<const UOp*, UOpPtr> at0, at1;
+        for (const UOp* r : kernel_ranges(kernel.ast)) {
+          at0.emplace(r, const_int(dtypes::index, 0));
+          at1.emplace(r, const_int(dtypes::index, r->arg_int() >= 1000 && r->arg_int() < 2000 ? 1 : 0));
+        }
+        int64_t step = static_cast<int64_t>(simplify(substitute(index->src(1), at1))->const_int()) -
+                       static_cast<int64_t>(simplify(substitute(index->src(1), at0))->const_int());
+        return std::pair<DType, int64_t>(buffer.dtype, step);
+      }
+    FAIL("no kernel reads the weight");
+    return std::pair<DType, int64_t>(dtypes::void_, 0);
+  };
+  auto [cpu_type, cpu_step] = weight_of("");
+  CHECK(cpu_type == dtypes::f32);
+  CHECK(cpu_step == 32);  // one panel row further
+  auto [device_type, device_step] = weight_of("opencl");
+  CHECK(device_type == dtypes::f16);
+  (void)device_step;
+}
 
 TEST_CASE("reading a graph input at compile time is a UserError naming it") {
   Tensor x = graph_input("image", {2, 3}, ScalarType::Float32);

@@ -357,6 +357,72 @@ TEST_CASE("a matmul's bias and relu, read by the next matmul, are stored by the 
   CHECK(count_ops(first->ast, Ops::LOAD) == 3);  // x, w1 and the bias
 }
 
+// A buffer of f16 ones.
+Tensor half_input(Shape shape) {
+  std::vector<uint16_t> ones(static_cast<size_t>(shape_numel(shape)), 0x3c00);
+  return Tensor::from_data(ones.data(), shape, ScalarType::Float16);
+}
+
+// The intermediate buffers of `schedule`.
+std::vector<const ScheduledBuffer*> intermediates(const Schedule& schedule) {
+  std::vector<const ScheduledBuffer*> found;
+  for (const ScheduledBuffer& buffer : schedule.buffers)
+    if (buffer.kind == ScheduledBuffer::Kind::Intermediate) found.push_back(&buffer);
+  return found;
+}
+
+TEST_CASE("an f32 value stored for an f16 matmul is stored rounded to f16, not wide and rounded by each reader") {
+  // f32 work (an exp and a sum over the 32 rows: stored by the cost rule) cast to f16 for the next
+  // matmul (a contraction of 96).
+  Tensor x = input({32, 96}), w2 = half_input({96, 40});
+  Tensor normalised = x.exp() / x.exp().sum({0}, true);
+  Schedule schedule = schedule_of({normalised.cast(ScalarType::Float16).matmul(w2)});
+  const ScheduledKernel* matmul = reduction_kernel(schedule, 96);
+  REQUIRE(matmul != nullptr);
+  bool rounds_in_loop = false;
+  for (const UOp* node : toposort(matmul->ast))
+    rounds_in_loop = rounds_in_loop || (node->op() == Ops::CAST && node->dtype() == dtypes::f16 &&
+                                        node->src(0)->op() == Ops::LOAD);
+  CHECK_FALSE(rounds_in_loop);  // the rounding ran once, in the kernel that stored the value
+  bool stored_narrow = false;
+  for (const ScheduledBuffer* buffer : intermediates(schedule)) stored_narrow = stored_narrow || buffer->dtype == dtypes::f16;
+  CHECK(stored_narrow);
+}
+
+TEST_CASE("intermediate f16 buffers: narrow by default, f32 where the target stores them wide, read without a conversion") {
+  // y = relu(x·w1 + bias) in f16, read by the next matmul once per output column: stored.
+  Tensor x = half_input({32, 96}), w1 = half_input({96, 64}), bias = half_input({64}), w2 = half_input({64, 40});
+  Tensor out = (x.matmul(w1) + bias).relu().matmul(w2);
+  std::vector<UOpPtr> outputs{out.data().node};
+  Schedule narrow = create_schedule(outputs);
+  REQUIRE(intermediates(narrow).size() == 1);
+  CHECK(intermediates(narrow)[0]->dtype == dtypes::f16);
+  CHECK(narrow.buffers[static_cast<size_t>(narrow.outputs[0])].dtype == dtypes::f16);
+
+  Schedule wide = create_schedule(outputs, ScheduleOptions{true});
+  REQUIRE(intermediates(wide).size() == 1);
+  CHECK(intermediates(wide)[0]->dtype == dtypes::f32);
+  CHECK(wide.buffers[static_cast<size_t>(wide.outputs[0])].dtype == dtypes::f16);  // outputs keep their type
+  CHECK(wide.arena_bytes >= 2 * narrow.arena_bytes);
+  REQUIRE(wide.kernels.size() == 2);
+  // The first kernel rounds y to f16 and stores it widened; the second loads it as f32 and uses
+  // the load as it is (only w2's f16 loads are widened there).
+  const UOpPtr& stored = wide.kernels[0].ast->src(0)->src(1);
+  REQUIRE(stored->op() == Ops::CAST);
+  CHECK(stored->dtype() == dtypes::f32);
+  CHECK(stored->src(0)->dtype() == dtypes::f16);
+  int f32_loads = 0, widened_loads = 0, narrowed_loads = 0;
+  for (const UOp* node : toposort(wide.kernels[1].ast)) {
+    f32_loads += node->op() == Ops::LOAD && node->dtype() == dtypes::f32;
+    bool cast_of_load = node->op() == Ops::CAST && node->src(0)->op() == Ops::LOAD;
+    widened_loads += cast_of_load && node->dtype() == dtypes::f32;
+    narrowed_loads += cast_of_load && node->dtype() == dtypes::f16;
+  }
+  CHECK(f32_loads == 1);
+  CHECK(widened_loads == 1);  // w2
+  CHECK(narrowed_loads == 0);  // y is not rounded again and widened back
+}
+
 TEST_CASE("a residual chain of convs keeps every residual add in its conv's kernel") {
   // ResNet's identity blocks, one 1x1 conv each: h = relu(conv(h) + b + h). At 14×14 the conv
   // reads a channels-last copy of h, so h is stored and the next add reads it from there. Counted

@@ -91,6 +91,7 @@ CpuTarget::CpuTarget() {
   if (long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0) caps_.l2_bytes = l2;
   caps_.name = "cpu";
   caps_.has_fma = enabled_features_.count("fma") != 0;
+  caps_.narrow_floats_stored_wide = true;
   if (enabled_features_.count("avx512f")) {
     caps_.name = "cpu-avx512";
     caps_.vector_bytes = 64;
