@@ -20,8 +20,10 @@
 //    weights' own size and a GPU kernel sees f16 operands it can give to tensor cores
 //    (opt/gpu_tensor_cores.h); a bare cast of a weight is not folded at all. CPU plans fold the
 //    f32 value: measured with f16 vectorised, ResNet-50 fp16 ran 35 ms with f32 weights against 43
-//    with f16 ones (its convs convert each weight on every load), though BERT-base fp16, whose
-//    matmuls stream their weights once, ran 240 against 203 (bench/README.md).
+//    with f16 ones (its convs convert each weight on every load). BERT-base fp16 seemed to prefer
+//    f16 weights (240 against 203 ms), but only because its folded f32 weights had lost their
+//    panel order (the cast was above the copy); with the panels kept it runs 106 ms
+//    (bench/README.md).
 #include <algorithm>
 #include <mutex>
 #include <unordered_map>
