@@ -44,6 +44,15 @@ void compile_everywhere(const UOpPtr& ast) {
   }
 }
 
+// out = a (rows × 72) · b (72 × columns), both of `operand` type, summed in f32 and stored as
+// `operand`: 72 is ragged (4.5 steps of 16).
+UOpPtr narrow_matmul(int64_t rows, int64_t columns, DType operand, const std::string& name) {
+  UOpPtr m = range(rows, 0), n = range(columns, 1), k = range(72, 1000);
+  UOpPtr a = load(index(global(operand, rows * 72, 1), m * idx(72) + k));
+  UOpPtr b = load(index(global(operand, 72 * columns, 2), k * idx(columns) + n));
+  UOpPtr sum = reduce(Ops::ADD, cast(a, dtypes::f32) * cast(b, dtypes::f32), {k});
+  return kernel(name, {store(index(global(operand, rows * columns, 0), m * idx(columns) + n), cast(sum, operand))});
+}
 
 }  // namespace
 
@@ -108,13 +117,8 @@ TEST_CASE("reductions, masked loads and stores, and vector lanes compile") {
 }
 
 TEST_CASE("a tensor-core matmul compiles to mma.sync: m16n8k8 pairs on sm_75, m16n8k16 from sm_80") {
-  // out = a (60 × 72, f16) · b (72 × 32, f16), summed in f32: ragged rows and steps.
-  UOpPtr m = range(60, 0), n = range(32, 1), k = range(72, 1000);
-  UOpPtr a = load(index(global(dtypes::f16, 60 * 72, 1), m * idx(72) + k));
-  UOpPtr b = load(index(global(dtypes::f16, 72 * 32, 2), k * idx(32) + n));
-  UOpPtr sum = reduce(Ops::ADD, cast(a, dtypes::f32) * cast(b, dtypes::f32), {k});
-  UOpPtr ast = kernel("r_60_32_tc", {store(index(global(dtypes::f16, 60 * 32, 0), m * idx(32) + n), cast(sum, dtypes::f16))});
-  TensorCoreKernel cores = gpu_tensor_cores(ast, false);
+  // 60 ragged rows, 32 columns.
+  TensorCoreKernel cores = gpu_tensor_cores(narrow_matmul(60, 32, dtypes::f16, "r_60_32_tc"), false);
   REQUIRE(cores.lane_axis >= 0);
   // One tile per warp, and one warp for all 4 × 4 tiles (register tiles: 16 mma per step).
   for (int tile : {1, 4}) {
@@ -136,12 +140,7 @@ TEST_CASE("a tensor-core matmul compiles to mma.sync: m16n8k8 pairs on sm_75, m1
 }
 
 TEST_CASE("a bf16 tensor-core matmul compiles to mma.sync m16n8k16.bf16 from sm_80") {
-  UOpPtr m = range(40, 0), n = range(24, 1), k = range(72, 1000);
-  UOpPtr a = load(index(global(dtypes::bf16, 40 * 72, 1), m * idx(72) + k));
-  UOpPtr b = load(index(global(dtypes::bf16, 72 * 24, 2), k * idx(24) + n));
-  UOpPtr sum = reduce(Ops::ADD, cast(a, dtypes::f32) * cast(b, dtypes::f32), {k});
-  UOpPtr ast = kernel("r_40_24_tc_bf16", {store(index(global(dtypes::bf16, 40 * 24, 0), m * idx(24) + n), cast(sum, dtypes::bf16))});
-  TensorCoreKernel cores = gpu_tensor_cores(ast, true);
+  TensorCoreKernel cores = gpu_tensor_cores(narrow_matmul(40, 24, dtypes::bf16, "r_40_24_tc_bf16"), true);
   REQUIRE(cores.lane_axis >= 0);
   UOpPtr grid = merge_output_axes_into_grid(cores.ast, 32, 256, cores.lane_axis).ast;
   int compiled = 0;

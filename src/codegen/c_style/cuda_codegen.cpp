@@ -1,6 +1,7 @@
 // CUDA code generation; see cuda_codegen.h.
 #include "codegen/c_style/cuda_codegen.h"
 
+#include "codegen/c_style/gpu_target_caps.h"
 #include "codegen/linearize.h"
 #include "passes/pipeline.h"
 #include "support/debug.h"
@@ -10,19 +11,11 @@ namespace kiln {
 namespace {
 
 TargetCaps make_cuda_target_caps(bool ampere) {
-  TargetCaps c;
-  c.name = "cuda";
-  c.vector_bytes = 16;
-  c.supports_vector_ops = false;
-  c.supports_threads = false;
-  c.output_grid = true;
-  c.supports_shared_memory = true;
+  TargetCaps c = gpu_target_caps_base("cuda");
   c.group_size = 256;  // eight warps: each warp's butterfly leaves 8 partials in shared memory
   c.warp_size = 32;
-  c.register_tile = clamped_register_tile(env_integer("KILN_GPU_REGISTER_TILES", 4));
   c.tensor_cores = env_integer("KILN_GPU_TENSOR_CORES", 1) != 0;
   c.bf16_tensor_cores = c.tensor_cores && ampere;  // mma.sync with .bf16 operands needs sm_80
-  c.has_fma = true;  // fma() is a device function; kiln only emits it for MULACC
   return c;
 }
 

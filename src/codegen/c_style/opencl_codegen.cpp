@@ -1,6 +1,7 @@
 // OpenCL code generation, end to end; see opencl_codegen.h.
 #include "codegen/c_style/opencl_codegen.h"
 
+#include "codegen/c_style/gpu_target_caps.h"
 #include "codegen/linearize.h"
 #include "passes/pipeline.h"
 #include "support/debug.h"
@@ -9,21 +10,13 @@ namespace kiln {
 
 const TargetCaps& opencl_target_caps() {
   static const TargetCaps caps = [] {
-    TargetCaps c;
-    c.name = "opencl";
-    c.vector_bytes = 16;
-    c.supports_vector_ops = false;
-    c.supports_threads = false;
-    c.output_grid = true;
-    c.supports_shared_memory = true;
+    TargetCaps c = gpu_target_caps_base("opencl");
     c.group_size = 64;  // a multiple of NVIDIA's warps and AMD's wavefronts; every OpenCL GPU and PoCL run it
-    c.register_tile = clamped_register_tile(env_integer("KILN_GPU_REGISTER_TILES", 4));
     // OpenCL has no tensor cores: KILN_GPU_TENSOR_CORES=1 runs CUDA's tensor-core kernels through the
     // renderer's local-memory emulation, slower than without, to check the transform on whole
     // models on PoCL (docs/backends.md, "Tensor cores").
     c.tensor_cores = env_integer("KILN_GPU_TENSOR_CORES", 0) != 0;
     c.bf16_tensor_cores = c.tensor_cores;
-    c.has_fma = true;  // fma() is a builtin; kiln only emits it for MULACC
     return c;
   }();
   return caps;
