@@ -89,7 +89,7 @@ void save_plan_file(const std::string& plan_path, const std::string& plan) {
   if (!failure) return;
   PlanFileError::Step step =
       failure->step == AtomicWriteFailure::Step::Write ? PlanFileError::Step::Write : PlanFileError::Step::Rename;
-  throw PlanFileError(step, temporary, plan_path, failure->reason);
+  throw PlanFileError(step, step == PlanFileError::Step::Write ? failure->file : temporary, plan_path, failure->reason);
 }
 
 void compile_onnx_file(const std::string& model_path, const std::string& plan_path, const OnnxCompileOptions& options) {

@@ -272,7 +272,7 @@ void TuningDb::save_file(const std::string& path) const {
   std::optional<AtomicWriteFailure> failure = write_file_atomically(path, temporary, text());
   if (!failure) return;
   if (failure->step == AtomicWriteFailure::Step::Write)
-    throw TuningDbError(str_cat("cannot write the tuning database to '", temporary, "'"));
+    throw TuningDbError(str_cat("cannot write the tuning database to '", failure->file, "'"));
   throw TuningDbError(str_cat("cannot rename '", temporary, "' to '", path, "': ", failure->reason));
 }
 
