@@ -193,11 +193,8 @@ void set_winograd_mode(WinogradMode mode) { winograd_mode_storage().store(mode, 
 
 bool winograd_eligible(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options) {
   if (!x.defined() || !weight.defined() || x.ndim() != 4 || weight.ndim() != 4) return false;
-  // f16 and bf16 convs are computed in f32 as the direct conv computes them (winograd_conv).
-  ScalarType type = x.dtype();
-  if (type != ScalarType::Float32 && type != ScalarType::Float16 && type != ScalarType::BFloat16) return false;
-  if (weight.dtype() != type) return false;
-  if (bias.defined() && (bias.dtype() != type || bias.shape() != Shape{weight.dim(0)})) return false;
+  if (x.dtype() != ScalarType::Float32 || weight.dtype() != ScalarType::Float32) return false;
+  if (bias.defined() && (bias.dtype() != ScalarType::Float32 || bias.shape() != Shape{weight.dim(0)})) return false;
   if (weight.dim(2) != 3 || weight.dim(3) != 3 || weight.dim(1) != x.dim(1) || options.groups != 1) return false;
   if (!all_ones(options.stride) || !all_ones(options.dilation)) return false;
   if (std::any_of(options.output_padding.begin(), options.output_padding.end(), [](int64_t p) { return p != 0; }))
@@ -253,12 +250,6 @@ bool use_winograd(const Tensor& x, const Tensor& weight, const Tensor& bias, con
 }
 
 Tensor winograd_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options) {
-  // A narrow float conv: transforms, products and bias in f32, rounded once at the end, as the
-  // direct conv sums in f32 and rounds once (its error is the final rounding's, not Winograd's).
-  if (x.dtype() != ScalarType::Float32) {
-    auto wide = [](const Tensor& t) { return t.defined() ? t.cast(ScalarType::Float32) : t; };
-    return winograd_conv(wide(x), wide(weight), wide(bias), options).cast(x.dtype());
-  }
   Geometry g = geometry(x, weight, options);
   Tensor planes = split_input(x, g);
   std::array<std::array<Tensor, kInput>, kInput> m;  // M[i][j] as (N, F, tile rows, 1, tile columns, 1)

@@ -1,4 +1,4 @@
-// Winograd convolution F(2x2, 3x3) for 2-D, 3x3, stride-1 float convolutions (winograd.cpp,
+// Winograd convolution F(2x2, 3x3) for 2-D, 3x3, stride-1 float32 convolutions (winograd.cpp,
 // docs/winograd.md): Tensor::conv dispatches here where it is faster than the direct convolution.
 #pragma once
 
@@ -16,9 +16,8 @@ enum class WinogradMode {
 WinogradMode winograd_mode();
 void set_winograd_mode(WinogradMode mode);
 
-// True when x.conv(weight, bias, options) can be computed by winograd_conv: 4-D float32, float16
-// or bfloat16 input, weight (F, C, 3, 3) and bias (or none) of the same type, groups 1, stride 1,
-// dilation 1, non-negative padding. Narrow floats are computed in float32 and rounded at the end.
+// True when x.conv(weight, bias, options) can be computed by winograd_conv: 4-D float32 input,
+// weight (F, C, 3, 3), float32 bias or none, groups 1, stride 1, dilation 1, non-negative padding.
 bool winograd_eligible(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options);
 // True when the current mode sends this convolution to winograd_conv (eligible, and under Auto
 // the size rule holds). Tensor::conv asks this first.
