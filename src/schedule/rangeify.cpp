@@ -461,7 +461,7 @@ class Rangeifier {
     UOpPtr value = node->op() == Ops::CONTIGUOUS ? lower(node->src(0).get(), index, nullptr, false, kernel)
                    : node->op() == Ops::BUFFER   ? lower(node, index, nullptr, false, kernel)
                                                  : compute(node, index, nullptr, false, kernel);
-    add_kernel(kernel, node, store_into(output_buffer, flatten_index(index, shape), value), name);
+    add_kernel(kernel, node, store_into(kernel, output_buffer, flatten_index(index, shape), value), name);
   }
 
   // A padded store: the PAD, the value computed into its interior, and the order of the buffer's
@@ -627,7 +627,7 @@ class Rangeifier {
       } else if (after != 0) {
         index[axis] = where(lt(position, before), position, position + index_const(interior[source_axis].value()));
       }
-      add_kernel(kernel, node, store_into(output_buffer, flatten_index(index, shape), zero), name);
+      add_kernel(kernel, node, store_into(kernel, output_buffer, flatten_index(index, shape), zero), name);
     }
   }
 
@@ -653,7 +653,7 @@ class Rangeifier {
     UOpPtr result = lower(padded.value, source_index, nullptr, false, kernel);
     // (PAD and CONTIGUOUS keep their source's dtype)
     KILN_ASSERT(result->dtype() == node->dtype(), "rangeify: a padded store's value has another dtype than its buffer");
-    add_kernel(kernel, node, store_into(output_buffer, flatten_index(shifted, shape), result), name);
+    add_kernel(kernel, node, store_into(kernel, output_buffer, flatten_index(shifted, shape), result), name);
   }
 
   // Names, orders and records a kernel whose single STORE is `store`.
@@ -677,12 +677,17 @@ class Rangeifier {
     schedule_.kernels.push_back(std::move(scheduled));
   }
 
-  // The STORE of `value` at flat position `at` of `buffer` (slot 0 of the kernel being built),
-  // widened where the buffer holds a narrow float as f32 (ScheduleOptions).
-  UOpPtr store_into(int buffer, const UOpPtr& at, const UOpPtr& value) {
+  // The STORE of `value` at flat position `at` of `buffer` (slot 0 of `kernel`), widened where the
+  // buffer holds a narrow float as f32 (ScheduleOptions); a value loaded from such a buffer (a
+  // copy of one) is stored as it was loaded.
+  UOpPtr store_into(const KernelState& kernel, int buffer, const UOpPtr& at, const UOpPtr& value) {
     UOpPtr global = define_global(buffer, 0);
     DType stored = schedule_.buffers[static_cast<size_t>(buffer)].dtype;
-    UOpPtr written = value->dtype() == stored ? value : UOp::make(Ops::CAST, stored, {value});
+    UOpPtr written = value;
+    if (value->dtype() != stored) {
+      UOpPtr wide = stored == dtypes::f32 ? wide_load_below(value, kernel) : nullptr;
+      written = wide ? wide : UOp::make(Ops::CAST, stored, {value});
+    }
     return UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, global->dtype(), {global, at}), written});
   }
 

@@ -599,7 +599,8 @@ bool pads_channels_last(const Tensor& padded, const Shape& kernel, int64_t group
   if (std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s != 1; })) return false;
   if (graph_target_caps().output_grid) return false;
   const TargetCaps& caps = host_cpu_caps();
-  int64_t bytes = padded.numel() / std::max<int64_t>(padded.dim(0), 1) * DType(padded.dtype()).scalar_bytes();
+  // (in the type the CPU stores it in: f32 for f16 and bf16, TargetCaps::narrow_floats_stored_wide)
+  int64_t bytes = padded.numel() / std::max<int64_t>(padded.dim(0), 1) * DType(compute_type(padded.dtype())).scalar_bytes();
   return padded.dim(1) >= caps.vector_lanes(dtypes::f32) && 2 * bytes > caps.l2_bytes;
 }
 
@@ -667,7 +668,12 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
   // stem; the model 64 -> 46 ms at one thread on an AVX2 Zen 3).
   bool pads = pads_anything(pad_begin, pad_end);
   if (pads && computes(source)) source = contiguous(source);
-  Tensor padded = source.cast(compute).pad(spatial_pad_list(pad_begin, pad_end));
+  // The copies below hold the input in its own type, widened to `compute` only where the conv
+  // reads it (the view below): a copy of the value itself is one that its other readers (a
+  // residual add) read too (rangeify's contiguous_copy_of), where a copy of its widened value
+  // left an f16 ResNet's residual chain to be recomputed by every later block's copy; and a GPU
+  // conv then reads f16 operands, which tensor cores take.
+  Tensor padded = source.pad(spatial_pad_list(pad_begin, pad_end));
   std::vector<int64_t> windows;
   for (size_t i = 0; i < n; ++i) {
     int64_t span = dilation[i] * (kernel[i] - 1) + 1, size = padded.shape()[i + 2];
@@ -717,7 +723,7 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
     padded = stored_in_order(picked, kChannelsLast);
     stride.assign(n, 1);
   }
-  Tensor view = pool_windows(padded, kernel, stride, dilation, windows);  // (N, C, O…, K…)
+  Tensor view = pool_windows(padded, kernel, stride, dilation, windows).cast(compute);  // (N, C, O…, K…)
   // (N, g, C/g, O…, K…) → (N, g, 1, O…, C/g, K…)
   Shape grouped{batch, groups, group_channels};
   grouped.insert(grouped.end(), view.shape().begin() + 2, view.shape().end());
