@@ -206,9 +206,10 @@ class Rangeifier {
     const UOp* output = nullptr;  // the value this kernel stores
   };
 
-  // The CONTIGUOUS that copies `node` as it is, if any (the one with the smallest hash, so the
-  // choice does not depend on set order). Its buffer holds node's value, so node's other consumers
-  // read it there: a conv that reads an activation through a copy in another layout realises the
+  // The CONTIGUOUS that copies `node` as it is, if any (a plain copy before a channels-last one,
+  // then the one with the smallest hash, so the choice does not depend on set order). Its buffer
+  // holds node's value, so node's other consumers read it there: a conv that reads an activation
+  // through a copy in another layout realises the
   // activation first, and the residual add that also reads it must not compute it again, from the
   // start of the residual chain each time (ResNet-50's stage 3 took six recomputing kernels).
   // A copy is CONTIGUOUS(node), or CONTIGUOUS(PERMUTE(node)) where node is computed (an ALU op),
@@ -222,14 +223,20 @@ class Rangeifier {
     auto found = consumers_.find(node);
     if (found == consumers_.end() || found->second.size() < 2) return nullptr;
     const UOp* copy = nullptr;
+    const UOp* permuted_copy = nullptr;
     for (const UOp* consumer : found->second) {
-      const UOp* candidate = consumer->op() == Ops::CONTIGUOUS ? consumer : nullptr;
+      if (consumer->op() == Ops::CONTIGUOUS && (copy == nullptr || consumer->hash() < copy->hash())) copy = consumer;
       if (consumer->op() == Ops::PERMUTE && consumer->arg_list() == kChannelsLastOrder && op_is_alu(node->op()) &&
-          consumers_[consumer].size() == 1 && (*consumers_[consumer].begin())->op() == Ops::CONTIGUOUS)
-        candidate = *consumers_[consumer].begin();
-      if (candidate != nullptr && (copy == nullptr || candidate->hash() < copy->hash())) copy = candidate;
+          consumers_[consumer].size() == 1 && (*consumers_[consumer].begin())->op() == Ops::CONTIGUOUS) {
+        const UOp* candidate = *consumers_[consumer].begin();
+        if (permuted_copy == nullptr || candidate->hash() < permuted_copy->hash()) permuted_copy = candidate;
+      }
     }
-    return copy;
+    // A plain copy first: with both, the permuted one is then made from the plain one by a
+    // transposing copy that reads NCHW rows; the other way round, that copy read every element
+    // 4 KB from the last (ResNet-50 fp16's 14×14×1024 block output for layer 4's strided
+    // downsample: 0.96 ms at 1.7 GB/s, against 0.05 ms).
+    return copy != nullptr ? copy : permuted_copy;
   }
 
   // `index` of `node`, as an index of its copy (contiguous_copy_of): permuted like the copy when

@@ -463,6 +463,22 @@ TEST_CASE("a residual chain of convs keeps every residual add in its conv's kern
   }
 }
 
+TEST_CASE("a value copied both as it is and channels-last is computed into the plain copy") {
+  // ResNet's last 14×14 block output: layer 4's first 1x1 conv reads a channels-last copy, its
+  // strided downsample an NCHW one. Computing the value into the NCHW copy leaves the transposing
+  // copy a read of NCHW rows; the other way round it read every element 4 KB from the last.
+  for (int64_t channels : {64, 96, 128, 256}) {
+    CAPTURE(channels);
+    Tensor x = input({1, 32, 14, 14}), w = input({channels, 32, 1, 1});
+    Tensor h = x.conv(w, Tensor(), ConvOptions()).relu();
+    Tensor plain = contiguous(h), last = contiguous(h.permute({0, 2, 3, 1}));
+    Schedule schedule = schedule_of({plain * 2.0, last * 3.0});
+    const ScheduledKernel* conv = reduction_kernel(schedule, 32);
+    REQUIRE(conv != nullptr);
+    CHECK(conv->name().rfind("r_" + std::to_string(channels) + "_14_14_", 0) == 0);  // stored NCHW
+  }
+}
+
 TEST_CASE("two contractions added in one epilogue are stored apart") {
   // A ResNet downsample block: conv + shortcut conv, then relu. In one kernel no register tile
   // fits both contractions.
