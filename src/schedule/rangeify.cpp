@@ -209,9 +209,9 @@ class Rangeifier {
   // The CONTIGUOUS that copies `node` as it is, if any (a plain copy before a channels-last one,
   // then the one with the smallest hash, so the choice does not depend on set order). Its buffer
   // holds node's value, so node's other consumers read it there: a conv that reads an activation
-  // through a copy in another layout realises the
-  // activation first, and the residual add that also reads it must not compute it again, from the
-  // start of the residual chain each time (ResNet-50's stage 3 took six recomputing kernels).
+  // through a copy in another layout realises the activation first, and the residual add that
+  // also reads it must not compute it again, from the start of the residual chain each time
+  // (ResNet-50's stage 3 took six recomputing kernels).
   // A copy is CONTIGUOUS(node), or CONTIGUOUS(PERMUTE(node)) where node is computed (an ALU op),
   // the PERMUTE is the channels-last order (N, C, H, W) -> (N, H, W, C) and nothing else reads it:
   // a conv's channels-last copy of a 14×14 block output (Tensor::conv), which the next residual
