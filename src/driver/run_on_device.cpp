@@ -152,7 +152,8 @@ const TargetCaps& execution_target_caps(ExecutionDevice device) {
   if (device == ExecutionDevice::Cuda) {
     // The machine's GPU decides which tensor cores there are; without one, sm_75's caps (the plans'
     // default): the run then fails, saying why there is no device.
-    int architecture = CudaDevice::available() ? cuda_ptx_architecture(CudaDevice::instance().compute_capability()) : 75;
+    int architecture = 75;
+    if (CudaDevice::available()) architecture = cuda_ptx_architecture(CudaDevice::instance().compute_capability());
     return cuda_target_caps(architecture);
   }
   return host_cpu_caps();

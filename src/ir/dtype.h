@@ -51,6 +51,10 @@ class DType {
   bool is_signed() const;    // signed integers and index
   bool is_unsigned() const;
   bool is_float() const;
+  // f16 or bf16, scalar or vector: computed in f32 and rounded back after every op.
+  bool is_narrow_float() const {
+    return !is_pointer() && (scalar_ == ScalarType::Float16 || scalar_ == ScalarType::BFloat16);
+  }
   bool is_index() const { return scalar_ == ScalarType::Index && !is_pointer(); }
   // Bytes of one scalar element (index reports 8, its widest lowering).
   int scalar_bytes() const;

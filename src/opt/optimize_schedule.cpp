@@ -73,7 +73,8 @@ OptimizeReport optimize_schedule(Schedule& schedule, const TargetCaps& caps, con
                                   " does not apply to it: ", error.what()));
     }
     if (caps.output_grid && opts.empty()) {
-      TensorCoreKernel cores = caps.tensor_cores ? gpu_tensor_cores(kernel.ast, caps.bf16_tensor_cores) : TensorCoreKernel{kernel.ast};
+      TensorCoreKernel cores =
+          caps.tensor_cores ? gpu_tensor_cores(kernel.ast, caps.bf16_tensor_cores) : TensorCoreKernel{kernel.ast};
       bool on_cores = cores.lane_axis >= 0;
       // A tensor-core kernel's row and column tiles are register-tiled like any output axes: a
       // warp then computes several tiles, reusing each operand's fragments (docs/backends.md).

@@ -279,7 +279,7 @@ UOpPtr sin_kernel(const UOpPtr& x) {
 // f16 and bf16 are computed in f32 and rounded once at the end; f32 and f64 in their own type.
 UOpPtr in_compute_type(const UOpPtr& x, UOpPtr (*kernel)(const UOpPtr&)) {
   DType dtype = x->dtype();
-  if (dtype == dtypes::f16 || dtype == dtypes::bf16) return cast(kernel(cast(x, dtypes::f32)), dtype);
+  if (dtype.is_narrow_float()) return cast(kernel(cast(x, dtypes::f32)), dtype);
   KILN_ASSERT(dtype.base() == dtypes::f32 || dtype.base() == dtypes::f64, "transcendental of type ", dtype.name());
   return kernel(x);
 }

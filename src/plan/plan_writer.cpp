@@ -145,7 +145,8 @@ PlanSchedule schedule_plan(const std::vector<std::pair<std::string, Tensor>>& ou
   for (const Tensor& tensor : planned.values) nodes.push_back(tensor.data().node);
   progress("scheduling");
   // CPU plans hold intermediate f16/bf16 values as f32 (TargetCaps::narrow_floats_stored_wide).
-  planned.schedule = create_schedule(nodes, ScheduleOptions{options.device.empty() && host_cpu_caps().narrow_floats_stored_wide});
+  ScheduleOptions schedule_options{options.device.empty() && host_cpu_caps().narrow_floats_stored_wide};
+  planned.schedule = create_schedule(nodes, schedule_options);
   return planned;
 }
 
@@ -172,7 +173,9 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   OptimizeOptions optimize_options;
   optimize_options.tuning = options.tuning;
   if (options.tuning != nullptr) optimize_options.target_id = cpu_target_id();
-  const TargetCaps& caps = !device ? host_cpu_caps() : options.device == "cuda" ? cuda_target_caps(options.cuda_architecture) : opencl_target_caps();
+  const TargetCaps& caps = !device                    ? host_cpu_caps()
+                           : options.device == "cuda" ? cuda_target_caps(options.cuda_architecture)
+                                                      : opencl_target_caps();
   OptimizeReport optimized = optimize_schedule(schedule, caps, optimize_options);
   if (options.tuning != nullptr)
     progress(str_cat("opts of ", optimized.from_tuning, " of ", optimized.kernels,

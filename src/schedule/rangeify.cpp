@@ -383,7 +383,7 @@ class Rangeifier {
       index = found->second;
       pending_.erase(node);
     } else {
-      bool wide = options_.narrow_floats_stored_wide && is_narrow_float(node->dtype());
+      bool wide = options_.narrow_floats_stored_wide && node->dtype().is_narrow_float();
       index = add_buffer(ScheduledBuffer::Kind::Intermediate, wide ? DType(dtypes::f32) : node->dtype(),
                          dims_numel(shapes_.of(node)));
       if (wide) wide_buffers_.insert(index);
@@ -698,12 +698,10 @@ class Rangeifier {
     return UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, global->dtype(), {global, at}), written});
   }
 
-  static bool is_narrow_float(DType dtype) { return dtype == dtypes::f16 || dtype == dtypes::bf16; }
-
   // `value` = CAST(LOAD of a buffer that holds a narrow float as f32 → the narrow type): the f32
   // LOAD; nullptr otherwise. The cast is exact, so a widening of it is the load itself.
   UOpPtr wide_load_below(const UOpPtr& value, const KernelState& kernel) const {
-    if (value->op() != Ops::CAST || !is_narrow_float(value->dtype())) return nullptr;
+    if (value->op() != Ops::CAST || !value->dtype().is_narrow_float()) return nullptr;
     const UOpPtr& loaded = value->src(0);
     if (loaded->op() != Ops::LOAD || loaded->dtype() != dtypes::f32) return nullptr;
     const UOp* global = loaded->src(0)->src(0).get();
@@ -738,9 +736,11 @@ class Rangeifier {
     if (valid && info.elements.is_known()) {
       UOpPtr simplified = simplify(flat);
       if (simplified->vmin() >= 0 && simplified->vmax() < info.count)
-        return as_node_type(UOp::make(Ops::LOAD, info.dtype, {UOp::make(Ops::INDEX, global->dtype(), {global, simplified})}));
+        return as_node_type(
+            UOp::make(Ops::LOAD, info.dtype, {UOp::make(Ops::INDEX, global->dtype(), {global, simplified})}));
     }
-    if (!valid) return as_node_type(UOp::make(Ops::LOAD, info.dtype, {UOp::make(Ops::INDEX, global->dtype(), {global, flat})}));
+    if (!valid)
+      return as_node_type(UOp::make(Ops::LOAD, info.dtype, {UOp::make(Ops::INDEX, global->dtype(), {global, flat})}));
     return as_node_type(UOp::make(Ops::LOAD, info.dtype,
                                   {UOp::make(Ops::INDEX, global->dtype(), {global, flat, valid}), zero_of(info.dtype)}));
   }

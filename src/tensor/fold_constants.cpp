@@ -60,8 +60,6 @@ struct NodeFacts {
 
 bool is_movement(Ops op) { return op_group(op) == OpGroup::Movement; }
 
-bool is_narrow_float(DType dtype) { return dtype == dtypes::f16 || dtype == dtypes::bf16; }
-
 // `node` with a widening float cast below its movement ops and copies moved above them: the same
 // chain of movements and copies over the narrow value (whose folded result the cast then widens);
 // nullptr when there is no such cast.
@@ -72,7 +70,7 @@ UOpPtr narrow_below_widening_cast(const UOp* node) {
     chain.push_back(at);
     at = at->src(0).get();
   }
-  if (at->op() != Ops::CAST || !is_narrow_float(at->src(0)->dtype()) || !at->dtype().is_float() ||
+  if (at->op() != Ops::CAST || !at->src(0)->dtype().is_narrow_float() || !at->dtype().is_float() ||
       at->dtype().scalar_bytes() <= at->src(0)->dtype().scalar_bytes())
     return nullptr;
   UOpPtr value = at->src(0);

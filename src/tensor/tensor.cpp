@@ -471,7 +471,7 @@ namespace {
 // Accumulation type of sum and prod: half floats accumulate in f32 (rounded once at the end), bool
 // counts as i64 like numpy; other types keep their own.
 DType accumulation_type(DType type) {
-  if (type == dtypes::f16 || type == dtypes::bf16) return dtypes::f32;
+  if (type.is_narrow_float()) return dtypes::f32;
   if (type.is_bool()) return dtypes::i64;
   return type;
 }

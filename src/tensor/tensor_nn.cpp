@@ -20,7 +20,7 @@
 namespace kiln {
 namespace {
 
-bool is_half(ScalarType type) { return type == ScalarType::Float16 || type == ScalarType::BFloat16; }
+bool is_half(ScalarType type) { return DType(type).is_narrow_float(); }
 bool is_float(ScalarType type) { return DType(type).is_float(); }
 
 // The type products and sums are computed in: half floats widen to f32 (rounded once at the end).
@@ -600,7 +600,8 @@ bool pads_channels_last(const Tensor& padded, const Shape& kernel, int64_t group
   if (graph_target_caps().output_grid) return false;
   const TargetCaps& caps = host_cpu_caps();
   // (in the type the CPU stores it in: f32 for f16 and bf16, TargetCaps::narrow_floats_stored_wide)
-  int64_t bytes = padded.numel() / std::max<int64_t>(padded.dim(0), 1) * DType(compute_type(padded.dtype())).scalar_bytes();
+  int64_t bytes = padded.numel() / std::max<int64_t>(padded.dim(0), 1) *
+                  DType(compute_type(padded.dtype())).scalar_bytes();
   return padded.dim(1) >= caps.vector_lanes(dtypes::f32) && 2 * bytes > caps.l2_bytes;
 }
 

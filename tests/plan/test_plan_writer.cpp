@@ -74,9 +74,7 @@ TEST_CASE("a CPU plan folds an f16 matmul weight into f32 panels; a device plan 
   auto [cpu_type, cpu_step] = weight_of("");
   CHECK(cpu_type == dtypes::f32);
   CHECK(cpu_step == 32);  // one panel row further
-  auto [device_type, device_step] = weight_of("opencl");
-  CHECK(device_type == dtypes::f16);
-  (void)device_step;
+  CHECK(weight_of("opencl").first == dtypes::f16);  // device plans keep the weight narrow
 }
 
 TEST_CASE("reading a graph input at compile time is a UserError naming it") {

@@ -19,8 +19,6 @@ std::string paren(const std::string& text) { return "(" + text + ")"; }
 
 bool is_f16(DType dtype) { return dtype.scalar() == ScalarType::Float16; }
 bool is_bf16(DType dtype) { return dtype.scalar() == ScalarType::BFloat16; }
-// f16 and bf16: computed in f32 and rounded back after every op.
-bool is_narrow_float(DType dtype) { return is_f16(dtype) || is_bf16(dtype); }
 
 // The C type of a scalar: the dialect's, except bf16, which no C dialect has: its bits live in the
 // 16-bit unsigned type, and ops widen them to f32 (as the LLVM renderer keeps bf16 in i16 registers).
@@ -252,7 +250,7 @@ std::string float_alu(const CExpressionContext& c, Ops op, DType dtype, std::spa
   const CDialect& d = c.dialect;
   // A sign flip, exact in every float type. A 16-bit float kept as its bits (bf16 always; f16 in both
   // dialects) flips its top bit: `-` would negate the integer (-inf would become a denormal).
-  if (op == Ops::NEG && is_narrow_float(dtype) && type_name(d, dtype.scalar()) == d.scalar_type(ScalarType::UInt16))
+  if (op == Ops::NEG && dtype.is_narrow_float() && type_name(d, dtype.scalar()) == d.scalar_type(ScalarType::UInt16))
     return "((" + d.scalar_type(ScalarType::UInt16) + ")(" + x[0] + " ^ 0x8000u))";
   if (op == Ops::NEG) return paren("-" + x[0]);
   std::vector<std::string> w;
@@ -346,10 +344,10 @@ std::string c_cast(const CExpressionContext& context, const std::string& value, 
   if (from.is_float() && to.is_int())
     return float_to_integer_helper(context, compute_type(from), to) + "(" + widen(c, from, value) + ")";
   if (from.is_float() && to.is_float()) {
-    if (from.scalar() == ScalarType::Float64 && is_narrow_float(to))
+    if (from.scalar() == ScalarType::Float64 && to.is_narrow_float())
       return narrow(c, to, round_to_odd_helper(context) + "(" + value + ")");
     std::string wide = widen(c, from, value);  // f16 or bf16 → f32 is exact
-    if (is_narrow_float(to)) return narrow(c, to, wide);
+    if (to.is_narrow_float()) return narrow(c, to, wide);
     return "((" + type + ")" + wide + ")";
   }
   throw_internal_error("C renderer: CAST from " + from.name() + " to " + to.name());

@@ -21,10 +21,6 @@ namespace {
   throw_internal_error(str_cat("LLVM renderer: ", op_name(op), " on ", dtype.name(), " has no meaning"));
 }
 
-bool is_narrow_float(DType dtype) {
-  return dtype.scalar() == ScalarType::Float16 || dtype.scalar() == ScalarType::BFloat16;
-}
-
 int bit_width(DType dtype) { return dtype.is_bool() ? 1 : dtype.scalar_bytes() * 8; }
 
 // `scalar` as a vector of `like`'s width when `like` is a vector (ops work lane by lane).
@@ -245,7 +241,7 @@ llvm::Value* float_maximum(llvm::IRBuilderBase& b, llvm::Value* x, llvm::Value* 
 
 llvm::Value* float_alu(llvm::IRBuilderBase& b, Ops op, DType dtype, llvm::Value* x, llvm::Value* y, bool reassociate) {
   if (op == Ops::NEG) {
-    if (!is_narrow_float(dtype)) return b.CreateFNeg(x);
+    if (!dtype.is_narrow_float()) return b.CreateFNeg(x);
     // A sign flip on the bits: x86 would widen a narrow fneg and call compiler-rt to narrow it back.
     llvm::Type* bits_type = shaped_like(x, b.getInt16Ty());
     llvm::Value* bits = b.CreateXor(b.CreateBitCast(x, bits_type), llvm::ConstantInt::get(bits_type, 0x8000));
@@ -267,7 +263,7 @@ llvm::Value* float_alu(llvm::IRBuilderBase& b, Ops op, DType dtype, llvm::Value*
   }
   if (reassociate && (op == Ops::ADD || op == Ops::MUL))
     if (auto* instruction = llvm::dyn_cast<llvm::Instruction>(result)) instruction->setHasAllowReassoc(true);
-  return is_narrow_float(dtype) ? from_f32(b, result, dtype) : result;
+  return dtype.is_narrow_float() ? from_f32(b, result, dtype) : result;
 }
 
 // The i16 bit pattern of `value` rounded to bf16 (to nearest even).
@@ -346,7 +342,7 @@ llvm::Value* llvm_alu(llvm::IRBuilderBase& builder, Ops op, DType operand, std::
         std::array<llvm::Value*, 3> wide{};
         for (size_t i = 0; i < 3; ++i) wide[i] = widen(builder, sources[i], operand);
         llvm::Value* fused = builder.CreateIntrinsic(llvm::Intrinsic::fma, {wide[0]->getType()}, {wide[0], wide[1], wide[2]});
-        return is_narrow_float(operand) ? from_f32(builder, fused, operand) : fused;
+        return operand.is_narrow_float() ? from_f32(builder, fused, operand) : fused;
       }
       unsupported(op, operand);
     case Ops::POW: case Ops::THREEFRY:
