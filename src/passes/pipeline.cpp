@@ -79,15 +79,24 @@ int64_t kernel_minimum_chunk(const ScheduledKernel& kernel) {
 LoadedKernel compile_cpu_kernel(const ScheduledKernel& kernel) {
   const std::string& symbol = kernel.name();
   LoadedKernels& loaded = loaded_kernels();
-  std::lock_guard lock(loaded.mutex);
   LoadedKernel result;
-  if (auto found = loaded.functions.find(symbol); found != loaded.functions.end()) {
+  auto already_loaded = [&] {
+    auto found = loaded.functions.find(symbol);
+    if (found == loaded.functions.end()) return false;
     result.function = found->second;
     result.reused = true;
-    return result;
+    return true;
+  };
+  {
+    std::lock_guard lock(loaded.mutex);
+    if (already_loaded()) return result;
   }
+  // Compiled without the lock, so that threads compiling different kernels run side by side; two
+  // threads that compile the same symbol at once both compile it, and the first to load it wins.
   auto start = std::chrono::steady_clock::now();
   std::string object = compile_cpu_kernel_object(kernel, &result.from_cache);
+  std::lock_guard lock(loaded.mutex);
+  if (already_loaded()) return result;
   result.function = cpu_load(object, symbol);
   loaded.functions.emplace(symbol, result.function);
   result.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -21,6 +22,7 @@
 #include "plan/plan_format.h"
 #include "schedule/schedule.h"
 #include "support/error.h"
+#include "support/parallel_tasks.h"
 #include "tensor/tensor_internal.h"
 
 namespace kiln {
@@ -93,26 +95,34 @@ std::vector<RenderedKernel> render_device_kernels(const Schedule& schedule, cons
   bool cuda = options.device == "cuda";
   const CDeviceFeatures features = cuda ? cuda_device_features(options.cuda_architecture)
                                         : CDeviceFeatures{"opencl (plan)", true, true};
-  std::vector<RenderedKernel> rendered;
-  std::map<std::string, size_t> first;  // symbol → position of its first rendering
-  bool f16 = false, f64 = false;
-  for (const ScheduledKernel& kernel : schedule.kernels) {
-    auto [at, added] = first.emplace(kernel.name(), rendered.size());
-    if (!added) {
-      rendered.push_back(rendered[at->second]);
-      continue;
-    }
+  // Each distinct kernel is rendered (and for CUDA compiled) once, on several threads; repeats
+  // copy the first rendering.
+  std::map<std::string, size_t> first;  // symbol → position of its distinct rendering
+  std::vector<size_t> distinct;         // schedule position of each distinct kernel
+  for (size_t k = 0; k < schedule.kernels.size(); ++k)
+    if (first.emplace(schedule.kernels[k].name(), distinct.size()).second) distinct.push_back(k);
+  std::vector<RenderedKernel> renderings(distinct.size());
+  std::mutex progress_mutex;
+  size_t compiled = 0;
+  run_tasks_in_parallel(distinct.size(), compile_thread_count(), [&](size_t d) {
+    const UOpPtr& ast = schedule.kernels[distinct[d]].ast;
     if (!cuda) {
-      rendered.push_back(opencl_render_kernel(kernel.ast, features));
-    } else {
-      RenderedKernel source = cuda_render_kernel(kernel.ast, features);
-      source.source = compile_cuda(source.source, source.name + ".cu", options.cuda_architecture).ptx;
-      rendered.push_back(std::move(source));
-      if (first.size() % 50 == 0) progress(str_cat(first.size(), " kernels compiled by NVRTC"));
+      renderings[d] = opencl_render_kernel(ast, features);
+      return;
     }
-    f16 = f16 || rendered.back().uses_f16;
-    f64 = f64 || rendered.back().uses_f64;
+    RenderedKernel source = cuda_render_kernel(ast, features);
+    source.source = compile_cuda(source.source, source.name + ".cu", options.cuda_architecture).ptx;
+    renderings[d] = std::move(source);
+    std::lock_guard lock(progress_mutex);
+    if (++compiled % 50 == 0) progress(str_cat(compiled, " kernels compiled by NVRTC"));
+  });
+  bool f16 = false, f64 = false;
+  for (const RenderedKernel& rendering : renderings) {
+    f16 = f16 || rendering.uses_f16;
+    f64 = f64 || rendering.uses_f64;
   }
+  std::vector<RenderedKernel> rendered;
+  for (const ScheduledKernel& kernel : schedule.kernels) rendered.push_back(renderings[first.at(kernel.name())]);
   // OpenCL C keeps f16 as bits converted by builtins every device has (opencl_dialect.cpp); CUDA's
   // conversions need compute capability 5.3.
   if (f16 && cuda) contents.device_requirements.push_back("f16");
@@ -176,6 +186,7 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   const TargetCaps& caps = !device                    ? host_cpu_caps()
                            : options.device == "cuda" ? cuda_target_caps(options.cuda_architecture)
                                                       : opencl_target_caps();
+  progress(str_cat("choosing opts for ", schedule.kernels.size(), " kernels on ", compile_thread_count(), " threads"));
   OptimizeReport optimized = optimize_schedule(schedule, caps, optimize_options);
   if (options.tuning != nullptr)
     progress(str_cat("opts of ", optimized.from_tuning, " of ", optimized.kernels,

@@ -64,6 +64,23 @@ case "$mode" in
     KILN_CACHE=0 "$kiln" compile "$model_dir/model.onnx" -o "$work/again.kiln"
     cmp "$work/mnist.kiln" "$work/again.kiln"
     echo "ok: two compiles (cached and uncached kernels) give byte-identical plans"
+    # Kernels are optimised and compiled on several threads (support/parallel_tasks.h): the plan
+    # and the progress lines must not depend on how many, or on which thread finishes first.
+    # (The same output path both times, since the last progress line names it.)
+    KILN_CACHE=0 KILN_COMPILE_THREADS=1 "$kiln" compile "$model_dir/model.onnx" -o "$work/threads.kiln" 2> "$work/one.log"
+    mv "$work/threads.kiln" "$work/one.kiln"
+    KILN_CACHE=0 KILN_COMPILE_THREADS=5 "$kiln" compile "$model_dir/model.onnx" -o "$work/threads.kiln" 2> "$work/five.log"
+    mv "$work/threads.kiln" "$work/five.kiln"
+    cmp "$work/one.kiln" "$work/five.kiln"
+    cmp "$work/mnist.kiln" "$work/five.kiln"
+    strip_times() { sed -e 's/^kiln compile: \[ *[0-9.]*s\] //' -e 's/ on [0-9]* threads$//' "$1"; }
+    [ "$(strip_times "$work/one.log")" = "$(strip_times "$work/five.log")" ] || {
+      echo "FAILED: the progress lines differ between 1 and 5 compile threads" >&2
+      diff "$work/one.log" "$work/five.log" >&2
+      exit 1
+    }
+    grep -q "on 5 threads" "$work/five.log"
+    echo "ok: compiles on 1 and 5 threads give byte-identical plans and the same progress lines"
     ;;
   misuse)
     "$test_plan" misuse "$work/mnist.kiln"
