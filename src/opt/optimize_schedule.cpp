@@ -10,6 +10,7 @@
 #include "opt/gpu_tiles.h"
 #include "opt/heuristics.h"
 #include "opt/mma_layout.h"
+#include "passes/symbolic.h"
 #include "support/debug.h"
 #include "support/error.h"
 #include "support/parallel_tasks.h"
@@ -47,6 +48,7 @@ namespace {
 
 // Optimises one kernel in place; returns whether its opts came from the tuning database.
 bool optimize_kernel(ScheduledKernel& kernel, const TargetCaps& caps, const OptimizeOptions& options, bool enabled) {
+  SimplifyMemo memo;  // the heuristics' candidates simplify the same expressions again and again
   std::vector<Opt> opts;
   const TuningEntry* tuned = nullptr;
   if (enabled && options.tuning != nullptr) tuned = options.tuning->find(tuning_key(kernel.ast, options.target_id));

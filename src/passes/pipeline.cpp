@@ -44,6 +44,7 @@ LoadedKernels& loaded_kernels() {
 }  // namespace
 
 std::string compile_cpu_kernel_object(const ScheduledKernel& kernel, bool* from_cache) {
+  SimplifyMemo memo;  // lowering re-derives the same strides and steps
   const std::string& symbol = kernel.name();
   if (debug_level() >= 5) debug_print(str_cat("kernel AST ", symbol, ":\n", print_graph(kernel.ast), ""));
   UOpPtr lowered = lower_kernel(kernel.ast);

@@ -173,8 +173,34 @@ std::vector<const PatternMatcher*> algebraic_rule_tables() {
           &divmod_rules(), &comparison_rules(), &valid_rules()};
 }
 
+namespace {
+// A raw pointer (trivially destroyed), so thread exit never runs a destructor that releases nodes.
+thread_local SimplifyMemo* active_memo = nullptr;
+}  // namespace
+
+SimplifyMemo::SimplifyMemo() : outer_(active_memo) { active_memo = this; }
+
+SimplifyMemo::~SimplifyMemo() { active_memo = outer_; }
+
+SimplifyMemo* SimplifyMemo::active() { return active_memo; }
+
+UOpPtr SimplifyMemo::find(const UOp* node) const {
+  auto found = results_.find(node);
+  return found == results_.end() ? nullptr : found->second.second;
+}
+
+void SimplifyMemo::remember(const UOpPtr& node, const UOpPtr& result) {
+  if (results_.size() >= kMaxEntries) results_.clear();
+  results_.emplace(node.get(), std::make_pair(node, result));
+}
+
 UOpPtr simplify(const UOpPtr& node) {
-  return graph_rewrite(node, symbolic(), {.pass_name = "simplify", .spec = &ir_spec()});
+  SimplifyMemo* memo = SimplifyMemo::active();
+  if (memo != nullptr)
+    if (UOpPtr known = memo->find(node.get())) return known;
+  UOpPtr result = graph_rewrite(node, symbolic(), {.pass_name = "simplify", .spec = &ir_spec()});
+  if (memo != nullptr) memo->remember(node, result);
+  return result;
 }
 
 std::optional<int64_t> constant_step(const UOpPtr& expression, const UOp* range) {

@@ -16,6 +16,7 @@
 #include "driver/compile_kernels.h"
 #include "kiln/kiln.h"
 #include "passes/pipeline.h"
+#include "passes/symbolic.h"
 #include "plan/link_shared_object.h"
 #include "plan/plan_contents.h"
 #include "plan/plan_dtype.h"
@@ -106,6 +107,7 @@ std::vector<RenderedKernel> render_device_kernels(const Schedule& schedule, cons
   size_t compiled = 0;
   run_tasks_in_parallel(distinct.size(), compile_thread_count(), [&](size_t d) {
     const UOpPtr& ast = schedule.kernels[distinct[d]].ast;
+    SimplifyMemo memo;  // lowering re-derives the same strides and steps
     if (!cuda) {
       renderings[d] = opencl_render_kernel(ast, features);
       return;
@@ -186,7 +188,8 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   const TargetCaps& caps = !device                    ? host_cpu_caps()
                            : options.device == "cuda" ? cuda_target_caps(options.cuda_architecture)
                                                       : opencl_target_caps();
-  progress(str_cat("choosing opts for ", schedule.kernels.size(), " kernels on ", compile_thread_count(), " threads"));
+  unsigned threads = compile_thread_count();
+  progress(str_cat("choosing opts for ", schedule.kernels.size(), " kernels on ", threads, threads == 1 ? " thread" : " threads"));
   OptimizeReport optimized = optimize_schedule(schedule, caps, optimize_options);
   if (options.tuning != nullptr)
     progress(str_cat("opts of ", optimized.from_tuning, " of ", optimized.kernels,

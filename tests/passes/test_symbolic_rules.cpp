@@ -754,5 +754,36 @@ TEST_CASE("simplify is idempotent: the result of simplify is its own fixed point
   }
 }
 
+TEST_CASE("a SimplifyMemo returns the simplifier's own results, each computed once, within bounds") {
+  std::vector<UOpPtr> inputs;
+  for (const FormCase& c : canonical_form_cases()) inputs.push_back(c.build());
+  std::vector<UOpPtr> plain;
+  for (const UOpPtr& input : inputs) plain.push_back(simplify(input));
+  CHECK(SimplifyMemo::active() == nullptr);
+  {
+    SimplifyMemo memo;
+    REQUIRE(SimplifyMemo::active() == &memo);
+    for (size_t k = 0; k < inputs.size(); ++k) CHECK(simplify(inputs[k]) == plain[k]);
+    size_t remembered = memo.size();
+    CHECK(remembered >= inputs.size() / 2);  // distinct inputs (some cases share one)
+    // Again: every result comes from the memo, so nothing new is remembered.
+    for (size_t k = 0; k < inputs.size(); ++k) CHECK(simplify(inputs[k]) == plain[k]);
+    CHECK(memo.size() == remembered);
+    CHECK(memo.find(inputs[0].get()) == plain[0]);
+    {
+      SimplifyMemo inner;  // the innermost scope is used, and the outer one again after it
+      CHECK(SimplifyMemo::active() == &inner);
+      CHECK(simplify(inputs[0]) == plain[0]);
+      CHECK(inner.size() == 1);
+    }
+    CHECK(SimplifyMemo::active() == &memo);
+    // Past kMaxEntries it starts over instead of growing.
+    for (int64_t k = 0; k < static_cast<int64_t>(SimplifyMemo::kMaxEntries) + 10; ++k) simplify(i() + ic(k));
+    CHECK(memo.size() <= SimplifyMemo::kMaxEntries);
+    CHECK(memo.size() > 0);
+  }
+  CHECK(SimplifyMemo::active() == nullptr);
+}
+
 }  // namespace
 }  // namespace kiln
