@@ -2,6 +2,7 @@
 #include "opt/beam_search.h"
 
 #include <algorithm>
+#include <exception>
 #include <limits>
 #include <optional>
 #include <unordered_set>
@@ -9,6 +10,7 @@
 #include "opt/heuristics.h"
 #include "opt/optimize_schedule.h"
 #include "passes/pipeline.h"
+#include "support/parallel_tasks.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -53,9 +55,9 @@ class Search {
          const BeamSettings& settings, BeamResult& result)
       : base_(kernel), caps_(caps), timer_(timer), settings_(settings), result_(result), arguments_(schedule, kernel) {}
 
-  // Builds, compiles and times `opts`; nothing when they do not apply, repeat an AST already tried,
-  // overflow the register file or fail to compile.
-  std::optional<Candidate> try_opts(const std::vector<Opt>& opts, bool required) {
+  // `opts` applied to the kernel, ready to compile; nothing when they do not apply, repeat an AST
+  // already tried or overflow the register file.
+  std::optional<Candidate> prepare(const std::vector<Opt>& opts, bool required) {
     Candidate candidate{opts, base_, nullptr};
     try {
       apply_kernel_opts(candidate.kernel, opts);
@@ -68,22 +70,52 @@ class Search {
     if (!seen_.insert(candidate.kernel.ast.get()).second && !required) return std::nullopt;
     alive_.push_back(candidate.kernel.ast);  // so that no later AST reuses a pointer in seen_
     if (!required && !fits_register_file(candidate.kernel.ast, caps_)) return std::nullopt;
-    auto start = Clock::now();
-    try {
-      candidate.function = compile_cpu_kernel(candidate.kernel).function;
-    } catch (const std::bad_alloc&) {
-      throw;
-    } catch (const std::exception&) {
-      if (required) throw;
-      ++result_.failed;
-      return std::nullopt;
-    }
-    candidate.seconds = timer_.time(candidate.function, candidate.kernel, arguments_, kSearchSamples);
-    ++result_.candidates;
-    // A running mean of what one candidate costs, to stop before the deadline rather than after it.
-    double cost = std::chrono::duration<double>(Clock::now() - start).count();
-    mean_cost_ = mean_cost_ == 0 ? cost : 0.8 * mean_cost_ + 0.2 * cost;
     return candidate;
+  }
+
+  // Compiles `batch` side by side (compile threads, support/parallel_tasks.h), then times each
+  // alone, so that no compile runs while a kernel is timed. Returns those that compiled; a failed
+  // compile is counted, or thrown when `required` (the heuristics' own list).
+  std::vector<Candidate> compile_and_time(std::vector<Candidate> batch, bool required) {
+    auto start = Clock::now();
+    std::vector<std::exception_ptr> failures(batch.size());
+    run_tasks_in_parallel(batch.size(), compile_thread_count(), [&](size_t i) {
+      try {
+        batch[i].function = compile_cpu_kernel(batch[i].kernel).function;
+      } catch (const std::bad_alloc&) {
+        throw;
+      } catch (const std::exception&) {
+        failures[i] = std::current_exception();
+      }
+    });
+    std::vector<Candidate> compiled;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (failures[i]) {
+        if (required) std::rethrow_exception(failures[i]);
+        ++result_.failed;
+        continue;
+      }
+      if (!required && stopped()) break;  // the required list is timed regardless: the search needs it
+      batch[i].seconds = timer_.time(batch[i].function, batch[i].kernel, arguments_, kSearchSamples);
+      ++result_.candidates;
+      compiled.push_back(std::move(batch[i]));
+    }
+    // A running mean of what one candidate costs (its share of the batch), to stop before the
+    // deadline rather than after it.
+    if (!batch.empty()) {
+      double cost = std::chrono::duration<double>(Clock::now() - start).count() / static_cast<double>(batch.size());
+      mean_cost_ = mean_cost_ == 0 ? cost : 0.8 * mean_cost_ + 0.2 * cost;
+    }
+    return compiled;
+  }
+
+  // Prepares, compiles and times `opts` alone.
+  std::optional<Candidate> try_opts(const std::vector<Opt>& opts, bool required) {
+    std::optional<Candidate> candidate = prepare(opts, required);
+    if (!candidate) return std::nullopt;
+    std::vector<Candidate> timed = compile_and_time({std::move(*candidate)}, required);
+    if (timed.empty()) return std::nullopt;
+    return std::move(timed.front());
   }
 
   // Time the final re-timing of `finalists` will take, from their search times.
@@ -92,8 +124,9 @@ class Search {
     return static_cast<double>(finalists) * kFinalRounds * per_call + 0.05;
   }
 
-  bool time_left_for_one(double best_seconds) const {
-    double needed = mean_cost_ + final_cost(static_cast<size_t>(settings_.beam_width) + 1, best_seconds);
+  bool time_left_for(size_t candidates, double best_seconds) const {
+    double needed = mean_cost_ * static_cast<double>(candidates) +
+                    final_cost(static_cast<size_t>(settings_.beam_width) + 1, best_seconds);
     return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(needed)) <
            settings_.deadline;
   }
@@ -117,11 +150,19 @@ class Search {
     while (!converged && !result_.out_of_time) {
       ++result_.rounds;
       std::vector<Candidate> round;
+      // The round's candidates go in batches of one per compile thread: compiled side by side,
+      // then timed one at a time.
+      const size_t batch_size = std::max<size_t>(1, compile_thread_count());
+      std::vector<Candidate> batch;
+      auto run_batch = [&] {
+        for (Candidate& timed : compile_and_time(std::move(batch), false)) round.push_back(std::move(timed));
+        batch.clear();
+      };
       for (const Candidate& member : beam) {
         if (static_cast<int>(member.opts.size()) >= settings_.max_opts) continue;
         for (const Opt& action : beam_actions(member.kernel.ast, caps_)) {
           if (stopped()) return interrupt();
-          if (!time_left_for_one(best)) {
+          if (batch.empty() && !time_left_for(batch_size, best)) {
             result_.out_of_time = true;
             break;
           }
@@ -130,10 +171,13 @@ class Search {
           if (action.op == OptOp::Swap && !member.opts.empty() && member.opts.back() == action) continue;
           std::vector<Opt> opts = member.opts;
           opts.push_back(action);
-          if (std::optional<Candidate> candidate = try_opts(opts, false)) round.push_back(std::move(*candidate));
+          if (std::optional<Candidate> candidate = prepare(opts, false)) batch.push_back(std::move(*candidate));
+          if (batch.size() == batch_size) run_batch();
         }
         if (result_.out_of_time) break;
       }
+      if (!batch.empty()) run_batch();
+      if (stopped()) return interrupt();
       if (round.empty()) break;
       round.insert(round.end(), beam.begin(), beam.end());
       std::sort(round.begin(), round.end(), by_time);
