@@ -2,7 +2,7 @@
 # One pass of the GPU checks and benchmarks that need a lent GPU (issue 15), for a session whose device
 # time is short: the CUDA test suite, the exported models as CUDA plans checked against
 # onnxruntime's outputs (the f16 models also without tensor cores), each model's plan with register
-# tiles on and off (f16 models: and tensor cores off) timed alternately, a
+# tiles on and off, split reductions off (f16 models: and tensor cores off) timed alternately, a
 # per-kernel profile, and the PyTorch baseline. Every step writes its output under OUT and goes on
 # when one fails, so that one run returns everything it could measure.
 #
@@ -50,14 +50,17 @@ for model in resnet50 mobilenetv2 bert_base resnet50_fp16 bert_base_fp16; do
   step "compile-$model-t0" env KILN_GPU_REGISTER_TILES=0 "$kiln" compile "$models/$model/model.onnx" \
     -o "$out/$model.t0.plan" --target cuda --cuda-arch 90
   step "compile-$model-t4" "$kiln" compile "$models/$model/model.onnx" -o "$out/$model.t4.plan" --target cuda --cuda-arch 90
-  variants="t0 t4"
+  # Split reductions (gpu_grid.h) off: what they change, timed against t4 (everything on).
+  step "compile-$model-s0" env KILN_GPU_SPLIT_REDUCTIONS=0 "$kiln" compile "$models/$model/model.onnx" \
+    -o "$out/$model.s0.plan" --target cuda --cuda-arch 90
+  variants="t0 t4 s0"
   # f16 models: the tensor cores (on in t0 and t4) checked and timed against the same plan without them.
   case $model in *_fp16)
     step "check-$model-tc0" env KILN_GPU_TENSOR_CORES=0 "$kiln" test-onnx --via-plan --plan-target cuda \
       --atol "$atol" --timeout 900 "$models/$model"
     step "compile-$model-tc0" env KILN_GPU_TENSOR_CORES=0 "$kiln" compile "$models/$model/model.onnx" \
       -o "$out/$model.tc0.plan" --target cuda --cuda-arch 90
-    variants="t0 t4 tc0" ;;
+    variants="t0 t4 s0 tc0" ;;
   esac
   # Alternating, so that a slow stretch of the machine shows in all.
   for round in 1 2; do
@@ -69,7 +72,7 @@ for model in resnet50 mobilenetv2 bert_base resnet50_fp16 bert_base_fp16; do
     done
   done
   step "profile-$model-t4" "$kiln" bench "$out/$model.t4.plan" --iterations 20 --profile
-  rm -f "$out/$model.t0.plan" "$out/$model.t4.plan" "$out/$model.tc0.plan"  # large: weights; the logs are what comes back
+  rm -f "$out/$model.t0.plan" "$out/$model.t4.plan" "$out/$model.s0.plan" "$out/$model.tc0.plan"  # large: weights; the logs are what comes back
 done
 step torch-baseline python3 "$(dirname "$0")/torch_gpu_baseline.py"
 log "done; logs in $out"

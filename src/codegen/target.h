@@ -39,6 +39,11 @@ struct TargetCaps {
   // 0: one output per thread. The GPU targets take 4 (KILN_GPU_REGISTER_TILES=N sets another, 0 none).
   int register_tile = 0;
   int64_t register_tile_threads = 32768;
+  // GPU: split reductions (opt/gpu_grid.h): a kernel with more outputs than the group rule takes but
+  // too few to fill the device, and a long reduction, gives each output several threads of one
+  // work-group, each reducing a slice of the steps; their partials meet in local memory. Both GPU
+  // targets (KILN_GPU_SPLIT_REDUCTIONS=0: off, for A/B runs).
+  bool split_reductions = false;
   // GPU: f16 products summed in f32 (f16 MatMul, Gemm, Conv) run on tensor cores, a warp-wide
   // multiply-accumulate of 16×8 outputs (opt/gpu_tensor_cores.h). CUDA has them on every
   // architecture kiln compiles for (sm_75 and up); OpenCL renders the operation through local

@@ -177,12 +177,15 @@ int64_t next_reduce_axis(const UOpPtr& kernel) {
   return next;
 }
 
-// `kernel` with each REDUCE that shares_across_group split across a work-group of G threads: lane
-// l reduces steps l, l + G, l + 2G, … (masked past the end), the lanes' partials meet in local
+// `kernel` with each REDUCE that shares_across_group split across `group` lanes of a work-group:
+// lane l reduces steps l, l + G, l + 2G, … (masked past the end), the lanes' partials meet in local
 // memory (with warps, each warp's butterfly first, so one value per warp), a barrier, and every
-// lane reduces the G (or G / W) partials itself, so all hold the result and store the same value.
+// lane reduces its output's partials itself, so all hold the result and store the same value.
 // Each such REDUCE has its own local buffer, so no barrier is needed before one is written.
-UOpPtr split_reductions_across_group(const UOpPtr& kernel, const UOpPtr& lane, int64_t group, int warp) {
+// A work-group serves `outputs_per_group` outputs (split reductions; then `warp` is 1): thread
+// `in_group` of the group writes slot in_group, and output o's partial of lane j is slot o + O·j.
+UOpPtr split_reductions_across_group(const UOpPtr& kernel, const UOpPtr& lane, int64_t group, int warp,
+                                     int64_t outputs_per_group = 1, const UOpPtr& in_group = nullptr) {
   std::unordered_map<const UOp*, bool> inside = inside_reduce_loops(kernel);
   std::unordered_map<const UOp*, UOpPtr> replaced;
   int64_t axis = next_reduce_axis(kernel);
@@ -223,8 +226,8 @@ UOpPtr split_reductions_across_group(const UOpPtr& kernel, const UOpPtr& lane, i
       partial = where(lt(step, length), substitute(node->src(0), inner), identity);
     }
     if (lane_steps) partial = UOp::make(Ops::REDUCE, node->dtype(), {partial, lane_steps}, node->arg_op());
-    int64_t slots = group;
-    UOpPtr slot = lane;
+    int64_t slots = group * outputs_per_group;
+    UOpPtr slot = outputs_per_group > 1 ? in_group : lane;
     std::optional<UOpPtr> writer;
     if (warp > 1) {
       partial = warp_butterfly(partial, node->arg_op(), warp);
@@ -241,17 +244,58 @@ UOpPtr split_reductions_across_group(const UOpPtr& kernel, const UOpPtr& lane, i
     if (writer) where_to.push_back(*writer);
     UOpPtr written = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, local->dtype(), where_to), partial});
     UOpPtr barrier = UOp::make(Ops::BARRIER, dtypes::void_, {written});
-    UOpPtr partials = range(slots, axis++);
-    UOpPtr read = UOp::make(Ops::INDEX, local->dtype(), {UOp::make(Ops::AFTER, local->dtype(), {local, barrier}), partials});
+    UOpPtr partials = range(outputs_per_group > 1 ? group : slots, axis++);
+    UOpPtr at = outputs_per_group > 1 ? in_group % outputs_per_group + partials * outputs_per_group : partials;
+    UOpPtr read = UOp::make(Ops::INDEX, local->dtype(), {UOp::make(Ops::AFTER, local->dtype(), {local, barrier}), at});
     replaced.emplace(node, UOp::make(Ops::REDUCE, node->dtype(), {UOp::make(Ops::LOAD, dtypes::f32, {read}), partials},
                                      node->arg_op()));
   }
   return replaced.empty() ? kernel : substitute(kernel, replaced);
 }
 
+// Split reductions (gpu_grid.h): from this many outputs the group rule stops, up to this many a
+// large GPU still idles (an H200 holds 270K threads; ResNet-50's 1x1 2048->512 at 7x7 has 25K
+// outputs of 2048 steps and ran at 200 GFLOP/s), for reductions at least this long, each slice
+// keeping at least kSplitSliceSteps steps; slices are added until the grid has kSplitThreads.
+constexpr int64_t kSplitMaxOutputs = 65536;
+constexpr int64_t kSplitSteps = 512;
+constexpr int64_t kSplitSliceSteps = 128;
+constexpr int64_t kSplitThreads = 131072;
+constexpr int64_t kSplitMaxSlices = 8;
+
+struct SplitShape {
+  int64_t slices = 0;             // threads per output (P); 0: no split
+  int64_t outputs_per_group = 0;  // G / P
+};
+
+// How `kernel` (`total` outputs) splits its reductions across a work-group of `group_size`
+// threads, if it does: slices and outputs per group both powers of two, the outputs a multiple of
+// whole groups (so no group straddles the end), at least `min_outputs` outputs per group (a
+// warp's lanes read neighbouring outputs), and no UNROLL copies (their reductions would share
+// one local array).
+SplitShape split_shape_for(const UOpPtr& kernel, int64_t total, int64_t group_size, int64_t min_outputs) {
+  if (total <= kFewOutputs || total > kSplitMaxOutputs || group_size < 2) return {};
+  for (const UOp* range : kernel_ranges(kernel))
+    if (axis_kind(range->arg_int()) == AxisKind::Unroll) return {};
+  std::unordered_map<const UOp*, bool> inside = inside_reduce_loops(kernel);
+  int64_t steps = 0;
+  for (const UOp* node : toposort(kernel))
+    if (shares_across_group(node, inside)) steps = std::max(steps, reduce_steps(node));
+  if (steps < kSplitSteps) return {};
+  int64_t slices = 1;
+  while (slices < kSplitMaxSlices && total * slices < kSplitThreads && steps / (slices * 2) >= kSplitSliceSteps &&
+         group_size / (slices * 2) >= min_outputs)
+    slices *= 2;
+  if (slices < 2 || group_size % slices != 0) return {};
+  int64_t outputs_per_group = group_size / slices;
+  if (total % outputs_per_group != 0) return {};
+  return {slices, outputs_per_group};
+}
+
 }  // namespace
 
-GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int group_size, int64_t innermost_axis) {
+GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int group_size, int64_t innermost_axis,
+                                       bool split_reductions) {
   std::vector<const UOp*> axes;
   for (const UOp* range : kernel_ranges(kernel))
     if (range->arg_int() < kFirstReduceAxis) {
@@ -265,7 +309,11 @@ GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int 
   bool per_group = group > 1;
   bool per_warp = !fixed && !per_group && warp_size > 1 && total <= kFewOutputs &&
                   std::ranges::any_of(toposort(kernel), [&](const UOp* node) { return shares_across_warp(node, warp_size); });
-  int64_t sharing = per_group ? group : per_warp ? warp_size : 1;
+  SplitShape split = split_reductions && !fixed && !per_group && !per_warp
+                         ? split_shape_for(kernel, total, group_size, warp_size > 1 ? warp_size : 8)
+                         : SplitShape{};
+  bool per_slice = split.slices > 1;
+  int64_t sharing = per_group ? group : per_warp ? warp_size : per_slice ? split.slices : 1;
   if (axes.size() < 2 && sharing == 1 && !fixed) return {kernel};
   std::vector<Access> accesses = buffer_accesses(kernel);
   // The outer axes by the first store's strides, largest outermost (an axis it does not step by
@@ -300,7 +348,11 @@ GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int 
 
   // With a warp (a group) of W threads per output, thread t serves output t / W as lane t % W.
   UOpPtr grid = range(total * sharing, 0);
-  UOpPtr output = sharing > 1 ? grid / sharing : grid;
+  // A split group of G threads serves G / P consecutive outputs: thread w of it takes output
+  // w % (G / P), so neighbouring threads (a warp) take neighbouring outputs, and slice w / (G / P).
+  UOpPtr output = per_slice ? grid / group_size * split.outputs_per_group + grid % split.outputs_per_group
+                  : sharing > 1 ? grid / sharing
+                                : grid;
   std::unordered_map<const UOp*, UOpPtr> replaced;
   int64_t inner = total;
   for (size_t a = 0; a < axes.size(); ++a) {
@@ -316,6 +368,12 @@ GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int 
   if (per_group)
     return {split_reductions_across_group(merged, grid % group, group, warp_size), group == warp_size ? 0 : group};
   if (per_warp) return {split_reductions_across_warp(merged, grid % warp_size, warp_size)};
+  if (per_slice) {
+    UOpPtr in_group = grid % group_size;
+    return {split_reductions_across_group(merged, in_group / split.outputs_per_group, split.slices, 1,
+                                          split.outputs_per_group, in_group),
+            group_size};
+  }
   return {merged};
 }
 

@@ -31,7 +31,15 @@ struct GridKernel {
 // such reduction, or a symbolic extent. `innermost_axis` (an axis id, or -1) names an output axis
 // that must vary fastest whatever the memory traffic says, and whose kernel shares nothing across
 // warps or groups: a tensor-core kernel's lane axis (gpu_tensor_cores.h).
+//
+// With `split_reductions` (and local memory), a kernel with more outputs than a group per output
+// allows (over 16,384) but too few to fill a large GPU (at most 65,536), whose long reductions (at
+// least 512 steps) run in no other loop, gives each output P threads (2 to 8) of one work-group: a
+// group of G = `group_size` threads serves G / P consecutive outputs, its thread w taking output
+// w % (G / P) and slice w / (G / P), so a warp's lanes still read neighbouring outputs, and each
+// slice reduces every P-th step. The partials meet in local memory (G floats per reduction) behind
+// a barrier, and every thread sums its output's P partials and stores the result.
 GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size = 0, int group_size = 0,
-                                       int64_t innermost_axis = -1);
+                                       int64_t innermost_axis = -1, bool split_reductions = false);
 
 }  // namespace kiln

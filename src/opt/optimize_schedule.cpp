@@ -79,7 +79,8 @@ bool optimize_kernel(ScheduledKernel& kernel, const TargetCaps& caps, const Opti
     // A tensor-core kernel's row and column tiles are register-tiled like any output axes: a
     // warp then computes several tiles, reusing each operand's fragments (docs/backends.md).
     UOpPtr tiled = gpu_register_tiles(cores.ast, caps.register_tile, caps.register_tile_threads);
-    GridKernel merged = merge_output_axes_into_grid(tiled, caps.warp_size, caps.group_size, cores.lane_axis);
+    GridKernel merged =
+        merge_output_axes_into_grid(tiled, caps.warp_size, caps.group_size, cores.lane_axis, caps.split_reductions);
     if (merged.ast != kernel.ast) replace_kernel_ast(kernel, merged.ast);
     kernel.group_size = merged.group_size;
     // Without warps (OpenCL's emulation) a work-group is the warp whose lanes share a tile.

@@ -341,6 +341,12 @@ TEST_CASE("matmul, conv and pooling") {
       return x.max_pool(options).add(x.avg_pool(options));
     });
   }
+  // Split reductions (gpu_grid.h): 20,480 outputs, more than a work-group each allows, of 512
+  // steps: four threads of a group per output, each summing every fourth step. (Small factors:
+  // sums of 512 products in another order differ by more than f32's tolerance for short sums.)
+  check_parity("matmul/conv", "f32 matmul 128x512 by 512x160 (split reductions)", S::Float32, [] {
+    return input(S::Float32, {128, 512}, 48, -0.25, 0.25).matmul(input(S::Float32, {512, 160}, 49, -0.25, 0.25));
+  });
   // Tensor-core shapes (opencl+tensor-cores): several 16×8 tiles and 16-step blocks, ragged and
   // whole; a batch both factors read; a 1×1 conv whose pixels are the tiles' columns.
   check_parity("matmul/conv", "f16 matmul 40x72 by 72x24", S::Float16, [] {

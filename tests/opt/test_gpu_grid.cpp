@@ -157,6 +157,43 @@ TEST_CASE("few outputs with long reductions take a work-group per output where t
   CHECK(cuda.find("if (") != std::string::npos);
 }
 
+TEST_CASE("split reductions: outputs too many for a group each, too few to fill a GPU, share a group") {
+  auto row_sums = [](int64_t rows, int64_t length) {
+    UOpPtr i = range(rows, 0), k = range(length, 1000);
+    UOpPtr sum = reduce(Ops::ADD, load(index(global(dtypes::f32, rows * length, 1), k * idx(rows) + i)), {k});
+    return kernel("r_rows", {store(index(global(dtypes::f32, rows, 0), i), sum)});
+  };
+  // OpenCL (groups of 64, no warps): 32768 outputs of 1024 steps take 4 slices (131072 threads), a
+  // group serving 16 outputs: thread w of group b computes output 16b + w % 16, slice w / 16.
+  GridKernel split = merge_output_axes_into_grid(row_sums(32768, 1024), 0, 64, -1, true);
+  CHECK(split.group_size == 64);
+  std::vector<const UOp*> ranges = ranges_of(split.ast);
+  REQUIRE(ranges.size() == 3);
+  CHECK(ranges[0]->src(0)->const_int() == 32768 * 4);
+  CHECK(ranges[1]->src(0)->const_int() == 1024 / 4);  // each slice's steps
+  CHECK(ranges[2]->src(0)->const_int() == 4);         // each thread sums its output's 4 partials
+  CHECK(count_ops(split.ast, Ops::DEFINE_LOCAL) == 1);
+  CHECK(count_ops(split.ast, Ops::BARRIER) == 1);
+  for (int64_t g : {0, 15, 16, 63, 64, 64 * 5 + 37})
+    CHECK(stored_element(split.ast, g) == g / 64 * 16 + g % 16);
+  std::string source = opencl_render_kernel(split.ast, kDevice).source;
+  CHECK(source.find("  __local float local0[64];\n") != std::string::npos);
+  // CUDA (groups of 256, warps of 32): 25088 outputs (ResNet-50's 1x1 2048->512 at 7×7) of 2048
+  // steps take 8 slices, 32 outputs (one warp's lanes) per group, and no shuffles: a warp's lanes
+  // are different outputs.
+  GridKernel cuda = merge_output_axes_into_grid(row_sums(25088, 2048), 32, 256, -1, true);
+  CHECK(cuda.group_size == 256);
+  CHECK(ranges_of(cuda.ast)[0]->src(0)->const_int() == 25088 * 8);
+  CHECK(count_ops(cuda.ast, Ops::SHUFFLE_XOR) == 0);
+  CHECK(stored_element(cuda.ast, 256 * 3 + 32 * 5 + 7) == 3 * 32 + 7);
+  // Not split: the switch off, a short reduction, enough outputs to fill the device, or outputs
+  // that are not whole groups.
+  CHECK(merge_output_axes_into_grid(row_sums(32768, 1024), 0, 64, -1, false).group_size == 0);
+  CHECK(merge_output_axes_into_grid(row_sums(32768, 256), 0, 64, -1, true).group_size == 0);
+  CHECK(merge_output_axes_into_grid(row_sums(1 << 17, 1024), 0, 64, -1, true).group_size == 0);
+  CHECK(merge_output_axes_into_grid(row_sums(32768 + 8, 1024), 0, 64, -1, true).group_size == 0);
+}
+
 TEST_CASE("a shorter reduction beside a long one gets one step per lane, without a loop") {
   // Row i: Σk a[i][k] over 4096 steps (a group of 64) plus max_j b[i][j] over 64 steps (one each).
   UOpPtr i = range(2, 0), k = range(4096, 1000), j = range(64, 1001);

@@ -14,6 +14,7 @@ TargetCaps gpu_target_caps_base(const std::string& name) {
   caps.output_grid = true;
   caps.supports_shared_memory = true;
   caps.register_tile = clamped_register_tile(env_integer("KILN_GPU_REGISTER_TILES", 4));
+  caps.split_reductions = env_integer("KILN_GPU_SPLIT_REDUCTIONS", 1) != 0;
   caps.has_fma = true;  // fma() is a device function and an OpenCL builtin; kiln only emits it for MULACC
   return caps;
 }
