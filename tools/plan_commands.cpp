@@ -36,7 +36,7 @@ constexpr int kExitError = 1, kExitUsage = 2, kExitInternal = 3;
 
 void print_compile_help(std::ostream& out) {
   out << "usage: kiln compile MODEL.onnx -o PLAN [--target cpu|opencl|cuda] [--cuda-arch N] [--tuning DB]\n"
-         "                    [--shape SPEC...]\n"
+         "                    [-j N] [--shape SPEC...]\n"
          "\n"
          "Compiles MODEL for this CPU into one plan file (docs/plan-format.md) that libkiln loads and\n"
          "runs without a compiler. Progress goes to stderr. The same model and options give a\n"
@@ -53,6 +53,9 @@ void print_compile_help(std::ostream& out) {
          "  --tuning DB        take each kernel's optimisations from DB (written by 'kiln tune',\n"
          "                     docs/tuning.md) when DB has the kernel; only read, so the same model\n"
          "                     and DB give a byte-identical plan\n"
+         "  -j, --jobs N       compile kernels on N threads (default: KILN_COMPILE_THREADS, else the\n"
+         "                     hardware threads, at most 16); the plan is the same for any N\n"
+         "                     (docs/compile-time.md)\n"
          "  --shape SPEC...    shapes for inputs with symbolic or unknown dimensions: INPUT=D1,D2,...\n"
          "                     (a whole input shape), SYMBOL=N (one dim_param everywhere), or\n"
          "                     SYMBOL=MIN..MAX: the dim_param stays symbolic and the plan runs at any\n"
@@ -381,6 +384,19 @@ int compile_command(const std::vector<std::string>& arguments) {
           return usage_error("compile", "--cuda-arch needs a compute capability such as 75 or 90");
         cuda_architecture = number;
         ++i;
+        in_shapes = false;
+      } else if (argument == "-j" || argument == "--jobs") {
+        long jobs = 0;
+        size_t used = 0;
+        try {
+          if (i + 1 < arguments.size()) jobs = std::stol(arguments[i + 1], &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (i + 1 >= arguments.size() || used != arguments[i + 1].size() || jobs < 1 || jobs > 1024)
+          return usage_error("compile", argument + " needs a number of threads from 1 to 1024");
+        // The compile reads its thread count from the environment (support/parallel_tasks.h).
+        setenv("KILN_COMPILE_THREADS", arguments[++i].c_str(), 1);
         in_shapes = false;
       } else if (argument == "--tuning") {
         if (i + 1 >= arguments.size()) return usage_error("compile", "--tuning needs a database file");

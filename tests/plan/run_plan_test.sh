@@ -64,12 +64,13 @@ case "$mode" in
     KILN_CACHE=0 "$kiln" compile "$model_dir/model.onnx" -o "$work/again.kiln"
     cmp "$work/mnist.kiln" "$work/again.kiln"
     echo "ok: two compiles (cached and uncached kernels) give byte-identical plans"
-    # Kernels are optimised and compiled on several threads (support/parallel_tasks.h): the plan
-    # and the progress lines must not depend on how many, or on which thread finishes first.
+    # Kernels are optimised and compiled on several threads (support/parallel_tasks.h;
+    # KILN_COMPILE_THREADS or --jobs): the plan and the progress lines must not depend on how
+    # many, or on which thread finishes first.
     # (The same output path both times, since the last progress line names it.)
     KILN_CACHE=0 KILN_COMPILE_THREADS=1 "$kiln" compile "$model_dir/model.onnx" -o "$work/threads.kiln" 2> "$work/one.log"
     mv "$work/threads.kiln" "$work/one.kiln"
-    KILN_CACHE=0 KILN_COMPILE_THREADS=5 "$kiln" compile "$model_dir/model.onnx" -o "$work/threads.kiln" 2> "$work/five.log"
+    KILN_CACHE=0 "$kiln" compile "$model_dir/model.onnx" -o "$work/threads.kiln" --jobs 5 2> "$work/five.log"
     mv "$work/threads.kiln" "$work/five.kiln"
     cmp "$work/one.kiln" "$work/five.kiln"
     cmp "$work/mnist.kiln" "$work/five.kiln"
@@ -81,6 +82,13 @@ case "$mode" in
     }
     grep -q "on 5 threads" "$work/five.log"
     echo "ok: compiles on 1 and 5 threads give byte-identical plans and the same progress lines"
+    if "$kiln" compile "$model_dir/model.onnx" -o "$work/none.kiln" -j 0 2> "$work/jobs.log"; then
+      echo "FAILED: kiln compile -j 0 succeeded" >&2
+      exit 1
+    fi
+    grep -q -- "-j needs a number of threads" "$work/jobs.log"
+    [ ! -e "$work/none.kiln" ]
+    echo "ok: -j 0 is refused with a message, and no plan is written"
     ;;
   misuse)
     "$test_plan" misuse "$work/mnist.kiln"
