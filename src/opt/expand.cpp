@@ -81,7 +81,7 @@ UOpPtr expand_unrolls(const UOpPtr& kernel) {
 
 bool vectorizable_dtype(DType dtype) {
   switch (dtype.scalar()) {
-    case ScalarType::BFloat16: case ScalarType::Index: case ScalarType::Void: return false;
+    case ScalarType::Index: case ScalarType::Void: return false;
     default: return !dtype.is_pointer();
   }
 }
@@ -190,7 +190,13 @@ class Vectorizer {
     switch (node->op()) {
       case Ops::LOAD: direct = true; break;
       case Ops::REDUCE: direct = true; break;
-      case Ops::CAST: case Ops::BITCAST: direct = vectorizable_dtype(node->src(0)->dtype()); break;
+      // An integer wider than 16 bits rounds to bf16 through a sticky-bit conversion that the
+      // renderer writes for scalars only.
+      case Ops::CAST: case Ops::BITCAST:
+        direct = vectorizable_dtype(node->src(0)->dtype()) &&
+                 !(node->op() == Ops::CAST && node->dtype().scalar() == ScalarType::BFloat16 &&
+                   node->src(0)->dtype().is_int() && node->src(0)->dtype().scalar_bytes() > 2);
+        break;
       default:
         direct = vector_alu(node->op()) && std::all_of(node->srcs().begin(), node->srcs().end(), [](const UOpPtr& s) {
                    return vectorizable_dtype(s->dtype());

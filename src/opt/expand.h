@@ -22,7 +22,7 @@ namespace kiln {
 UOpPtr expand_unrolls(const UOpPtr& kernel);
 UOpPtr vectorize_upcast(const UOpPtr& kernel);
 
-// True for dtypes whose values the CPU renderer computes as LLVM vectors (not bf16 or index; f16
+// True for dtypes whose values the CPU renderer computes as LLVM vectors (not index; f16 and bf16
 // vectors are widened to f32 vectors for every op and rounded back).
 bool vectorizable_dtype(DType dtype);
 

@@ -120,9 +120,10 @@ int kernel_lanes(const UOpPtr& kernel, const TargetCaps& caps) {
   for (const UOp* node : toposort(kernel)) {
     DType dtype = node->dtype();
     if (dtype.is_pointer() || dtype == dtypes::void_ || dtype.is_index()) continue;
-    if (!vectorizable_dtype(dtype)) return 1;  // bf16 math stays scalar
-    // f16 ops run on f32 vectors (the renderer widens them), so an f16 lane costs an f32 lane.
-    widest = std::max(widest, dtype.scalar() == ScalarType::Float16 ? 4 : dtype.scalar_bytes());
+    if (!vectorizable_dtype(dtype)) return 1;
+    // f16 and bf16 ops run on f32 vectors (the renderer widens them), so a narrow lane costs an
+    // f32 lane.
+    widest = std::max(widest, dtype.is_narrow_float() ? 4 : dtype.scalar_bytes());
   }
   return caps.vector_bytes / widest;
 }

@@ -233,6 +233,26 @@ std::vector<Case> corpus() {
          Tensor x = input({24, 16}, S::Float16, 94, -100, 100);
          return std::vector{x.cast(S::Float32) * 0.25, f32({24, 16}, 95, -100, 100).cast(S::Float16)};
        }},
+      // bf16 values (i16 vectors widened by a shift, rounded back with integer vector ops)
+      {"bf16 broadcast 16x24", [] {
+         return std::vector{input({16, 24}, S::BFloat16, 96) * input({24}, S::BFloat16, 97) +
+                            input({16, 24}, S::BFloat16, 98)};
+       }},
+      {"bf16 sum 13x64", [] { return std::vector{input({13, 64}, S::BFloat16, 99).sum({1})}; }},
+      {"bf16 matmul 16x24 by 24x16", [] {
+         return std::vector{input({16, 24}, S::BFloat16, 100).matmul(input({24, 16}, S::BFloat16, 101))};
+       }},
+      {"bf16 exp sin neg 7x32", [] {
+         Tensor x = input({7, 32}, S::BFloat16, 102, -3, 3);
+         return std::vector{x.exp() + x.sin() - x.neg()};
+       }},
+      {"bf16 casts 24x16", [] {
+         Tensor x = input({24, 16}, S::BFloat16, 103, -100, 100);
+         Tensor i = input({24, 16}, S::Int16, 104, -300, 300), j = input({24, 16}, S::Int32, 105, -70000, 70000);
+         return std::vector{x.cast(S::Float32) * 0.25, f32({24, 16}, 106, -100, 100).cast(S::BFloat16),
+                            x.cast(S::Float16), i.cast(S::BFloat16) + j.cast(S::BFloat16),
+                            x.gt(Tensor::scalar(0.5)).cast(S::BFloat16), x.cast(S::Int32)};
+       }},
   };
 }
 

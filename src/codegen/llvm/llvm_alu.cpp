@@ -34,19 +34,22 @@ llvm::Type* shaped_like(llvm::Value* like, llvm::Type* scalar) {
 llvm::Value* widen(llvm::IRBuilderBase& b, llvm::Value* value, DType dtype) {
   if (dtype.scalar() == ScalarType::Float16) return b.CreateFPExt(value, shaped_like(value, b.getFloatTy()));
   if (dtype.scalar() != ScalarType::BFloat16) return value;
-  // bf16 is the top half of an f32.
-  llvm::Value* bits = b.CreateZExt(b.CreateBitCast(value, b.getInt16Ty()), b.getInt32Ty());
-  return b.CreateBitCast(b.CreateShl(bits, 16), b.getFloatTy());
+  // bf16 is the top half of an f32 (lane by lane for vectors).
+  llvm::Value* bits = b.CreateZExt(b.CreateBitCast(value, shaped_like(value, b.getInt16Ty())),
+                                   shaped_like(value, b.getInt32Ty()));
+  return b.CreateBitCast(b.CreateShl(bits, 16), shaped_like(value, b.getFloatTy()));
 }
 
 // f32 → bf16, round to nearest even; NaN stays NaN (quieted), overflow becomes infinity.
 llvm::Value* f32_to_bf16(llvm::IRBuilderBase& b, llvm::Value* value) {
-  llvm::Value* bits = b.CreateBitCast(value, b.getInt32Ty());
+  llvm::Type* i32 = shaped_like(value, b.getInt32Ty());
+  llvm::Value* bits = b.CreateBitCast(value, i32);
   llvm::Value* lowest_kept = b.CreateAnd(b.CreateLShr(bits, 16), 1);
-  llvm::Value* rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(lowest_kept, b.getInt32(0x7FFF))), 16);
+  llvm::Value* rounded =
+      b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(lowest_kept, llvm::ConstantInt::get(i32, 0x7FFF))), 16);
   llvm::Value* quiet_nan = b.CreateOr(b.CreateLShr(bits, 16), 0x40);
   llvm::Value* is_nan = b.CreateFCmpUNO(value, value);
-  llvm::Value* half = b.CreateTrunc(b.CreateSelect(is_nan, quiet_nan, rounded), b.getInt16Ty());
+  llvm::Value* half = b.CreateTrunc(b.CreateSelect(is_nan, quiet_nan, rounded), shaped_like(value, b.getInt16Ty()));
   return half;
 }
 
@@ -119,7 +122,8 @@ llvm::Value* integer_to_float(llvm::IRBuilderBase& b, llvm::Value* value, DType 
     case ScalarType::Float16:
       return b.CreateFPTrunc(convert(shaped_like(value, b.getFloatTy())), shaped_like(value, b.getHalfTy()));
     case ScalarType::BFloat16:
-      if (bit_width(from) <= 16) return f32_to_bf16(b, convert(b.getFloatTy()));
+      if (bit_width(from) <= 16) return f32_to_bf16(b, convert(shaped_like(value, b.getFloatTy())));
+      // (Scalar only: opt/expand.cpp keeps such casts lane by lane.)
       return f32_to_bf16(b, wide_integer_to_f32_sticky(b, value, from));
     default: throw_internal_error("integer_to_float to " + to.name());
   }
@@ -280,10 +284,8 @@ llvm::Type* llvm_register_type(llvm::LLVMContext& context, DType dtype) {
   if (dtype.is_pointer()) throw_internal_error("LLVM renderer: a pointer of type " + dtype.name() + " is not a value");
   if (dtype.count() != 1) {
     // Vectors of the types whose ops work lane by lane in LLVM: f16 vectors widen to f32 vectors
-    // and back (F16C's VCVTPH2PS / VCVTPS2PH); opt/expand.h keeps bf16 scalar (its rounding is
-    // integer code on i16 registers); index vectors appear only in padding tests.
-    if (dtype.scalar() == ScalarType::BFloat16)
-      throw_internal_error("LLVM renderer: vectors of type " + dtype.name() + " are not supported");
+    // and back (F16C's VCVTPH2PS / VCVTPS2PH), bf16 vectors are i16 vectors widened by a shift and
+    // rounded back with integer vector ops; index vectors appear only in padding tests.
     return llvm::FixedVectorType::get(llvm_register_type(context, dtype.base()), static_cast<unsigned>(dtype.count()));
   }
   switch (dtype.scalar()) {
@@ -371,8 +373,13 @@ llvm::Value* llvm_cast(llvm::IRBuilderBase& builder, llvm::Value* value, DType f
     return builder.CreateICmpNE(value, llvm::ConstantInt::get(value->getType(), 0));
   }
   if (from.is_bool()) {
-    if (to.scalar() == ScalarType::BFloat16)
-      return builder.CreateSelect(value, bf16_constant(context, 1.0), bf16_constant(context, 0.0));
+    if (to.scalar() == ScalarType::BFloat16) {
+      auto shaped = [&](llvm::Constant* scalar) -> llvm::Constant* {
+        auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(value->getType());
+        return vector ? llvm::ConstantVector::getSplat(vector->getElementCount(), scalar) : scalar;
+      };
+      return builder.CreateSelect(value, shaped(bf16_constant(context, 1.0)), shaped(bf16_constant(context, 0.0)));
+    }
     if (to.is_float()) {
       llvm::Type* type = llvm_register_type(context, to);
       return builder.CreateSelect(value, llvm::ConstantFP::get(type, 1.0), llvm::ConstantFP::get(type, 0.0));
