@@ -10,8 +10,9 @@
 //    access (masked per lane when its valid differs between lanes); any other dependent access is
 //    done lane by lane (a gather or scatter). Index arithmetic stays scalar, one copy per lane,
 //    simplified with the lane's value of u — so the contiguity test is exact symbolic arithmetic.
-//    Ops on dtypes the renderer keeps scalar (bf16, index) are also done lane by lane; f16 ops
-//    are vectors (widened to f32 vectors and rounded back by the renderer).
+//    Ops on index values, and casts to bf16 from integers wider than 16 bits, are also done lane
+//    by lane; f16 and bf16 ops are vectors (widened to f32 vectors and rounded back by the
+//    renderer).
 // Both run on a lowered kernel (transcendentals decomposed) and leave no UNROLL/UPCAST RANGE.
 #pragma once
 
