@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "plan/plan_dtype.h"
 #include "plan/plan_reader.h"
@@ -341,6 +342,21 @@ int usage_error(const char* command, const std::string& message) {
   return kExitUsage;
 }
 
+// The whole of arguments[i + 1] as a decimal number in [low, high]; nullopt when it is missing,
+// not a number, has trailing characters or is out of range.
+std::optional<long> option_number(const std::vector<std::string>& arguments, size_t i, long low, long high) {
+  if (i + 1 >= arguments.size()) return std::nullopt;
+  size_t used = 0;
+  long number = 0;
+  try {
+    number = std::stol(arguments[i + 1], &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != arguments[i + 1].size() || number < low || number > high) return std::nullopt;
+  return number;
+}
+
 }  // namespace
 
 void compile_model(const std::string& model_path, const std::string& plan_path,
@@ -373,27 +389,13 @@ int compile_command(const std::vector<std::string>& arguments) {
           return usage_error("compile", "unknown target '" + target + "' (cpu, opencl or cuda)");
         in_shapes = false;
       } else if (argument == "--cuda-arch") {
-        int number = 0;
-        size_t used = 0;
-        try {
-          if (i + 1 < arguments.size()) number = std::stoi(arguments[i + 1], &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (i + 1 >= arguments.size() || used != arguments[i + 1].size() || number < 30 || number > 999)
-          return usage_error("compile", "--cuda-arch needs a compute capability such as 75 or 90");
-        cuda_architecture = number;
+        std::optional<long> number = option_number(arguments, i, 30, 999);
+        if (!number) return usage_error("compile", "--cuda-arch needs a compute capability such as 75 or 90");
+        cuda_architecture = static_cast<int>(*number);
         ++i;
         in_shapes = false;
       } else if (argument == "-j" || argument == "--jobs") {
-        long jobs = 0;
-        size_t used = 0;
-        try {
-          if (i + 1 < arguments.size()) jobs = std::stol(arguments[i + 1], &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (i + 1 >= arguments.size() || used != arguments[i + 1].size() || jobs < 1 || jobs > 1024)
+        if (!option_number(arguments, i, 1, 1024))
           return usage_error("compile", argument + " needs a number of threads from 1 to 1024");
         // The compile reads its thread count from the environment (support/parallel_tasks.h).
         setenv("KILN_COMPILE_THREADS", arguments[++i].c_str(), 1);
