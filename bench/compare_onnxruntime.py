@@ -46,8 +46,21 @@ options:
     --bench-shape SPEC passed to `kiln bench --shape`: a symbolic plan's variables for the timed runs
                        (`sequence=128`); give the sizes the model's test inputs have
     --work-dir DIR     where plans, input files and kiln's outputs go (default: a temporary folder)
+    --device D         cpu (default) or cuda: onnxruntime with its CUDA execution provider against
+                       kiln's CUDA plan (`kiln compile --target cuda --cuda-arch A`). Both take host
+                       inputs and return host outputs each run, so each time includes the copies.
+                       onnxruntime-gpu must be importable (bench/ort_gpu_pack.py carries it to a
+                       lent GPU machine); the run stops if its CUDA provider does not load, rather
+                       than timing its CPU provider by mistake. --threads still sets the CPU threads.
+    --cuda-arch A      the GPU architecture kiln compiles for with --device cuda (default 90: H100/H200)
+    --ort-cuda-option KEY=VALUE
+                       an option of onnxruntime's CUDA provider (repeat it), e.g. use_tf32=0: its
+                       fp32 convs and matmuls may use TF32 (10-bit mantissas) by default, kiln's never
     --csv FILE         also write the table as CSV
     -v, --verbose      print each step
+
+Exit status: 0 when every model has a ratio, 1 when one or more lacks it (the notes under the table say
+why), 2 for bad arguments.
 """
 import argparse
 import math
@@ -181,9 +194,35 @@ def peak_rss_mib(pid="self"):
     return math.nan
 
 
-def ort_worker(connection, model_path, threads):
+def preload_cuda_libraries(onnxruntime):
+    """Loads the CUDA libraries onnxruntime's CUDA provider links against (cuBLAS, cuDNN, the CUDA
+    runtime) from the machine's Python packages before a session needs them: onnxruntime's own
+    preload_dlls() where it has one, and PyTorch's import, which loads the same libraries globally,
+    where torch is installed (the lent GPU machine has PyTorch's nvidia-* packages, not CUDA's
+    system libraries). What fails here shows later as the provider not loading."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+    if hasattr(onnxruntime, "preload_dlls"):
+        try:
+            onnxruntime.preload_dlls()
+        except Exception:
+            pass
+
+
+def ort_providers(device, cuda_options=None):
+    if device == "cuda":
+        return [("CUDAExecutionProvider", dict(cuda_options or {})), "CPUExecutionProvider"]
+    return ["CPUExecutionProvider"]
+
+
+def ort_worker(connection, model_path, threads, device, cuda_options):
     """Runs in the child: answers ('info'), ('create'), ('run', n), ('outputs'), ('finish')."""
     import onnxruntime
+
+    if device == "cuda":
+        preload_cuda_libraries(onnxruntime)
 
     baseline_rss = peak_rss_mib()
 
@@ -199,8 +238,11 @@ def ort_worker(connection, model_path, threads):
                 options.inter_op_num_threads = 1
                 options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
                 start = time.perf_counter()
-                session = onnxruntime.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
+                session = onnxruntime.InferenceSession(model_path, options, providers=ort_providers(device, cuda_options))
                 create_ms = (time.perf_counter() - start) * 1e3
+                if device == "cuda" and "CUDAExecutionProvider" not in session.get_providers():
+                    raise RuntimeError(f"CUDAExecutionProvider did not load (the session has "
+                                       f"{session.get_providers()}); onnxruntime's log above says why")
                 infos = [(i.name, i.type, list(i.shape)) for i in session.get_inputs()]
                 connection.send(("ok", {"create_ms": create_ms, "inputs": infos, "baseline_rss": baseline_rss,
                                         "version": onnxruntime.__version__}))
@@ -229,10 +271,11 @@ def ort_worker(connection, model_path, threads):
 class OrtSession:
     """The parent's handle on one onnxruntime child process."""
 
-    def __init__(self, model_path, threads):
+    def __init__(self, model_path, threads, device="cpu", cuda_options=None):
         context = multiprocessing.get_context("spawn")  # a fresh process: its peak RSS is this model's
         self.connection, child_end = context.Pipe()
-        self.process = context.Process(target=ort_worker, args=(child_end, model_path, threads), daemon=True)
+        self.process = context.Process(target=ort_worker, args=(child_end, model_path, threads, device, cuda_options),
+                                       daemon=True)
         self.process.start()
 
     def call(self, *request):
@@ -307,12 +350,12 @@ def shape_arguments(specs):
     return ["--shape", *specs] if specs else []
 
 
-def kiln_compile(kiln, model_path, plan_path, tuning=None, shapes=None):
-    """Compiles MODEL to PLAN (with the tuning database `tuning` and the `--shape` specs `shapes`,
-    when given); returns the wall time in ms. KILN_CACHE=0: a cold compile, every kernel generated
-    (otherwise kernels compiled by an earlier run come from the disk cache)."""
+def kiln_compile(kiln, model_path, plan_path, tuning=None, shapes=None, target_arguments=()):
+    """Compiles MODEL to PLAN (with the tuning database `tuning`, the `--shape` specs `shapes` and
+    `--target ...` arguments, when given); returns the wall time in ms. KILN_CACHE=0: a cold compile,
+    every kernel generated (otherwise kernels compiled by an earlier run come from the disk cache)."""
     command = [kiln, "compile", model_path, "-o", plan_path] + (["--tuning", tuning] if tuning else [])
-    command += shape_arguments(shapes)
+    command += shape_arguments(shapes) + list(target_arguments)
     completed, wall_ms, _ = run_child(command, env=dict(os.environ, KILN_CACHE="0"))
     if completed.returncode != 0:
         raise kiln_failure("compile", completed)
@@ -377,7 +420,7 @@ def max_abs_error(kiln_outputs_by_name, ort_outputs_by_name):
 def measure(name, model_path, args, kiln_ready, work_dir):
     row = {"model": name, "notes": []}
     log(f"{name}: onnxruntime session ({model_path})")
-    ort = OrtSession(model_path, args.threads)
+    ort = OrtSession(model_path, args.threads, args.device, args.ort_cuda_option)
     try:
         info = ort.call("create")
         row["ort_init_ms"] = info["create_ms"]
@@ -393,7 +436,8 @@ def measure(name, model_path, args, kiln_ready, work_dir):
         if kiln_ok:
             try:
                 log(f"{name}: kiln compile")
-                row["kiln_compile_ms"] = kiln_compile(args.kiln, model_path, plan, args.tuning, args.shape)
+                target = ["--target", "cuda", "--cuda-arch", str(args.cuda_arch)] if args.device == "cuda" else []
+                row["kiln_compile_ms"] = kiln_compile(args.kiln, model_path, plan, args.tuning, args.shape, target)
             except Exception as error:
                 row["notes"].append(str(error))
                 kiln_ok = False
@@ -496,10 +540,18 @@ def main():
     parser.add_argument("--bench-shape", action="append", metavar="SPEC")
     parser.add_argument("--statistic", choices=("median", "min"), default="median")
     parser.add_argument("--work-dir")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--cuda-arch", type=int, default=90)
+    parser.add_argument("--ort-cuda-option", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--csv")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     VERBOSE = args.verbose
+    if any("=" not in option for option in args.ort_cuda_option):
+        parser.error("--ort-cuda-option takes KEY=VALUE")
+    if args.ort_cuda_option and args.device != "cuda":
+        parser.error("--ort-cuda-option needs --device cuda")
+    args.ort_cuda_option = [tuple(option.split("=", 1)) for option in args.ort_cuda_option]
     if args.threads < 1 or args.iterations < 1 or args.rounds < 1 or args.warmup < 0:
         parser.error("--threads, --iterations and --rounds must be at least 1, --warmup at least 0")
 
@@ -511,7 +563,11 @@ def main():
         print(f"kiln: {missing}", file=sys.stderr)
     import onnxruntime
 
-    print(f"onnxruntime {onnxruntime.__version__}, {args.threads} thread(s), {args.rounds} round(s) of "
+    where = ""
+    if args.device == "cuda":
+        options = ", ".join(f"{k}={v}" for k, v in args.ort_cuda_option)
+        where = f"CUDA (kiln sm_{args.cuda_arch}; onnxruntime's CUDA provider{' with ' + options if options else ''}), "
+    print(f"onnxruntime {onnxruntime.__version__}, {where}{args.threads} thread(s), {args.rounds} round(s) of "
           f"{args.iterations} runs after {args.warmup} warm-up runs; times in ms, memory in MiB")
     with tempfile.TemporaryDirectory(prefix="kiln_bench_") as temporary:
         work_dir = args.work_dir or temporary
@@ -520,7 +576,7 @@ def main():
     print_table(rows)
     if args.csv:
         write_csv(rows, args.csv)
-    return 0
+    return 0 if all("kiln/ort" in row for row in rows) else 1
 
 
 if __name__ == "__main__":

@@ -10,9 +10,9 @@ after 10 warm-ups. fp32 runs with TF32 off (kiln computes plain fp32), and fp16 
 The models match bench/export_models.py's in architecture and shape (torchvision's ResNet-50 and
 MobileNetV2, a BERT-base encoder at sequence 128), not in weights: timings do not depend on them.
 
-Why PyTorch and not onnxruntime's CUDA execution provider: the machines lent to this project have no
-network, and the onnxruntime-gpu wheel (255 MB, plus CUDA 12 libraries) is larger than what can be
-carried there. PyTorch calls the same cuDNN and cuBLAS kernels.
+A second baseline beside onnxruntime's CUDA execution provider (bench/compare_onnxruntime.py
+--device cuda; bench/README.md, "A GPU session", carries onnxruntime-gpu to a lent machine in parts).
+PyTorch calls the same cuDNN and cuBLAS kernels, eagerly, one op at a time.
 """
 import argparse
 import time
