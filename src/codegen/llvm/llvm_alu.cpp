@@ -31,8 +31,17 @@ llvm::Type* shaped_like(llvm::Value* like, llvm::Type* scalar) {
 }
 
 // f16/bf16 → f32 (exact); other values unchanged.
+//
+// A vector f16 widening is wrapped in llvm.arithmetic.fence (which compiles to nothing). Without it,
+// InstCombine rewrites `fcmp (fpext a), (fpext b)`, and a compare with a constant that f16 holds
+// exactly, into a compare of the f16 vectors themselves, and x86 without AVX512-FP16 scalarises
+// vector compares of halves: one vcvtph2ps and one vucomiss per lane, plus mask shuffling. Every
+// f16 ReLU, max, erf and NaN test paid that (BERT-base fp16's GELU: 512 vucomiss per 256 values).
 llvm::Value* widen(llvm::IRBuilderBase& b, llvm::Value* value, DType dtype) {
-  if (dtype.scalar() == ScalarType::Float16) return b.CreateFPExt(value, shaped_like(value, b.getFloatTy()));
+  if (dtype.scalar() == ScalarType::Float16) {
+    llvm::Value* wide = b.CreateFPExt(value, shaped_like(value, b.getFloatTy()));
+    return wide->getType()->isVectorTy() ? b.CreateArithmeticFence(wide, wide->getType()) : wide;
+  }
   if (dtype.scalar() != ScalarType::BFloat16) return value;
   // bf16 is the top half of an f32 (lane by lane for vectors).
   llvm::Value* bits = b.CreateZExt(b.CreateBitCast(value, shaped_like(value, b.getInt16Ty())),
