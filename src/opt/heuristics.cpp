@@ -114,6 +114,26 @@ int64_t alu_cost(const UOpPtr& kernel) {
   return cost;
 }
 
+// Whether the kernel compares f16 values (a compare or MAX of f16 operands, or of f32 values cast
+// from f16). LLVM's loop vectoriser handles such loops badly on x86 without AVX512-FP16: InstCombine
+// narrows the renderer's compares of widened values to compares of halves, the vectoriser picks 4
+// lanes for them, and the backend scalarises compares of halves lane by lane (ResNet-50 fp16's
+// residual ReLU kernels ran 4-10x slower than their f32 versions). kiln's own vectors keep the
+// compares in f32 (llvm_alu.cpp, widen). Other f16 streaming kernels stay with LLVM: a padded
+// copy's masked lanes cost more as explicit vectors than LLVM's narrow ones.
+bool compares_f16(const UOpPtr& kernel) {
+  auto from_f16 = [](const UOpPtr& value) {
+    return value->dtype().scalar() == ScalarType::Float16 ||
+           (value->op() == Ops::CAST && value->src(0)->dtype().scalar() == ScalarType::Float16);
+  };
+  for (const UOp* node : toposort(kernel)) {
+    Ops op = node->op();
+    if (op != Ops::CMPLT && op != Ops::CMPNE && op != Ops::CMPEQ && op != Ops::MAX) continue;
+    if (from_f16(node->src(0)) || from_f16(node->src(1))) return true;
+  }
+  return false;
+}
+
 // The lanes a vector can hold for the widest value the kernel computes.
 int kernel_lanes(const UOpPtr& kernel, const TargetCaps& caps) {
   int widest = 1;
@@ -295,8 +315,10 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // Kernels without a reduction are left to LLVM's loop vectoriser, which interleaves and unrolls
   // a streaming loop better than one explicit vector per iteration (c = a + b: 33-39 GB/s against
   // 30-33 with an UPCAST, alternating runs on this machine) — unless they compute enough per
-  // element to be compute-bound: LLVM left YOLOX's SiLU kernels (a sigmoid's exp2 polynomial) scalar.
-  if (lanes < 4 || outputs.empty() || (!reduces && alu_cost(kernel) < kExpensiveElementwise)) return opts;
+  // element to be compute-bound (LLVM left YOLOX's SiLU kernels, a sigmoid's exp2 polynomial,
+  // scalar), or compare f16 values (compares_f16).
+  if (lanes < 4 || outputs.empty() || (!reduces && alu_cost(kernel) < kExpensiveElementwise && !compares_f16(kernel)))
+    return opts;
 
   // 1. The vector axis: the first output axis and width (the widest first) for which the UPCAST
   // makes every store and every load inside a reduction that varies with it contiguous. Failing
