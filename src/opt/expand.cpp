@@ -103,6 +103,13 @@ class Vectorizer {
   Vectorizer(const UOpPtr& kernel, const UOp* upcast)
       : kernel_(kernel), upcast_(upcast), width_(static_cast<int>(upcast->src(0)->const_int())) {
     for (const UOp* node : toposort(kernel)) {
+      // A REDUCE over the upcast (a reduce axis's lanes) is one scalar: its source is a vector whose
+      // lanes it combines (lane_reduce).
+      if (node->op() == Ops::REDUCE && std::any_of(node->srcs().begin() + 1, node->srcs().end(),
+                                                   [&](const UOpPtr& r) { return r.get() == upcast; })) {
+        lane_reduces_.push_back(node);
+        continue;
+      }
       bool depends = node == upcast;
       for (const UOpPtr& source : node->srcs()) depends = depends || depends_.count(source.get()) != 0;
       if (depends) depends_.insert(node);
@@ -110,6 +117,13 @@ class Vectorizer {
   }
 
   UOpPtr run() {
+    if (!lane_reduces_.empty()) {
+      // The upcast is a reduce axis: no store depends on it, and each REDUCE over it becomes a
+      // vector REDUCE over its other ranges whose lanes are then combined.
+      std::unordered_map<const UOp*, UOpPtr> combined;
+      for (const UOp* reduce : lane_reduces_) combined[reduce] = lane_reduce(reduce->self());
+      return substitute(kernel_, combined);
+    }
     std::vector<UOpPtr> stores;
     for (const UOpPtr& store : kernel_->srcs()) {
       if (!depends(store.get())) {
@@ -123,6 +137,25 @@ class Vectorizer {
 
  private:
   bool depends(const UOp* node) const { return depends_.count(node) != 0; }
+
+  // REDUCE(v, r…, u) over the upcast u: the W lanes of REDUCE(vector v, r…) combined by the
+  // REDUCE's op in a balanced tree (a horizontal reduction), or of vector v itself when u is its
+  // only range. Each lane sums every W-th step, so float sums are reassociated, as reductions are
+  // allowed to be.
+  UOpPtr lane_reduce(const UOpPtr& reduce) {
+    UOpPtr partial = vector(reduce->src(0));
+    std::vector<UOpPtr> ranges;
+    for (size_t i = 1; i < reduce->src_count(); ++i)
+      if (reduce->src(i).get() != upcast_) ranges.push_back(reduce->src(i));
+    if (!ranges.empty()) {
+      ranges.insert(ranges.begin(), partial);
+      partial = UOp::make(Ops::REDUCE, reduce->dtype().vec(width_), std::move(ranges), reduce->arg());
+    }
+    std::vector<UOpPtr> lanes_of_partial;
+    for (int l = 0; l < width_; ++l)
+      lanes_of_partial.push_back(UOp::make(Ops::GEP, reduce->dtype(), {partial}, std::vector<int64_t>{l}));
+    return combine(reduce->arg_op(), lanes_of_partial);
+  }
 
   // The scalar value of `node` in lane `lane_number`: index arithmetic re-evaluated with the lane's
   // value of the upcast (and simplified), a lane of a vector op, or the op applied to its sources' lanes.
@@ -349,6 +382,7 @@ class Vectorizer {
   UOpPtr kernel_;
   const UOp* upcast_;
   int width_;
+  std::vector<const UOp*> lane_reduces_;
   std::unordered_set<const UOp*> depends_;
   std::unordered_map<const UOp*, UOpPtr> vectors_;
   std::unordered_map<const UOp*, bool> direct_;

@@ -12,7 +12,9 @@
 //    simplified with the lane's value of u — so the contiguity test is exact symbolic arithmetic.
 //    Ops on index values, and casts to bf16 from integers wider than 16 bits, are also done lane
 //    by lane; f16 and bf16 ops are vectors (widened to f32 vectors and rounded back by the
-//    renderer).
+//    renderer). When u is (part of) a reduce axis, each REDUCE over it becomes a vector REDUCE over
+//    its other ranges, whose lanes are then combined by its op in a balanced tree: each lane
+//    reduces every W-th step.
 // Both run on a lowered kernel (transcendentals decomposed) and leave no UNROLL/UPCAST RANGE.
 #pragma once
 

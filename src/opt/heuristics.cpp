@@ -134,6 +134,22 @@ bool compares_f16(const UOpPtr& kernel) {
   return false;
 }
 
+// Whether the kernel computes with f16 values (an ALU op or a CAST producing f16).
+bool computes_f16(const UOpPtr& kernel) {
+  for (const UOp* node : toposort(kernel))
+    if (node->dtype().scalar() == ScalarType::Float16 && !node->dtype().is_pointer() &&
+        (op_is_alu(node->op()) || node->op() == Ops::CAST))
+      return true;
+  return false;
+}
+
+// Whether some access of the kernel has a valid (a padded or masked load or store).
+bool masked(const UOpPtr& kernel) {
+  for (const UOp* node : toposort(kernel))
+    if (node->op() == Ops::INDEX && node->src_count() == 3) return true;
+  return false;
+}
+
 // The lanes a vector can hold for the widest value the kernel computes.
 int kernel_lanes(const UOpPtr& kernel, const TargetCaps& caps) {
   int widest = 1;
@@ -298,6 +314,33 @@ int64_t new_output_axis(const UOpPtr& kernel, const std::vector<Opt>& opts) {
   throw std::logic_error("new_output_axis: the SPLIT added no output loop");
 }
 
+// 1b. When no output axis can be the vector (each output's loads run along the reduction: a
+// LayerNorm's or softmax's rows), a kernel computing in f16 takes its vector along a reduce axis
+// whose loads inside the reduction are all contiguous in it: each lane reduces every W-th step and
+// the lanes are combined at the end (opt/expand.h). Such f32 kernels are left to LLVM's loop
+// vectoriser, which does the same; for f16 it narrows the ops to halves and picks 4-8 lanes
+// (BERT-base fp16's LayerNorm rows ran 5x slower than the f32 ones).
+std::vector<Opt> reduction_vector_opts(const UOpPtr& kernel, int lanes) {
+  for (const UOp* range : tunable_ranges(kernel)) {
+    if (axis_kind(range->arg_int()) != AxisKind::Reduce) continue;
+    for (int64_t w = lanes; w >= 4; w /= 2) {
+      if (extent_of(range) % w != 0) continue;
+      UOpPtr candidate = apply_opt(kernel, {OptOp::Upcast, range->arg_int(), w});
+      const UOp* lanes_range = nullptr;
+      for (const UOp* r : tunable_ranges(candidate))
+        if (axis_kind(r->arg_int()) == AxisKind::Upcast) lanes_range = r;
+      bool fits = lanes_range != nullptr, vector_loads = false;
+      for (const Access& access : global_accesses(candidate)) {
+        if (!fits || access.is_store || !depends_on(access.index, lanes_range)) continue;
+        fits = contiguous_in(access.index, lanes_range, w);
+        vector_loads = true;
+      }
+      if (fits && vector_loads) return {{OptOp::Upcast, range->arg_int(), w}};
+    }
+  }
+  return {};
+}
+
 std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   std::vector<Opt> opts;
   if (!caps.supports_vector_ops) return opts;
@@ -317,7 +360,8 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // 30-33 with an UPCAST, alternating runs on this machine) — unless they compute enough per
   // element to be compute-bound (LLVM left YOLOX's SiLU kernels, a sigmoid's exp2 polynomial,
   // scalar), or compare f16 values (compares_f16).
-  if (lanes < 4 || outputs.empty() || (!reduces && alu_cost(kernel) < kExpensiveElementwise && !compares_f16(kernel)))
+  if (lanes < 4 || outputs.empty() ||
+      (!reduces && alu_cost(kernel) < kExpensiveElementwise && !compares_f16(kernel) && !(computes_f16(kernel) && !masked(kernel))))
     return opts;
 
   // 1. The vector axis: the first output axis and width (the widest first) for which the UPCAST
@@ -396,7 +440,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
     }
     if (vector_axis != nullptr) break;
   }
-  if (vector_axis == nullptr) return opts;
+  if (vector_axis == nullptr) return computes_f16(kernel) ? reduction_vector_opts(kernel, lanes) : opts;
   opts.push_back({OptOp::Upcast, vector_axis->arg_int(), width});
 
   // 2. The register tile: rows whose loads inside the reduction do not vary with the vector axis,

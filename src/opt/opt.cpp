@@ -205,10 +205,8 @@ UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
     return pad_range(kernel, target, padded);
   }
   if (opt.amount < 2 || extent % opt.amount != 0) throw invalid(str_cat("the amount does not divide the extent ", extent));
-  if (opt.op == OptOp::Upcast) {
-    if (kind == AxisKind::Reduce) throw invalid("an UPCAST of a reduce axis would need a horizontal reduction");
-    if (next_axis_in_band(ranges, kFirstUpcastAxis) != kFirstUpcastAxis) throw invalid("the kernel has an UPCAST already");
-  }
+  if (opt.op == OptOp::Upcast && next_axis_in_band(ranges, kFirstUpcastAxis) != kFirstUpcastAxis)
+    throw invalid("the kernel has an UPCAST already");
   int64_t band = opt.op == OptOp::Upcast ? kFirstUpcastAxis : kFirstUnrollAxis;
   return split_range(kernel, target, range(extent / opt.amount, opt.axis), range(opt.amount, next_axis_in_band(ranges, band)));
 }

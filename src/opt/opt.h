@@ -46,7 +46,7 @@ enum class AxisKind { Loop, Reduce, Upcast, Unroll };
 AxisKind axis_kind(int64_t axis);
 
 enum class OptOp {
-  Upcast,  // an output axis's inner part becomes vector lanes (one UPCAST per kernel)
+  Upcast,  // an output or reduce axis's inner part becomes vector lanes (one UPCAST per kernel)
   Unroll,  // an output or reduce axis's inner part becomes copies of the code (register tiles)
   Swap,    // two output loops trade places (`amount` is the other axis id): which one is outermost
   Merge,   // output loop `axis` absorbs the inner output loop `amount` (a·E + b becomes one range)
@@ -62,8 +62,8 @@ struct Opt {
   friend bool operator==(const Opt&, const Opt&) = default;
 };
 
-// Why an Opt cannot apply (no such axis, amount does not divide, an UPCAST of a reduce axis, a second
-// UPCAST): the message names the Opt and the kernel.
+// Why an Opt cannot apply (no such axis, amount does not divide, a second UPCAST): the message names
+// the Opt and the kernel.
 class InvalidOpt : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

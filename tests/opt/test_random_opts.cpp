@@ -32,6 +32,7 @@
 #include "ir/printer.h"
 #include "ir/substitute.h"
 #include "kiln/kiln.hpp"
+#include "opt/expand.h"
 #include "opt/heuristics.h"
 #include "opt/opt.h"
 #include "passes/pipeline.h"
@@ -489,7 +490,7 @@ class KernelOracle {
   std::vector<Output> outputs_;
 };
 
-// Every Opt the oracle may draw for `ast` now: UPCAST of an output axis by 2/4/8/16, UNROLL of an
+// Every Opt the oracle may draw for `ast` now: UPCAST of an output or reduce axis by 2/4/8/16, UNROLL of an
 // output or reduce axis by 2/3/4/5/7/8, each dividing the axis and within the expansion budget;
 // PADTO of an output axis to a multiple of 4/8/16; SPLIT of an output axis by 3 or 8 (padded where
 // that does not divide it); SWAP and MERGE of two output axes.
@@ -505,7 +506,7 @@ std::vector<Opt> candidate_opts(const UOpPtr& ast, int64_t expansion) {
           candidates.push_back({op, range->arg_int(), amount});
       }
     };
-    if (kind == AxisKind::Loop) add(OptOp::Upcast, {2, 4, 8, 16});
+    if (kind == AxisKind::Loop || kind == AxisKind::Reduce) add(OptOp::Upcast, {2, 4, 8, 16});
     if (kind == AxisKind::Loop || kind == AxisKind::Reduce) add(OptOp::Unroll, {2, 3, 4, 5, 7, 8});
     if (kind != AxisKind::Loop) continue;
     for (int64_t multiple : {4, 8, 16})
@@ -667,7 +668,6 @@ TEST_CASE("apply_opt rejects the Opts that do not fit a kernel") {
   int64_t reduce_axis = kFirstReduceAxis;
   CHECK_THROWS_AS(apply_opt(ast, {OptOp::Unroll, 0, 5}), InvalidOpt);              // 5 does not divide 16
   CHECK_THROWS_AS(apply_opt(ast, {OptOp::Unroll, 7, 2}), InvalidOpt);              // no such axis
-  CHECK_THROWS_AS(apply_opt(ast, {OptOp::Upcast, reduce_axis, 4}), InvalidOpt);    // UPCAST of a reduce axis
   CHECK_THROWS_AS(apply_opts(ast, {{OptOp::Upcast, 1, 4}, {OptOp::Upcast, 0, 4}}), InvalidOpt);  // a second UPCAST
   CHECK_THROWS_AS(apply_opts(ast, {{OptOp::Unroll, 1, 4}, {OptOp::Unroll, kFirstUnrollAxis, 2}}), InvalidOpt);
   CHECK_NOTHROW(apply_opts(ast, {{OptOp::Upcast, 1, 8}, {OptOp::Unroll, 1, 2}, {OptOp::Unroll, reduce_axis, 3}}));
@@ -1083,6 +1083,48 @@ TEST_CASE("the heuristics: a 13x13 1x1 conv pads its merged pixels for a registe
 
 // A regression: an UNROLL that takes a reduce axis whole once left its outer range (extent 1, folded
 // to CONST 0) in the REDUCE's range list, which the linearizer rejected.
+TEST_CASE("an UPCAST of a reduce axis: each lane reduces every W-th step, then the lanes are combined") {
+  struct Reduction {
+    const char* name;
+    Tensor value;
+    std::vector<Opt> opts;
+  };
+  std::vector<Reduction> reductions{
+      {"sum", f32({4, 64}, 110).sum({1}), {{OptOp::Upcast, kFirstReduceAxis, 16}}},
+      {"sum, lanes and an unroll", f32({4, 96}, 111).sum({1}),
+       {{OptOp::Upcast, kFirstReduceAxis, 8}, {OptOp::Unroll, kFirstReduceAxis, 3}}},
+      {"max, every step a lane", f32({3, 8}, 112, -5, 5).max({1}), {{OptOp::Upcast, kFirstReduceAxis, 8}}},
+      {"f16 variance", [] {
+         Tensor centred = (input({2, 48}, S::Float16, 113) + input({48}, S::Float16, 114)).cast(S::Float32) - 0.25;
+         return (centred * centred).sum({1});
+       }(), {{OptOp::Upcast, kFirstReduceAxis, 16}}},
+  };
+  for (size_t i = 0; i < reductions.size(); ++i) {
+    const Reduction& reduction = reductions[i];
+    INFO(reduction.name);
+    BoundSchedule bound = bind_schedule({reduction.value});
+    REQUIRE(bound.schedule.kernels.size() == 1);
+    const ScheduledKernel& kernel = bound.schedule.kernels[0];
+    // Symbols are per process: each case its own prefix.
+    KernelOracle oracle(bound.schedule, kernel, bound.arguments(kernel), str_cat("oracle_reduce_upcast_", i, "_"));
+    oracle.run_reference();
+    Random random(2);
+    std::optional<std::string> problem = oracle.check(reduction.opts, random);
+    INFO(problem.value_or(""));
+    CHECK(!problem);
+    // After the expander: a vector REDUCE (unless the lanes were the whole reduction), its lanes
+    // combined, and no REDUCE left over the lanes.
+    UOpPtr expanded = vectorize_upcast(expand_unrolls(apply_opts(kernel.ast, reduction.opts)));
+    bool vector_reduce = false, lanes_left = false;
+    for (const UOp* node : toposort(expanded)) {
+      if (node->op() == Ops::REDUCE && node->dtype().count() > 1) vector_reduce = true;
+      if (node->op() == Ops::RANGE && axis_kind(node->arg_int()) == AxisKind::Upcast) lanes_left = true;
+    }
+    CHECK(vector_reduce == (std::string(reduction.name) != "max, every step a lane"));
+    CHECK_FALSE(lanes_left);
+  }
+}
+
 TEST_CASE("a reduce axis unrolled whole") {
   BoundSchedule bound = bind_schedule({f32({2, 3}, 1).sum({1})});
   REQUIRE(bound.schedule.kernels.size() == 1);
