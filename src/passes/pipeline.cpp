@@ -30,10 +30,16 @@ UOpPtr lower_kernel(const UOpPtr& ast) {
 namespace {
 
 // Kernels loaded into this process, by symbol: the JIT may define each symbol once, and a kernel
-// compiled for one realize is reused by the next.
+// compiled for one realize is reused by the next. Each symbol keeps the hash of the AST it was
+// compiled from: kernel names carry their AST's hash, so a symbol met again with another AST is a
+// caller's naming bug (a test's hand-made names), which would otherwise run the old kernel silently.
 struct LoadedKernels {
+  struct Entry {
+    KernelFunction function;
+    uint64_t ast_hash;
+  };
   std::mutex mutex;
-  std::unordered_map<std::string, KernelFunction> functions;
+  std::unordered_map<std::string, Entry> functions;
 };
 
 LoadedKernels& loaded_kernels() {
@@ -81,10 +87,13 @@ LoadedKernel compile_cpu_kernel(const ScheduledKernel& kernel) {
   const std::string& symbol = kernel.name();
   LoadedKernels& loaded = loaded_kernels();
   LoadedKernel result;
+  const uint64_t ast_hash = kernel.ast->hash();
   auto already_loaded = [&] {
     auto found = loaded.functions.find(symbol);
     if (found == loaded.functions.end()) return false;
-    result.function = found->second;
+    if (found->second.ast_hash != ast_hash)
+      throw_internal_error(str_cat("kernel ", symbol, " was loaded earlier for another AST: each kernel name must identify its AST"));
+    result.function = found->second.function;
     result.reused = true;
     return true;
   };
@@ -99,7 +108,7 @@ LoadedKernel compile_cpu_kernel(const ScheduledKernel& kernel) {
   std::lock_guard lock(loaded.mutex);
   if (already_loaded()) return result;
   result.function = cpu_load(object, symbol);
-  loaded.functions.emplace(symbol, result.function);
+  loaded.functions.emplace(symbol, LoadedKernels::Entry{result.function, ast_hash});
   result.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

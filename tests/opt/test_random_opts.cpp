@@ -1125,6 +1125,25 @@ TEST_CASE("an UPCAST of a reduce axis: each lane reduces every W-th step, then t
   }
 }
 
+TEST_CASE("a kernel name met again with another AST is refused, not run as the old kernel") {
+  // Kernel names carry their AST's hash; names made by hand (as this file's oracles make them) must
+  // not collide, and a collision is an error rather than a silent reuse of the first kernel.
+  BoundSchedule sums = bind_schedule({f32({2, 8}, 120).sum({1})});
+  BoundSchedule maxima = bind_schedule({f32({2, 8}, 121).max({1})});
+  REQUIRE(sums.schedule.kernels.size() == 1);
+  REQUIRE(maxima.schedule.kernels.size() == 1);
+  auto named = [](ScheduledKernel kernel) {
+    kernel.ast = UOp::make(Ops::SINK, dtypes::void_, kernel.ast->srcs(), std::string("same_name_other_ast"));
+    return kernel;
+  };
+  ScheduledKernel first = named(sums.schedule.kernels[0]);
+  bool compiled = compile_cpu_kernel(first).function != nullptr;
+  CHECK(compiled);
+  CHECK(compile_cpu_kernel(first).reused);
+  CHECK_THROWS_WITH_AS(compile_cpu_kernel(named(maxima.schedule.kernels[0])),
+                       doctest::Contains("was loaded earlier for another AST"), InternalError);
+}
+
 TEST_CASE("a reduce axis unrolled whole") {
   BoundSchedule bound = bind_schedule({f32({2, 3}, 1).sum({1})});
   REQUIRE(bound.schedule.kernels.size() == 1);
