@@ -30,7 +30,9 @@
 // A PAD counts as 2 ops in that cost (bounds compares, a select, a masked load), so a
 // concatenation of many inputs read through a broadcast (a 1x1 conv over DenseNet's concatenated
 // features) is materialised once instead of re-selecting its inputs per output channel.
-// Cheap elementwise work (a cast, a relu, padding) is recomputed: memory traffic costs more. But a
+// Cheap elementwise work (a cast, a relu, padding) is recomputed: memory traffic costs more. An op
+// on f16 or bf16 values counts twice, and a cast to them once: each rounds its result (an f16 or
+// bf16 bias add before a matmul is then stored once, not rounded in the matmul's loop). But a
 // value that this rule stores and that only a narrowing float cast reads (an f32 LayerNorm cast to
 // f16 for an f16 matmul) is stored as the cast's value: fewer bytes, and rounded once
 // (stores_narrowed).
@@ -110,8 +112,14 @@ int recompute_cost(const UOp* root, int limit = kExpensiveOps, int pad_cost = 2,
     if (node->op() == Ops::REDUCE_AXIS || node->op() == Ops::CONTIGUOUS || node->op() == Ops::BUFFER) continue;
     if (node != root && stored && stored(node)) continue;
     bool select = node->op() == Ops::WHERE || node->dtype().is_bool();
+    // An op on f16 or bf16 values is computed in f32 and rounded back (two conversions, or a
+    // dozen integer ops for bf16), and so is a cast that narrows to them: each rounding counts one
+    // more. (BERT-base bf16's attention scores recomputed the query's bias add and its roundings
+    // for every key tile, at 37 GFLOP/s.)
+    bool narrow = node->dtype().is_narrow_float();
     if ((group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary) && (count_selects || !select))
-      cost += (node->op() == Ops::EXP2 || node->op() == Ops::LOG2 || node->op() == Ops::SIN) ? 20 : 1;
+      cost += (node->op() == Ops::EXP2 || node->op() == Ops::LOG2 || node->op() == Ops::SIN) ? 20 : (narrow ? 2 : 1);
+    if (node->op() == Ops::CAST && narrow && !node->src(0)->dtype().is_narrow_float()) cost += 1;
     // A PAD lowers to bounds compares, a select and a masked load: a concatenation of k inputs is
     // k of them plus k - 1 selects, work that a broadcast (a 1x1 conv over the concatenation)
     // would repeat for every output channel.
