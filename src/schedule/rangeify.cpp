@@ -50,6 +50,7 @@
 
 #include "ir/build.h"
 #include "passes/symbolic.h"
+#include "schedule/copy_elision.h"
 #include "schedule/order_output_axes.h"
 #include "schedule/reduce_collapse.h"
 #include "schedule/schedule.h"
@@ -1139,6 +1140,7 @@ class Rangeifier {
 Schedule create_schedule(const std::vector<UOpPtr>& outputs, const ScheduleOptions& options) {
   Rangeifier rangeifier(outputs, options);
   Schedule schedule = rangeifier.take();
+  elide_copies(schedule);
   plan_memory(schedule);
   return schedule;
 }
