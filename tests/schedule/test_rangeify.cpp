@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "ir/printer.h"
 #include "kiln/kiln.hpp"
@@ -27,6 +28,21 @@ int count_ops(const UOpPtr& ast, Ops op) {
 Tensor input(Shape shape) {
   std::vector<float> values(static_cast<size_t>(shape_numel(shape)), 1.0f);
   return Tensor::from_vector(values, shape);
+}
+
+// Checks `values`, a (N, H + top + bottom, W + 1 + 1) zero-padded copy of f(source) for a source
+// of shape (N, H, W), element by element.
+void check_padded(const std::vector<float>& values, const std::vector<float>& source, int64_t batches, int64_t rows,
+                  int64_t columns, int64_t top, int64_t bottom, const std::function<float(float)>& f) {
+  int64_t padded_rows = rows + top + bottom, padded_columns = columns + 2;
+  REQUIRE(values.size() == static_cast<size_t>(batches * padded_rows * padded_columns));
+  for (int64_t n = 0; n < batches; ++n)
+    for (int64_t h = 0; h < padded_rows; ++h)
+      for (int64_t w = 0; w < padded_columns; ++w) {
+        bool inside = h >= top && h < top + rows && w >= 1 && w <= columns;
+        float expected = inside ? f(source[static_cast<size_t>((n * rows + h - top) * columns + w - 1)]) : 0.0f;
+        CHECK(values[static_cast<size_t>((n * padded_rows + h) * padded_columns + w)] == expected);
+      }
 }
 
 TEST_SUITE("schedule") {
@@ -115,15 +131,7 @@ TEST_CASE("a padded copy of a computed value stores it into the padded buffer, w
     for (const UOp* node : toposort(kernel.ast))
       if (node->op() == Ops::STORE && node->src(0)->src_count() > 2) ++masked_stores;
   CHECK(masked_stores == 0);
-  std::vector<float> values = out.to_vector<float>();
-  REQUIRE(values.size() == 2 * 6 * 18);
-  for (int64_t n = 0; n < 2; ++n)
-    for (int64_t h = 0; h < 6; ++h)
-      for (int64_t w = 0; w < 18; ++w) {
-        bool inside = h >= 1 && h < 4 && w >= 1 && w < 17;
-        float expected = inside ? std::max(0.0f, 2.0f * counting[static_cast<size_t>((n * 3 + h - 1) * 16 + w - 1)]) : 0.0f;
-        CHECK(values[static_cast<size_t>((n * 6 + h) * 18 + w)] == expected);
-      }
+  check_padded(out.to_vector<float>(), counting, 2, 3, 16, 1, 2, [](float v) { return std::max(0.0f, 2.0f * v); });
 
   // Rows of 5 floats are not whole lines: the activation is stored, then copied with its border.
   Tensor narrow = Tensor::from_vector(std::vector<float>(counting.begin(), counting.begin() + 30), {2, 3, 5});
@@ -407,15 +415,7 @@ TEST_CASE("a copy of a stored value in its own order is elided: the producer wri
   Schedule schedule = schedule_of({out});
   CHECK(schedule.kernels.size() == 2);
   CHECK(intermediates(schedule) == 1);  // the activation; the padded buffer is the output
-  std::vector<float> values = out.to_vector<float>();
-  REQUIRE(values.size() == 2 * 5 * 7);
-  for (int64_t n = 0; n < 2; ++n)
-    for (int64_t h = 0; h < 5; ++h)
-      for (int64_t w = 0; w < 7; ++w) {
-        bool inside = h >= 1 && h < 4 && w >= 1 && w < 6;
-        float expected = inside ? 2.0f * counting[static_cast<size_t>((n * 3 + h - 1) * 5 + w - 1)] : 0.0f;
-        CHECK(values[static_cast<size_t>((n * 5 + h) * 7 + w)] == expected);
-      }
+  check_padded(out.to_vector<float>(), counting, 2, 3, 5, 1, 1, [](float v) { return 2.0f * v; });
   // Not elided: a copy of an input (the caller's buffer stays the caller's).
   Schedule of_input = schedule_of({contiguous(input({16, 24}).reshape({24, 16}))});
   CHECK(of_input.kernels.size() == 1);
