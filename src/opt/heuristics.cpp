@@ -115,12 +115,7 @@ int64_t alu_cost(const UOpPtr& kernel) {
 }
 
 // Whether the kernel compares f16 values (a compare or MAX of f16 operands, or of f32 values cast
-// from f16). LLVM's loop vectoriser handles such loops badly on x86 without AVX512-FP16: InstCombine
-// narrows the renderer's compares of widened values to compares of halves, the vectoriser picks 4
-// lanes for them, and the backend scalarises compares of halves lane by lane (ResNet-50 fp16's
-// residual ReLU kernels ran 4-10x slower than their f32 versions). kiln's own vectors keep the
-// compares in f32 (llvm_alu.cpp, widen). Other f16 streaming kernels stay with LLVM: a padded
-// copy's masked lanes cost more as explicit vectors than LLVM's narrow ones.
+// from f16).
 bool compares_f16(const UOpPtr& kernel) {
   auto from_f16 = [](const UOpPtr& value) {
     return value->dtype().scalar() == ScalarType::Float16 ||
@@ -148,6 +143,18 @@ bool masked(const UOpPtr& kernel) {
   for (const UOp* node : toposort(kernel))
     if (node->op() == Ops::INDEX && node->src_count() == 3) return true;
   return false;
+}
+
+// Whether a streaming f16 kernel should get kiln's own vectors rather than LLVM's loop vectoriser,
+// which handles f16 badly on x86 without AVX512-FP16: InstCombine narrows the renderer's
+// widen-compute-round sequences to half ops, the vectoriser picks 4 lanes for them, and the backend
+// scalarises compares of halves lane by lane (ResNet-50 fp16's residual ReLU kernels ran 4-10x
+// slower than their f32 versions, BERT-base fp16's LayerNorm apply 2.5x). kiln's vectors keep
+// f32 ops and compares (llvm_alu.cpp, widen). Kernels that compare f16 values always; others that
+// compute in f16 unless an access is masked: a padded copy's masked lanes cost more as explicit
+// vectors than LLVM's narrow ones (ResNet-50's 128×58×58: 0.05 -> 0.27 ms).
+bool f16_needs_own_vectors(const UOpPtr& kernel) {
+  return compares_f16(kernel) || (computes_f16(kernel) && !masked(kernel));
 }
 
 // The lanes a vector can hold for the widest value the kernel computes.
@@ -359,9 +366,9 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // a streaming loop better than one explicit vector per iteration (c = a + b: 33-39 GB/s against
   // 30-33 with an UPCAST, alternating runs on this machine) — unless they compute enough per
   // element to be compute-bound (LLVM left YOLOX's SiLU kernels, a sigmoid's exp2 polynomial,
-  // scalar), or compare f16 values (compares_f16).
+  // scalar), or compute in f16 (f16_needs_own_vectors).
   if (lanes < 4 || outputs.empty() ||
-      (!reduces && alu_cost(kernel) < kExpensiveElementwise && !compares_f16(kernel) && !(computes_f16(kernel) && !masked(kernel))))
+      (!reduces && alu_cost(kernel) < kExpensiveElementwise && !f16_needs_own_vectors(kernel)))
     return opts;
 
   // 1. The vector axis: the first output axis and width (the widest first) for which the UPCAST
