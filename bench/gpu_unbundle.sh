@@ -5,6 +5,10 @@
 # usage: bench/gpu_unbundle.sh BUNDLE DEST
 set -eu
 bundle=$1 dest=$2
+if [ ! -f "$bundle/kiln.tar.xz" ]; then
+  echo "gpu_unbundle: no $bundle/kiln.tar.xz: carry the bundle bench/gpu_bundle.sh wrote (the first call's carry list)" >&2
+  exit 1
+fi
 stamp=$(cksum < "$bundle/kiln.tar.xz")
 if [ -f "$dest/.bundle" ] && [ "$(cat "$dest/.bundle")" = "$stamp" ]; then
   echo "gpu_unbundle: $dest already holds this bundle"

@@ -130,7 +130,10 @@ def pack(args):
             for name in sorted(names):
                 content = wheel.read(name)
                 if name == CUDA_PROVIDER:
-                    content = prune_fatbin(content, args.arch)
+                    try:
+                        content = prune_fatbin(content, args.arch)
+                    except (ValueError, struct.error) as error:
+                        raise ValueError(f"{CUDA_PROVIDER} in {args.wheel}: malformed or truncated ({error})")
                 info = tarfile.TarInfo(name)
                 info.size = len(content)
                 info.mode = 0o755 if ".so" in name else 0o644
@@ -217,9 +220,16 @@ def main():
     args = parser.parse_args()
     if args.command == "pack" and (args.part_mib < 1 or (args.first_part_mib or 1) < 1):
         parser.error("part sizes must be at least 1 MiB")
+    # A damaged wheel, a truncated library or a hand-edited manifest ends with one line naming it.
     try:
         pack(args) if args.command == "pack" else unpack(args)
     except ValueError as error:
+        raise SystemExit(f"error: {error}")
+    except zipfile.BadZipFile as error:
+        raise SystemExit(f"error: {args.wheel}: not a wheel ({error})")
+    except KeyError as error:
+        raise SystemExit(f"error: {args.parts_dir}/MANIFEST.json lacks {error}")
+    except (OSError, lzma.LZMAError, tarfile.TarError) as error:
         raise SystemExit(f"error: {error}")
 
 

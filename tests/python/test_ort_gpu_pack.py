@@ -147,6 +147,31 @@ with tempfile.TemporaryDirectory(prefix="kiln_ort_pack_") as work:
     message = unpack(os.path.join(work, "damaged"))
     check(message is not None and names[-1] in message and "damaged" in message, f"a damaged part is named: {message}")
 
+# Bad inputs end with one line naming the problem, not a traceback.
+import subprocess  # noqa: E402
+
+with tempfile.TemporaryDirectory(prefix="kiln_ort_pack_bad_") as work:
+    not_a_wheel = os.path.join(work, "onnxruntime_gpu-1.0-cp312-cp312-manylinux_2_28_x86_64.whl")
+    with open(not_a_wheel, "wb") as out:
+        out.write(b"not a zip file")
+    truncated = os.path.join(work, "truncated.whl")
+    with zipfile.ZipFile(truncated, "w") as archive:
+        archive.writestr(pack_module.CUDA_PROVIDER, library[:100])  # the section headers are cut off
+    manifest_dir = os.path.join(work, "parts")
+    os.makedirs(manifest_dir)
+    with open(os.path.join(manifest_dir, "MANIFEST.json"), "w") as out:
+        out.write("{}")
+    script = os.path.join(args.source_root, "bench", "ort_gpu_pack.py")
+    for what, command, words in [
+            ("not a zip", ["pack", not_a_wheel, os.path.join(work, "a")], "not a wheel"),
+            ("truncated provider", ["pack", truncated, os.path.join(work, "b")], "malformed or truncated"),
+            ("manifest without parts", ["unpack", manifest_dir, os.path.join(work, "c")], "lacks"),
+            ("no manifest", ["unpack", work, os.path.join(work, "d")], "no onnxruntime-gpu parts")]:
+        completed = subprocess.run([sys.executable, script] + command, capture_output=True, text=True)
+        last = completed.stderr.strip().splitlines()[-1] if completed.stderr.strip() else ""
+        check(completed.returncode != 0 and words in last and "Traceback" not in completed.stderr,
+              f"{what}: exit {completed.returncode}, '{last}'")
+
 if failures:
     print(f"{len(failures)} check(s) failed")
     sys.exit(1)
