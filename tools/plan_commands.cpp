@@ -48,7 +48,7 @@ void print_compile_help(std::ostream& out) {
          "  --target T         cpu (default): kernels compiled for this CPU; opencl: OpenCL C kernels\n"
          "                     that libkiln builds for the machine's OpenCL device when it loads the\n"
          "                     plan; cuda: PTX compiled now by NVRTC, loaded by the CUDA driver (device\n"
-         "                     plans: fixed shapes only, no --tuning; docs/backends.md)\n"
+         "                     plans take symbolic --shape ranges too, but no --tuning; docs/backends.md)\n"
          "  --cuda-arch N      with --target cuda: the compute capability the PTX is for, as NN\n"
          "                     (default 75; GPUs of that capability or newer run it)\n"
          "  --tuning DB        take each kernel's optimisations from DB (written by 'kiln tune',\n"

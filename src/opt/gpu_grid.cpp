@@ -47,8 +47,9 @@ std::vector<Access> buffer_accesses(const UOpPtr& kernel) {
 // 32-byte memory sectors that one warp's access touches when `axis` varies fastest across its
 // threads (the other axes at 0): one for a value all threads share, one per 8 contiguous f32s, up
 // to one per thread; one per thread where the address depends on memory.
-double sectors_per_warp(const UOp* index, const UOp* axis) {
-  int64_t lanes = std::min<int64_t>(kWarp, axis->src(0)->const_int());
+// A symbolic kernel's addresses are evaluated with its variables at `variables` (their maxima).
+double sectors_per_warp(const UOp* index, const UOp* axis, const std::unordered_map<std::string, int128>& variables) {
+  int64_t lanes = std::min<int64_t>(kWarp, axis->src(0)->vmax());
   int64_t element_bytes = index->src(0)->dtype().pointee().scalar_bytes();
   std::unordered_map<const UOp*, int128> at;
   for (const UOp* node : toposort(index->src(1)))
@@ -56,7 +57,7 @@ double sectors_per_warp(const UOp* index, const UOp* axis) {
   std::set<int128> sectors;
   for (int64_t lane = 0; lane < lanes; ++lane) {
     at[axis] = lane;
-    std::optional<ScalarValue> element = evaluate(index->src(1), {}, &at);
+    std::optional<ScalarValue> element = evaluate(index->src(1), variables, &at);
     if (!element) return kWarp;
     int128 byte = element->integer * element_bytes;
     sectors.insert(byte >= 0 ? byte / 32 : (byte - 31) / 32);
@@ -297,19 +298,24 @@ SplitShape split_shape_for(const UOpPtr& kernel, int64_t total, int64_t group_si
 GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int group_size, int64_t innermost_axis,
                                        bool split_reductions) {
   std::vector<const UOp*> axes;
+  // A symbolic extent (a size variable's run-time value) merges into a grid of the extents'
+  // product as any other; the threads that share a reduction need constant counts of outputs.
+  bool symbolic = false;
   for (const UOp* range : kernel_ranges(kernel))
     if (range->arg_int() < kFirstReduceAxis) {
-      if (!range->src(0)->is_const()) return {kernel};  // symbolic shapes do not reach the GPU renderers yet
+      symbolic = symbolic || !range->src(0)->is_const();
       axes.push_back(range);
     }
+  KILN_ASSERT(!symbolic || innermost_axis < 0, "a kernel with a fixed innermost axis has a symbolic extent");
   int64_t total = 1;
-  for (const UOp* axis : axes) total *= axis->src(0)->const_int();
+  for (const UOp* axis : axes) total *= symbolic ? 1 : axis->src(0)->const_int();
   bool fixed = innermost_axis >= 0;
-  int64_t group = group_size > 1 && !fixed ? group_size_for(kernel, total, warp_size, group_size) : 0;
+  bool shared = !fixed && !symbolic;
+  int64_t group = group_size > 1 && shared ? group_size_for(kernel, total, warp_size, group_size) : 0;
   bool per_group = group > 1;
-  bool per_warp = !fixed && !per_group && warp_size > 1 && total <= kFewOutputs &&
+  bool per_warp = shared && !per_group && warp_size > 1 && total <= kFewOutputs &&
                   std::ranges::any_of(toposort(kernel), [&](const UOp* node) { return shares_across_warp(node, warp_size); });
-  SplitShape split = split_reductions && !fixed && !per_group && !per_warp
+  SplitShape split = split_reductions && shared && !per_group && !per_warp
                          ? split_shape_for(kernel, total, group_size, warp_size > 1 ? warp_size : 8)
                          : SplitShape{};
   bool per_slice = split.slices > 1;
@@ -331,9 +337,12 @@ GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int 
   // run: a reduction's loads repeat per step, its store once. BERT's key projection stores
   // (head, d, s) with s contiguous, but with s fastest every reduction step read 32 rows of the
   // input 3 KB apart: 458 GFLOP/s on an H200, where d fastest reads its weight row contiguously.
+  std::unordered_map<std::string, int128> at_maxima;
+  for (const UOp* node : toposort(kernel))
+    if (node->op() == Ops::DEFINE_VAR) at_maxima[node->arg_variable().name] = node->arg_variable().max;
   auto traffic = [&](const UOp* axis) {
     double sectors = 0;
-    for (const Access& access : accesses) sectors += access.per_thread * sectors_per_warp(access.index, axis);
+    for (const Access& access : accesses) sectors += access.per_thread * sectors_per_warp(access.index, axis, at_maxima);
     return sectors;
   };
   KILN_ASSERT(!fixed || std::ranges::any_of(axes, [&](const UOp* axis) { return axis->arg_int() == innermost_axis; }),
@@ -347,20 +356,26 @@ GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int 
   }
 
   // With a warp (a group) of W threads per output, thread t serves output t / W as lane t % W.
-  UOpPtr grid = range(total * sharing, 0);
+  UOpPtr outputs = const_int(dtypes::index, total);
+  if (symbolic) {
+    outputs = axes.front()->src(0);
+    for (size_t a = 1; a < axes.size(); ++a) outputs = outputs * axes[a]->src(0);
+    outputs = simplify(outputs);
+  }
+  UOpPtr grid = symbolic ? range(outputs, 0) : range(total * sharing, 0);
   // A split group of G threads serves G / P consecutive outputs: thread w of it takes output
   // w % (G / P), so neighbouring threads (a warp) take neighbouring outputs, and slice w / (G / P).
   UOpPtr output = per_slice ? grid / group_size * split.outputs_per_group + grid % split.outputs_per_group
                   : sharing > 1 ? grid / sharing
                                 : grid;
+  // Axis a is (output / inner_a) % extent_a, inner_a the product of the extents after it.
   std::unordered_map<const UOp*, UOpPtr> replaced;
-  int64_t inner = total;
-  for (size_t a = 0; a < axes.size(); ++a) {
-    int64_t extent = axes[a]->src(0)->const_int();
-    inner /= extent;
-    UOpPtr index = inner == 1 ? output : output / inner;
-    if (a != 0) index = index % extent;
+  UOpPtr inner = const_int(dtypes::index, 1);
+  for (size_t a = axes.size(); a-- > 0;) {
+    UOpPtr index = inner->is_const() && inner->const_int() == 1 ? output : output / inner;
+    if (a != 0) index = index % axes[a]->src(0);
     replaced.emplace(axes[a], index);
+    inner = simplify(inner * axes[a]->src(0));
   }
   UOpPtr merged = substitute(kernel, replaced);
   // A group of one warp needs no local memory (its butterfly gives every lane the result), so any

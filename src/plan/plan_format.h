@@ -10,11 +10,12 @@
 namespace kiln::plan {
 
 // The newest format version this build reads and writes. Bump it for any change an older reader
-// would misread (see "Versioning" in docs/plan-format.md). Version 4 added kernels' work-group sizes
-// to device plans, version 3 device plans, version 2 symbolic sizes; a plan
+// would misread (see "Versioning" in docs/plan-format.md). Version 5 added symbolic device plans,
+// version 4 kernels' work-group sizes to device plans, version 3 device plans, version 2 symbolic
+// sizes; a plan
 // without variables is written as version 1 (kPlanFormatVersionFixedShapes), so fixed-shape plans
 // stay byte-identical and an older libkiln still reads them.
-constexpr uint32_t kPlanFormatVersion = 4;
+constexpr uint32_t kPlanFormatVersion = 5;
 constexpr uint32_t kPlanFormatVersionFixedShapes = 1;
 // The first version whose plans may carry variables and size programs.
 constexpr uint32_t kPlanFormatVersionSymbolic = 2;
@@ -24,6 +25,11 @@ constexpr uint32_t kPlanFormatVersionDevice = 3;
 // The first version whose device plans may fix a kernel's work-group size (Kernel.device_local_size):
 // a device plan whose kernels all let the device choose is still written as version 3.
 constexpr uint32_t kPlanFormatVersionLocalSizes = 4;
+// The first version whose device plans may have variables (symbolic sizes): each kernel takes its
+// variables' values as integer parameters after its buffers. Fixed-shape device plans keep 3 or 4,
+// so an older libkiln, which refuses a device plan with variables as invalid, is told instead that
+// the plan is newer than it reads.
+constexpr uint32_t kPlanFormatVersionSymbolicDevice = 5;
 
 constexpr char kPlanMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 constexpr uint64_t kPlanHeaderSize = 128;

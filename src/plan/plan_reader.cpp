@@ -82,8 +82,9 @@ bool is_cuda_architecture(const std::string& text) {
 }
 
 // Device plans (format version 3): the device is one this libkiln runs, every kernel carries its
-// program and entry point and binds no more buffers than it has slots, and nothing is symbolic; a
-// kernel's work-group size (format version 4) divides its parallel extent.
+// program and entry point and binds no more buffers than it has slots; variables only from format
+// version 5; a kernel's work-group size (format version 4) divides its parallel extent, which is
+// then fixed.
 // CPU plans carry none of these fields (an older reader would ignore them and find no code).
 void check_device_fields(const plan_fb::Plan& plan, uint32_t version) {
   bool device = plan.device() != nullptr;
@@ -101,7 +102,9 @@ void check_device_fields(const plan_fb::Plan& plan, uint32_t version) {
   if (plan.device()->str() != "opencl" && plan.device()->str() != "cuda")
     throw PlanError(KILN_ERROR_UNSUPPORTED_TARGET, "the plan is for device '" + plan.device()->str() +
                                                        "'; this libkiln runs plans for the CPU, OpenCL and CUDA");
-  if (plan.variables() != nullptr && plan.variables()->size() > 0) invalid("a device plan with variables");
+  if (plan.variables() != nullptr && plan.variables()->size() > 0 && version < plan::kPlanFormatVersionSymbolicDevice)
+    invalid("a device plan with variables in format version " + number(version) + " (a format version " +
+            number(plan::kPlanFormatVersionSymbolicDevice) + " feature)");
   for (const plan_fb::Kernel* kernel : *plan.kernels()) {
     std::string symbol = kernel->symbol()->str();
     if (kernel->device_source() == nullptr || kernel->device_entry() == nullptr)
@@ -116,6 +119,8 @@ void check_device_fields(const plan_fb::Plan& plan, uint32_t version) {
     if (local_size < 0 || local_size > 1024 || (local_size > 0 && kernel->parallel_extent() % local_size != 0))
       invalid("device kernel " + symbol + " has a work-group size of " + std::to_string(local_size) +
               ", not one from 1 to 1024 that divides its parallel extent");
+    if (local_size > 0 && kernel->parallel_extent_program() != nullptr)
+      invalid("device kernel " + symbol + " fixes its work-group size but has a symbolic parallel extent");
   }
   if (plan.device_requirements() != nullptr)
     for (const flatbuffers::String* requirement : *plan.device_requirements())

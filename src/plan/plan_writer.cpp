@@ -88,8 +88,8 @@ std::unordered_map<int64_t, const HostBuffer*> data_buffers(const std::vector<co
 // Device plans: every kernel rendered for the device. OpenCL C is stored as source, built when the
 // plan is loaded; CUDA C is compiled now by NVRTC and stored as PTX (RenderedKernel::source then
 // holds the PTX). A device that lacks a dtype the plan holds (or, for CUDA, the architecture)
-// refuses the plan at load, by its device_requirements. Symbolic kernels are refused here, with the
-// renderer's "unsupported: kernel variables" error.
+// refuses the plan at load, by its device_requirements. A symbolic kernel takes its variables'
+// values as integer parameters after its buffers (c_renderer.h), in Kernel.variables order.
 std::vector<RenderedKernel> render_device_kernels(const Schedule& schedule, const PlanWriteOptions& options,
                                                   PlanContents& contents,
                                                   const std::function<void(const std::string&)>& progress) {
@@ -295,6 +295,8 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
       entry.device_source = rendered.source;
       entry.device_entry = rendered.name;
       entry.device_arguments = rendered.buffer_count;
+      KILN_ASSERT(rendered.variables == entry.variables, "device kernel ", rendered.name,
+                  " takes other variables than the schedule gives it");
       entry.device_local_size = kernel.group_size;
     }
     contents.kernels.push_back(std::move(entry));

@@ -25,7 +25,8 @@ struct PlanWriteOptions {
   // Empty: kernels for the host CPU (LLVM, linked into the code section). "opencl": a device plan
   // (format version 3) whose kernels are OpenCL C, built by the device's driver when the plan is
   // loaded; "cuda": one whose kernels are PTX for cuda_architecture, compiled now by NVRTC and
-  // loaded by the CUDA driver (docs/backends.md). Device plans: fixed shapes only, no tuning database.
+  // loaded by the CUDA driver (docs/backends.md). Device plans: symbolic sizes too (format version
+  // 5), no tuning database.
   std::string device;
   int cuda_architecture = 75;  // sm_75 (Turing): the oldest NVRTC 13 compiles for; newer GPUs JIT its PTX
 };

@@ -120,6 +120,7 @@ flatbuffers::Offset<plan_fb::Value> write_value(flatbuffers::FlatBufferBuilder& 
 
 flatbuffers::Offset<plan_fb::Kernel> write_kernel(flatbuffers::FlatBufferBuilder& builder, SymbolicWriter& symbols,
                                                   const PlanKernelContents& kernel) {
+  bool device = !kernel.device_entry.empty();
   std::vector<Dim> slot_sizes;
   for (const PlanSlotContents& slot : kernel.slots) slot_sizes.push_back(slot.size);
   bool symbolic_slots = any_symbolic(slot_sizes);
@@ -130,7 +131,6 @@ flatbuffers::Offset<plan_fb::Kernel> write_kernel(flatbuffers::FlatBufferBuilder
       slots.emplace_back(slot.kind, slot.index, slot.offset, slot.size.value());
     std::vector<flatbuffers::Offset<flatbuffers::String>> sources;
     for (const std::string& source : kernel.sources) sources.push_back(builder.CreateString(source));
-    bool device = !kernel.device_entry.empty();
     return plan_fb::CreateKernelDirect(builder, kernel.symbol.c_str(), &slots, kernel.parallel_extent.value(),
                                        kernel.minimum_chunk, kernel.estimated_flops, kernel.estimated_bytes, &sources,
                                        nullptr, nullptr, 0, device ? kernel.device_source.c_str() : nullptr,
@@ -155,7 +155,9 @@ flatbuffers::Offset<plan_fb::Kernel> write_kernel(flatbuffers::FlatBufferBuilder
   return plan_fb::CreateKernelDirect(builder, kernel.symbol.c_str(), &slots, extent, kernel.minimum_chunk,
                                      kernel.estimated_flops, kernel.estimated_bytes, &sources,
                                      variables.empty() ? nullptr : &variables, symbolic_slots ? &size_tables : nullptr,
-                                     extent_table);
+                                     extent_table, device ? kernel.device_source.c_str() : nullptr,
+                                     device ? kernel.device_entry.c_str() : nullptr, kernel.device_arguments,
+                                     kernel.device_local_size);
 }
 
 // The reader refuses a plan whose variable no input dimension is exactly (a run could not know it).
@@ -232,9 +234,9 @@ std::string serialize_plan(const PlanContents& contents) {
   std::vector<flatbuffers::Offset<flatbuffers::String>> features;
   for (const std::string& feature : contents.cpu_features) features.push_back(builder.CreateString(feature));
   bool device = !contents.device.empty();
-  if (device && symbols.symbolic()) throw UserError("unsupported: a device plan with symbolic sizes (GPU backends run fixed shapes only)");
   bool local_sizes = std::ranges::any_of(contents.kernels, [](const PlanKernelContents& k) { return k.device_local_size != 0; });
-  uint32_t version = local_sizes          ? plan::kPlanFormatVersionLocalSizes
+  uint32_t version = device && symbols.symbolic() ? plan::kPlanFormatVersionSymbolicDevice
+                     : local_sizes                ? plan::kPlanFormatVersionLocalSizes
                      : device              ? plan::kPlanFormatVersionDevice
                      : symbols.symbolic() ? plan::kPlanFormatVersionSymbolic
                                           : plan::kPlanFormatVersionFixedShapes;

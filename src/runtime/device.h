@@ -73,10 +73,15 @@ class Device {
   // is an InternalError carrying the compiler's log and the source (generated code must build).
   virtual std::unique_ptr<DeviceKernel> build_kernel(const std::string& source, const std::string& name) = 0;
 
-  // Queues `kernel` with one memory argument per parameter, in order.
-  virtual void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims, void* queue) = 0;
+  // Queues `kernel` with one memory argument per buffer parameter, in order, then one 64-bit
+  // integer per scalar parameter (a symbolic kernel's size variables, c_renderer.h).
+  virtual void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, std::span<const int64_t> scalars,
+                      const LaunchDims& dims, void* queue) = 0;
+  void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims, void* queue) {
+    launch(kernel, arguments, {}, dims, queue);
+  }
   void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims) {
-    launch(kernel, arguments, dims, nullptr);
+    launch(kernel, arguments, {}, dims, nullptr);
   }
 
   // Waits until every copy and launch queued on `queue` has finished.

@@ -85,6 +85,7 @@ DevicePlan::DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights) 
     }
     std::map<std::tuple<int, int64_t, int64_t>, size_t> slot_memory;
     std::map<std::pair<std::string, std::string>, size_t> built;  // (entry point, program) → kernels_
+    size_t variable_values = 0;  // kernel variables so far: PlanRunner numbers them the same way
     for (const plan_fb::Kernel* kernel : *plan.kernels()) {
       Launch launch;
       std::string entry = kernel->device_entry()->str();
@@ -96,6 +97,11 @@ DevicePlan::DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights) 
       launch.kernel = at->second;
       launch.extent = static_cast<size_t>(kernel->parallel_extent());
       launch.local_size = static_cast<size_t>(kernel->device_local_size());
+      if (kernel->variables() != nullptr) {
+        launch.variables_at = variable_values;
+        launch.variable_count = kernel->variables()->size();
+        variable_values += launch.variable_count;
+      }
       for (int a = 0; a < kernel->device_arguments(); ++a) {
         const plan_fb::Slot* slot = kernel->slots()->Get(static_cast<flatbuffers::uoffset_t>(a));
         switch (slot->kind()) {
@@ -186,6 +192,7 @@ void DevicePlan::leave_pending(void* queue) {
 
 void DevicePlan::run(const std::vector<const void*>& inputs, const std::vector<uint64_t>& input_bytes,
                      const std::vector<void*>& outputs, const std::vector<uint64_t>& output_bytes,
+                     std::span<const int64_t> extents, std::span<const int64_t> kernel_variables,
                      const std::atomic<int>* cancel, double* kernel_seconds, bool on_device, void* queue) {
   std::lock_guard lock(mutex_);
   auto cancelled = [&] { return cancel != nullptr && cancel->load(std::memory_order_acquire) != 0; };
@@ -216,10 +223,13 @@ void DevicePlan::run(const std::vector<const void*>& inputs, const std::vector<u
       arguments.clear();
       for (size_t argument : launch.arguments) arguments.push_back(bound[argument]);
       LaunchDims dims;
-      dims.global[0] = launch.extent;
+      dims.global[0] = extents.empty() ? launch.extent : static_cast<size_t>(extents[k]);
       dims.local[0] = launch.local_size;
+      if (dims.global[0] == 0) continue;  // an empty batch or sequence: nothing to compute
+      std::span<const int64_t> variables =
+          launch.variable_count == 0 ? std::span<const int64_t>{} : kernel_variables.subspan(launch.variables_at, launch.variable_count);
       auto start = std::chrono::steady_clock::now();
-      device_->launch(*kernels_[launch.kernel], arguments, dims, queue);
+      device_->launch(*kernels_[launch.kernel], arguments, variables, dims, queue);
       if (kernel_seconds != nullptr) {
         device_->synchronize(queue);
         kernel_seconds[k] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

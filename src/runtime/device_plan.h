@@ -10,6 +10,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "plan/plan_reader.h"
@@ -45,8 +46,14 @@ class DevicePlan {
   // device memory it returns once the work is queued (the caller synchronises its queue). The
   // plan's own buffers are then in use until that work finishes: the next run on another queue,
   // and the plan's destruction, wait for it first.
+  //
+  // A symbolic plan's run passes `extents` (launch k's parallel extent at this run's shapes; a
+  // launch of none is skipped) and `kernel_variables` (the values of every kernel's variables, each
+  // kernel's in its Kernel.variables order, kernels in plan order: PlanRunner's array); a fixed
+  // plan's passes both empty and every launch takes its stored extent.
   void run(const std::vector<const void*>& inputs, const std::vector<uint64_t>& input_bytes,
            const std::vector<void*>& outputs, const std::vector<uint64_t>& output_bytes,
+           std::span<const int64_t> extents, std::span<const int64_t> kernel_variables,
            const std::atomic<int>* cancel, double* kernel_seconds, bool on_device, void* queue);
 
   // Copies `bytes` between two of the caller's device buffers (an output that is a copy of another),
@@ -62,6 +69,9 @@ class DevicePlan {
     std::vector<size_t> arguments;  // indices into memory_, one per device argument
     size_t extent;
     size_t local_size;  // the work-group size the kernel needs; 0: the device chooses
+    // The kernel's size variables: `variable_count` values from `variables_at` in run's
+    // kernel_variables, passed after the buffers.
+    size_t variables_at = 0, variable_count = 0;
   };
   DeviceMemory allocate(uint64_t bytes, const std::string& what);
   void release();

@@ -1,9 +1,10 @@
 // CUDA plans without a GPU: `write_plan` with device "cuda" stores each kernel as PTX that NVRTC
-// compiled (format version 3, requirement sm_75), and libkiln refuses to load it where the CUDA
+// compiled (format version 3, requirement sm_75; a symbolic plan format version 5), and libkiln refuses to load it where the CUDA
 // driver is missing with KILN_ERROR_UNSUPPORTED_TARGET naming the library, while CPU plans still run.
 // (The runs themselves are `cuda-plan-models`, on a machine with a GPU.)
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -46,6 +47,30 @@ TEST_CASE("a CUDA plan holds PTX; without the CUDA driver it fails to load namin
   CHECK(kiln_plan_run(plan, &input, 1, &output, 1) == KILN_OK);
   CHECK(out[1] == 16.0f);
   kiln_plan_free(plan);
+}
+
+TEST_CASE("a symbolic CUDA plan is format version 5 and its kernels take the size as a 64-bit parameter") {
+  Dim n = size_variable("n", 1, 64);
+  Tensor x = symbolic_graph_input("x", {n, 16}, ScalarType::Float32);
+  Tensor w = Tensor::from_vector<float>(std::vector<float>(16 * 4, 0.25f), {16, 4});
+  PlanWriteOptions options;
+  options.device = "cuda";
+  options.cuda_architecture = 90;
+  std::string bytes = write_plan({{"x", x}}, {{"y", x.matmul(w).relu()}, {"total", x.sum({0})}}, options);
+  CHECK(plan::read_u32(reinterpret_cast<const unsigned char*>(bytes.data()) + plan::header_field::format_version) ==
+        plan::kPlanFormatVersionSymbolicDevice);
+  CHECK(bytes.find(".target sm_90") != std::string::npos);
+  // Both kernels read n: after their buffers (.u64 pointers) comes one more .u64 parameter, so the
+  // column sums take 3 (total, x, n) and relu(x · w) 4 (y, x, w, n).
+  std::vector<size_t> parameter_counts;
+  for (size_t at = bytes.find(".visible .entry"); at != std::string::npos; at = bytes.find(".visible .entry", at + 1)) {
+    std::string parameters = bytes.substr(at, bytes.find(')', at) - at);
+    size_t count = 0;
+    for (size_t p = parameters.find(".param .u64"); p != std::string::npos; p = parameters.find(".param .u64", p + 1)) ++count;
+    parameter_counts.push_back(count);
+  }
+  std::ranges::sort(parameter_counts);
+  CHECK(parameter_counts == std::vector<size_t>{3, 4});
 }
 
 TEST_CASE("a CUDA plan refuses a tuning database when written") {

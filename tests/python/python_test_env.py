@@ -64,7 +64,8 @@ def cli_arguments():
 
 def binding_test_setup():
     """The start of the tests that run plans through the Python binding against onnxruntime: parses
-    --source-root, --kiln, --libkiln and --python, re-runs under a Python with numpy and onnx (or
+    --source-root, --kiln, --libkiln, --python, --target and --probe (run first: its exit status,
+    77 where the target's device is absent, ends the test when it is not 0), re-runs under a Python with numpy and onnx (or
     exits 77), exits 77 without onnxruntime, and points the binding at the build's libkiln and CLI.
     Returns (args, onnxruntime module, kiln module)."""
     parser = argparse.ArgumentParser()
@@ -72,7 +73,17 @@ def binding_test_setup():
     parser.add_argument("--kiln", required=True)
     parser.add_argument("--libkiln", required=True)
     parser.add_argument("--python")
+    # Plans for a device (tests that run on every backend): --target opencl|cuda and a probe
+    # program (tests/opencl/opencl-probe, tests/cuda/cuda-probe) that exits 77 where there is none.
+    parser.add_argument("--target", default="cpu")
+    parser.add_argument("--probe")
+    parser.add_argument("--probe-arg", action="append", default=[])  # cuda-probe --device: a GPU, not NVRTC alone
     args = parser.parse_args()
+    if args.probe:
+        probe = subprocess.run([args.probe, *args.probe_arg], capture_output=True, text=True)
+        print(probe.stdout.strip())
+        if probe.returncode != 0:
+            sys.exit(probe.returncode)
     require_numpy_and_onnx(args.python)
     try:
         import onnxruntime

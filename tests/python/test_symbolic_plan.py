@@ -10,7 +10,12 @@ Transpose, a scaled and masked Softmax, a MatMul) and masked mean pooling over t
 (ReduceSum of the masked values over ReduceSum of the mask). Outputs: the pooled embedding
 [batch, 16] and the attended values [batch, sequence, 16].
 
+With --target opencl or cuda the same plan is compiled for that device (its kernels take the
+variables as integer parameters, docs/backends.md) and held to the same checks; --probe names the
+program that says whether the device is there (exit 77, skipped, where it is not).
+
 usage: test_symbolic_plan.py --source-root DIR --kiln KILN_CLI --libkiln LIBKILN [--python VENV_PYTHON]
+                             [--target cpu|opencl|cuda --probe PROBE]
 """
 import os
 import sys
@@ -90,14 +95,16 @@ with tempfile.TemporaryDirectory() as folder:
     model_path = os.path.join(folder, "sentence_embedding.onnx")
     plan_path = os.path.join(folder, "sentence_embedding.kiln")
     python_test_env.save_model(model_path, nodes, inputs, outputs, initializers)
-    compiled = checks.kiln("compile", model_path, "-o", plan_path, "--shape", "batch=1..8", "--shape", "sequence=1..64")
-    check(compiled.returncode == 0, "kiln compile with batch=1..8 and sequence=1..64")
+    target = ["--target", args.target]
+    compiled = checks.kiln("compile", model_path, "-o", plan_path, "--shape", "batch=1..8", "--shape", "sequence=1..64",
+                           *target)
+    check(compiled.returncode == 0, f"kiln compile --target {args.target} with batch=1..8 and sequence=1..64")
     if compiled.returncode != 0:
         checks.finish()
-    unbound = checks.kiln("compile", model_path, "-o", plan_path + ".unbound")
+    unbound = checks.kiln("compile", model_path, "-o", plan_path + ".unbound", *target)
     check(unbound.returncode != 0 and "'batch=MIN..MAX' to keep it symbolic" in unbound.stderr,
           "kiln compile without --shape names the unbound dims and suggests a range")
-    on_input = checks.kiln("compile", model_path, "-o", plan_path + ".bad", "--shape", "ids=1..4")
+    on_input = checks.kiln("compile", model_path, "-o", plan_path + ".bad", "--shape", "ids=1..4", *target)
     check(on_input.returncode != 0 and "'ids' is an input" in on_input.stderr, "a range for an input's name is refused")
     inspected = checks.kiln("inspect", plan_path)
     check("batch" in inspected.stdout and "sequence" in inspected.stdout and "1..64" in inspected.stdout,

@@ -69,7 +69,7 @@ class CRenderer {
     if (uses_f16_) source << dialect_.enable_f16;
     if (uses_f64_) source << dialect_.enable_f64;
     source << helpers_.text() << signature << " {\n" << body_.str() << "}\n";
-    return RenderedKernel{kernel_name_, source.str(), buffer_count_, uses_f16_, uses_f64_};
+    return RenderedKernel{kernel_name_, source.str(), buffer_count_, uses_f16_, uses_f64_, variable_names_};
   }
 
  private:
@@ -126,6 +126,21 @@ class CRenderer {
       signature += str_cat(qualifier, written.count(slot) ? "" : "const ",
                            c_memory_type(dialect_, found->second), "* data", slot);
     }
+    // The kernel's variables (symbolic sizes) follow the buffers as 64-bit integers, in the order
+    // of their names: the plan's Kernel.variables order (docs/backends.md, "Symbolic device plans").
+    std::map<std::string, const UOp*> variables;
+    for (const UOpPtr& node : program_.ops) {
+      if (node->op() != Ops::DEFINE_VAR) continue;
+      auto [at, added] = variables.emplace(node->arg_variable().name, node.get());
+      if (!added && at->second->arg_variable() != node->arg_variable())
+        fail(str_cat("variable '", at->first, "' is defined twice with different bounds"));
+    }
+    for (const auto& [name, node] : variables) {
+      variable_parameters_[name] = str_cat("var", variable_names_.size());
+      signature += str_cat(buffer_count_ > 0 || !variable_names_.empty() ? ", " : "", dialect_.scalar_type(ScalarType::Int64),
+                           " ", variable_parameters_[name]);
+      variable_names_.push_back(name);
+    }
     return signature + ")";
   }
 
@@ -168,9 +183,10 @@ class CRenderer {
         if (dialect_.barrier.empty()) fail("BARRIER, but " + dialect_.name + " has no work-group barrier");
         line(dialect_.barrier);
         return;
-      case Ops::DEFINE_VAR:  // symbolic shapes (docs/symbolic-shapes.md on main) reach the C renderer later
-        throw UserError(str_cat("unsupported: kernel variables (DEFINE_VAR) in kernel '", program_.name, "' on ",
-                                dialect_.name, ": the GPU backends run fixed shapes only (docs/backends.md)"));
+      case Ops::DEFINE_VAR:  // a size variable: its parameter, in the node's type (index math may be 32 bits)
+        values_[&node] = Value{{declare(node.dtype().base(), str_cat("(", c_register_type(dialect_, node.dtype().base()), ")",
+                                                                     variable_parameters_.at(node.arg_variable().name)))}};
+        return;
       case Ops::AFTER:
         if (auto found = pointers_.find(node.src(0).get()); found != pointers_.end()) pointers_[&node] = found->second;
         if (auto found = values_.find(node.src(0).get()); found != values_.end()) values_[&node] = found->second;
@@ -426,6 +442,8 @@ class CRenderer {
   CExpressionContext context_;
   std::string kernel_name_;
   int buffer_count_ = 0;
+  std::vector<std::string> variable_names_;                    // in parameter order
+  std::map<std::string, std::string> variable_parameters_;     // variable name → its parameter's name
   bool uses_f16_ = false;
   bool uses_f64_ = false;
   std::ostringstream body_;

@@ -1,10 +1,10 @@
 // The C-style GPU renderer: a linearised kernel (codegen/linearize.h) becomes the source of one
 // kernel function in a C dialect (c_dialect.h; OpenCL C today):
 //
-//   <kernel prefix> void NAME(<global> T0* data0, <global> const T1* data1, …)
+//   <kernel prefix> void NAME(<global> T0* data0, <global> const T1* data1, …, long var0, …)
 //
 // with one parameter per DEFINE_GLOBAL slot, 0 … buffer_count-1 (a slot no op uses gets a byte
-// pointer nobody reads). The launch grid has one work-item per index of RANGE axis 0, the parallel
+// pointer nobody reads), then one 64-bit integer per size variable (DEFINE_VAR), by name. The launch grid has one work-item per index of RANGE axis 0, the parallel
 // axis of docs/kernel-ast.md: work-item i does what the CPU function does when called with
 // [begin, end) = [i, i+1), and work-items past the axis's end do nothing. A kernel without axis 0
 // is launched with one work-item. Every other RANGE is a `for` loop in the work-item.
@@ -15,6 +15,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "codegen/c_style/c_dialect.h"
 #include "codegen/linearize.h"
@@ -35,6 +36,9 @@ struct RenderedKernel {
   int buffer_count = 0;    // parameters, one per DEFINE_GLOBAL slot up to the largest used
   bool uses_f16 = false;   // the program holds f16 or f64 values (what a device must offer to build it)
   bool uses_f64 = false;
+  // The size variables (DEFINE_VARs) the kernel takes after its buffers, as 64-bit integer
+  // parameters, in this order (sorted by name).
+  std::vector<std::string> variables;
 };
 
 // Whether every index value of `program` (bounds from ir/bounds.h) fits a 32-bit signed integer,

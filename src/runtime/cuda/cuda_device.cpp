@@ -278,13 +278,16 @@ std::unique_ptr<DeviceKernel> CudaDevice::build_kernel(const std::string& source
   return std::make_unique<CudaKernel>(*api_, module, function, name);
 }
 
-void CudaDevice::launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims, void* queue) {
+void CudaDevice::launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, std::span<const int64_t> scalars,
+                        const LaunchDims& dims, void* queue) {
   std::lock_guard lock(mutex_);
   make_current();
   std::vector<CuDevicePtr> pointers;
   for (const DeviceMemory& memory : arguments) pointers.push_back(device_pointer(memory));
+  std::vector<long long> values(scalars.begin(), scalars.end());  // the kernel's `long` parameters (LP64)
   std::vector<void*> parameters;
   for (CuDevicePtr& pointer : pointers) parameters.push_back(&pointer);
+  for (long long& value : values) parameters.push_back(&value);
   size_t block = dims.local[0] != 0 ? dims.local[0] : kCudaThreadsPerBlock;
   size_t grid = (dims.global[0] + block - 1) / block;
   if (grid == 0) return;

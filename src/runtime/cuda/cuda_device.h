@@ -48,7 +48,8 @@ class CudaDevice final : public Device {
   void copy_on_device(DeviceMemory destination, DeviceMemory source, size_t bytes, void* queue) override;
   // `source` is PTX text or a cubin image; `name` the extern "C" kernel function in it.
   std::unique_ptr<DeviceKernel> build_kernel(const std::string& source, const std::string& name) override;
-  void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims, void* queue) override;
+  void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, std::span<const int64_t> scalars,
+              const LaunchDims& dims, void* queue) override;
   void synchronize(void* queue) override;
   // A caller's stream must belong to the primary context (checked where the driver has
   // cuStreamGetCtx, CUDA 9.2 on).

@@ -218,13 +218,19 @@ std::unique_ptr<DeviceKernel> OpenCLDevice::build_kernel(const std::string& sour
   return std::make_unique<OpenCLKernel>(*api_, program, kernel, name);
 }
 
-void OpenCLDevice::launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims, void* queue) {
+void OpenCLDevice::launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, std::span<const int64_t> scalars,
+                          const LaunchDims& dims, void* queue) {
   auto* opencl = dynamic_cast<OpenCLKernel*>(&kernel);
   KILN_ASSERT(opencl != nullptr, "a kernel of another device launched on ", name_);
   std::lock_guard lock(mutex_);  // kernel arguments are state of the kernel object until the launch
   for (size_t i = 0; i < arguments.size(); ++i) {
     auto memory = static_cast<cl_mem>(arguments[i].handle);
     check(api_->clSetKernelArg(opencl->kernel(), static_cast<cl_uint>(i), sizeof(cl_mem), &memory), "clSetKernelArg");
+  }
+  for (size_t i = 0; i < scalars.size(); ++i) {
+    cl_long value = scalars[i];
+    check(api_->clSetKernelArg(opencl->kernel(), static_cast<cl_uint>(arguments.size() + i), sizeof(cl_long), &value),
+          "clSetKernelArg");
   }
   cl_uint dimensions = dims.global[2] > 1 ? 3 : dims.global[1] > 1 ? 2 : 1;
   bool local_given = dims.local[0] != 0;

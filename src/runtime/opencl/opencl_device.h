@@ -37,7 +37,8 @@ class OpenCLDevice final : public Device {
   void copy_to_host(void* destination, DeviceMemory source, size_t bytes, void* queue) override;
   void copy_on_device(DeviceMemory destination, DeviceMemory source, size_t bytes, void* queue) override;
   std::unique_ptr<DeviceKernel> build_kernel(const std::string& source, const std::string& name) override;
-  void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims, void* queue) override;
+  void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, std::span<const int64_t> scalars,
+              const LaunchDims& dims, void* queue) override;
   void synchronize(void* queue) override;
   // A caller's queue must be an in-order queue of this context and device.
   std::string check_queue(void* queue) const override;
