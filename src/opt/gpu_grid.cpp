@@ -299,23 +299,24 @@ GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int 
                                        bool split_reductions) {
   std::vector<const UOp*> axes;
   // A symbolic extent (a size variable's run-time value) merges into a grid of the extents'
-  // product as any other; the threads that share a reduction need constant counts of outputs.
+  // product as any other. The rules for few outputs count them with every variable at its
+  // maximum (fewer at run time only makes sharing a reduction pay more); split reductions need
+  // whole groups of outputs, so a symbolic kernel takes none.
   bool symbolic = false;
+  int64_t total = 1;
   for (const UOp* range : kernel_ranges(kernel))
     if (range->arg_int() < kFirstReduceAxis) {
       symbolic = symbolic || !range->src(0)->is_const();
+      total = std::min<int64_t>(total * static_cast<int64_t>(range->src(0)->vmax()), int64_t{1} << 40);
       axes.push_back(range);
     }
   KILN_ASSERT(!symbolic || innermost_axis < 0, "a kernel with a fixed innermost axis has a symbolic extent");
-  int64_t total = 1;
-  for (const UOp* axis : axes) total *= symbolic ? 1 : axis->src(0)->const_int();
   bool fixed = innermost_axis >= 0;
-  bool shared = !fixed && !symbolic;
-  int64_t group = group_size > 1 && shared ? group_size_for(kernel, total, warp_size, group_size) : 0;
+  int64_t group = group_size > 1 && !fixed ? group_size_for(kernel, total, warp_size, group_size) : 0;
   bool per_group = group > 1;
-  bool per_warp = shared && !per_group && warp_size > 1 && total <= kFewOutputs &&
+  bool per_warp = !fixed && !per_group && warp_size > 1 && total <= kFewOutputs &&
                   std::ranges::any_of(toposort(kernel), [&](const UOp* node) { return shares_across_warp(node, warp_size); });
-  SplitShape split = split_reductions && shared && !per_group && !per_warp
+  SplitShape split = split_reductions && !fixed && !symbolic && !per_group && !per_warp
                          ? split_shape_for(kernel, total, group_size, warp_size > 1 ? warp_size : 8)
                          : SplitShape{};
   bool per_slice = split.slices > 1;
@@ -362,7 +363,7 @@ GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int 
     for (size_t a = 1; a < axes.size(); ++a) outputs = outputs * axes[a]->src(0);
     outputs = simplify(outputs);
   }
-  UOpPtr grid = symbolic ? range(outputs, 0) : range(total * sharing, 0);
+  UOpPtr grid = symbolic ? range(simplify(outputs * sharing), 0) : range(total * sharing, 0);
   // A split group of G threads serves G / P consecutive outputs: thread w of it takes output
   // w % (G / P), so neighbouring threads (a warp) take neighbouring outputs, and slice w / (G / P).
   UOpPtr output = per_slice ? grid / group_size * split.outputs_per_group + grid % split.outputs_per_group

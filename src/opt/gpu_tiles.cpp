@@ -41,15 +41,16 @@ std::vector<std::set<const UOp*>> step_loads(const UOpPtr& kernel) {
 
 UOpPtr gpu_register_tiles(const UOpPtr& kernel, int largest_tile, int64_t minimum_threads) {
   if (largest_tile < 2) return kernel;
+  // The tiled axes are constant ones; a symbolic kernel (a batch or sequence of run-time size)
+  // counts its threads with every variable at its maximum, the sizes its plan is laid out for.
   std::vector<const UOp*> axes;
   int64_t total = 1;
   int64_t next_unroll = kFirstUnrollAxis;
   for (const UOp* range : kernel_ranges(kernel)) {
     if (range->arg_int() >= kFirstUnrollAxis) next_unroll = std::max(next_unroll, static_cast<int64_t>(range->arg_int()) + 1);
     if (!is_output_axis(range)) continue;
-    if (!range->src(0)->is_const()) return kernel;
-    axes.push_back(range);
-    total *= static_cast<int64_t>(range->src(0)->const_int());
+    total = std::min<int64_t>(total * static_cast<int64_t>(range->src(0)->vmax()), int64_t{1} << 40);
+    if (range->src(0)->is_const()) axes.push_back(range);
   }
   std::vector<std::set<const UOp*>> loads = step_loads(kernel);
   // An axis is worth copying when some step's load does not depend on it: the copies share it.

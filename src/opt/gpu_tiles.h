@@ -22,7 +22,8 @@ namespace kiln {
 // `kernel` (a SINK of stores, unoptimised, fixed shapes) with register tiles of at most
 // `largest_tile` outputs along each of at most two output axes, where the kernel has a reduction
 // whose loads such axes share and enough outputs that `minimum_threads` threads remain; unchanged
-// otherwise (and when `largest_tile` < 2).
+// otherwise (and when `largest_tile` < 2). Only constant axes are tiled; symbolic extents count at
+// their maxima.
 UOpPtr gpu_register_tiles(const UOpPtr& kernel, int largest_tile, int64_t minimum_threads);
 
 }  // namespace kiln

@@ -83,8 +83,8 @@ bool is_cuda_architecture(const std::string& text) {
 
 // Device plans (format version 3): the device is one this libkiln runs, every kernel carries its
 // program and entry point and binds no more buffers than it has slots; variables only from format
-// version 5; a kernel's work-group size (format version 4) divides its parallel extent, which is
-// then fixed.
+// version 5; a kernel's work-group size (format version 4) divides its parallel extent (a symbolic
+// one at the maxima here, and at each run's values when it runs: DevicePlan::run).
 // CPU plans carry none of these fields (an older reader would ignore them and find no code).
 void check_device_fields(const plan_fb::Plan& plan, uint32_t version) {
   bool device = plan.device() != nullptr;
@@ -119,8 +119,6 @@ void check_device_fields(const plan_fb::Plan& plan, uint32_t version) {
     if (local_size < 0 || local_size > 1024 || (local_size > 0 && kernel->parallel_extent() % local_size != 0))
       invalid("device kernel " + symbol + " has a work-group size of " + std::to_string(local_size) +
               ", not one from 1 to 1024 that divides its parallel extent");
-    if (local_size > 0 && kernel->parallel_extent_program() != nullptr)
-      invalid("device kernel " + symbol + " fixes its work-group size but has a symbolic parallel extent");
   }
   if (plan.device_requirements() != nullptr)
     for (const flatbuffers::String* requirement : *plan.device_requirements())

@@ -226,6 +226,10 @@ void DevicePlan::run(const std::vector<const void*>& inputs, const std::vector<u
       dims.global[0] = extents.empty() ? launch.extent : static_cast<size_t>(extents[k]);
       dims.local[0] = launch.local_size;
       if (dims.global[0] == 0) continue;  // an empty batch or sequence: nothing to compute
+      if (launch.local_size != 0 && dims.global[0] % launch.local_size != 0)
+        throw PlanError(KILN_ERROR_INVALID_PLAN, str_cat("kernel ", kernels_[launch.kernel]->name(), " has ", dims.global[0],
+                                                         " threads at these shapes, not whole work-groups of ",
+                                                         launch.local_size));
       std::span<const int64_t> variables =
           launch.variable_count == 0 ? std::span<const int64_t>{} : kernel_variables.subspan(launch.variables_at, launch.variable_count);
       auto start = std::chrono::steady_clock::now();

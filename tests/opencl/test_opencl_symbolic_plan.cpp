@@ -17,7 +17,7 @@ using namespace kiln;
 
 namespace {
 
-constexpr int64_t kWidth = 8, kClasses = 5, kMaxRows = 16;
+constexpr int64_t kWidth = 8, kClasses = 5, kWide = 256, kMaxRows = 16;
 
 std::vector<float> wave(size_t count, float scale) {
   std::vector<float> values(count);
@@ -26,32 +26,40 @@ std::vector<float> wave(size_t count, float scale) {
 }
 
 // Over x [n, 8]: an elementwise scale and ReLU ([n, 8]), a matmul against a weight and a softmax
-// per row ([n, 5]), and the column sums over the rows ([8]: a reduction whose length is n).
+// per row ([n, 5]), the column sums over the rows ([8]: a reduction whose length is n), and a
+// softmax over 256 columns ([n, 256]: few rows of long reductions, which a work-group per row shares
+// through local memory, launched with n groups).
 std::string rows_plan(const std::string& device) {
   Dim n = size_variable("n", 0, kMaxRows);
   Tensor x = symbolic_graph_input("x", {n, kWidth}, ScalarType::Float32);
   Tensor scale = Tensor::from_vector(wave(kWidth, 1.5f), {kWidth});
   Tensor m = Tensor::from_vector(wave(kWidth * kClasses, 0.4f), {kWidth, kClasses});
+  Tensor spread = Tensor::from_vector(wave(kWidth * kWide, 0.7f), {kWidth, kWide});
   PlanWriteOptions options;
   options.device = device;
   return write_plan({{"x", x}},
-                    {{"scaled", (x * scale).relu()}, {"scores", x.matmul(m).softmax(-1)}, {"columns", x.sum({0})}},
+                    {{"scaled", (x * scale).relu()},
+                     {"scores", x.matmul(m).softmax(-1)},
+                     {"columns", x.sum({0})},
+                     {"wide", x.matmul(spread).softmax(-1)}},
                     options);
 }
 
-// The three outputs of a run at n rows.
+// The four outputs of a run at n rows.
 std::vector<std::vector<float>> run_rows(const kiln_plan* plan, int64_t n) {
   std::vector<float> input = wave(static_cast<size_t>(n * kWidth) + 1, 2.0f);  // + 1: never an empty vector
   std::vector<std::vector<float>> outputs = {std::vector<float>(static_cast<size_t>(n * kWidth) + 1, -7.0f),
                                              std::vector<float>(static_cast<size_t>(n * kClasses) + 1, -7.0f),
-                                             std::vector<float>(kWidth, -7.0f)};
-  int64_t x_shape[] = {n, kWidth}, scaled_shape[] = {n, kWidth}, scores_shape[] = {n, kClasses}, columns_shape[] = {kWidth};
+                                             std::vector<float>(kWidth, -7.0f),
+                                             std::vector<float>(static_cast<size_t>(n * kWide) + 1, -7.0f)};
+  int64_t x_shape[] = {n, kWidth}, scores_shape[] = {n, kClasses}, columns_shape[] = {kWidth}, wide_shape[] = {n, kWide};
   auto bytes = [](int64_t elements) { return static_cast<size_t>(elements) * sizeof(float); };
   kiln_tensor in{"x", KILN_DTYPE_FLOAT32, 2, x_shape, input.data(), bytes(n * kWidth)};
-  kiln_tensor out[] = {{"scaled", KILN_DTYPE_FLOAT32, 2, scaled_shape, outputs[0].data(), bytes(n * kWidth)},
+  kiln_tensor out[] = {{"scaled", KILN_DTYPE_FLOAT32, 2, x_shape, outputs[0].data(), bytes(n * kWidth)},
                        {"scores", KILN_DTYPE_FLOAT32, 2, scores_shape, outputs[1].data(), bytes(n * kClasses)},
-                       {"columns", KILN_DTYPE_FLOAT32, 1, columns_shape, outputs[2].data(), bytes(kWidth)}};
-  REQUIRE_MESSAGE(kiln_plan_run(plan, &in, 1, out, 3) == KILN_OK, kiln_error_message());
+                       {"columns", KILN_DTYPE_FLOAT32, 1, columns_shape, outputs[2].data(), bytes(kWidth)},
+                       {"wide", KILN_DTYPE_FLOAT32, 2, wide_shape, outputs[3].data(), bytes(n * kWide)}};
+  REQUIRE_MESSAGE(kiln_plan_run(plan, &in, 1, out, 4) == KILN_OK, kiln_error_message());
   return outputs;
 }
 
@@ -72,6 +80,7 @@ TEST_CASE("a symbolic OpenCL plan runs at every size in its range as the CPU pla
   CHECK(plan::read_u32(reinterpret_cast<const unsigned char*>(bytes.data()) + plan::header_field::format_version) ==
         plan::kPlanFormatVersionSymbolicDevice);
   CHECK(bytes.find("long var0") != std::string::npos);  // the kernels' size parameter (OpenCL C source)
+  CHECK(bytes.find("__local float local0[") != std::string::npos);  // the wide softmax's work-group rows
   Loaded cpu(rows_plan("")), opencl(bytes);
   for (int64_t n : {int64_t{5}, int64_t{0}, int64_t{1}, kMaxRows, int64_t{7}}) {
     CAPTURE(n);
@@ -90,13 +99,16 @@ TEST_CASE("a symbolic OpenCL plan runs at every size in its range as the CPU pla
 
 TEST_CASE("a symbolic device plan refuses a size outside its range with the CPU plan's error") {
   Loaded opencl(rows_plan("opencl"));
-  std::vector<float> input(static_cast<size_t>((kMaxRows + 1) * kWidth), 1.0f), output(input.size()), scores(200), columns(kWidth);
-  int64_t shape[] = {kMaxRows + 1, kWidth}, scores_shape[] = {kMaxRows + 1, kClasses}, columns_shape[] = {kWidth};
+  constexpr int64_t rows = kMaxRows + 1;
+  std::vector<float> input(rows * kWidth, 1.0f), output(input.size()), scores(rows * kClasses), columns(kWidth),
+      wide(rows * kWide);
+  int64_t shape[] = {rows, kWidth}, scores_shape[] = {rows, kClasses}, columns_shape[] = {kWidth}, wide_shape[] = {rows, kWide};
   kiln_tensor in{"x", KILN_DTYPE_FLOAT32, 2, shape, input.data(), input.size() * 4};
   kiln_tensor out[] = {{"scaled", KILN_DTYPE_FLOAT32, 2, shape, output.data(), output.size() * 4},
-                       {"scores", KILN_DTYPE_FLOAT32, 2, scores_shape, scores.data(), (kMaxRows + 1) * kClasses * 4},
-                       {"columns", KILN_DTYPE_FLOAT32, 1, columns_shape, columns.data(), kWidth * 4}};
-  CHECK(kiln_plan_run(opencl.plan, &in, 1, out, 3) == KILN_ERROR_INVALID_ARGUMENT);
+                       {"scores", KILN_DTYPE_FLOAT32, 2, scores_shape, scores.data(), scores.size() * 4},
+                       {"columns", KILN_DTYPE_FLOAT32, 1, columns_shape, columns.data(), columns.size() * 4},
+                       {"wide", KILN_DTYPE_FLOAT32, 2, wide_shape, wide.data(), wide.size() * 4}};
+  CHECK(kiln_plan_run(opencl.plan, &in, 1, out, 4) == KILN_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(kiln_error_message()).find("is 17; the plan allows 0..16") != std::string::npos);
   std::vector<std::vector<float>> after = run_rows(opencl.plan, 3);  // and still runs
   CHECK(after[2][0] != -7.0f);
