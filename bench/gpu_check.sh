@@ -20,6 +20,9 @@
 #   variants  each exported model's plan with register tiles off (t0), everything on (t4), split
 #             reductions off (s0) and, for f16 models, tensor cores off (tc0), timed alternately,
 #             and a per-kernel profile
+#   symbolic  BERT-base over [batch, sequence] as one CUDA plan (batch 1..4, sequence 1..512) checked
+#             against onnxruntime at four shapes (bench/check_symbolic_bert.py), then timed at
+#             (1, 128) alternately with the plan compiled for exactly that shape
 #   ort       kiln's CUDA plans against onnxruntime's CUDA execution provider in one run
 #             (bench/compare_onnxruntime.py --device cuda): fp32 with TF32 off and on, fp16; needs
 #             onnxruntime-gpu's parts in $KILN_ORT_GPU_PARTS (bench/ort_gpu_pack.py)
@@ -27,7 +30,7 @@
 # Without a GPU it stops after the probe, saying so (exit 77).
 set -u
 build=$1 out=$2 models=${3:-/tmp/kiln-models}
-steps=${KILN_GPU_CHECK_STEPS:-suite shared models variants ort torch}
+steps=${KILN_GPU_CHECK_STEPS:-suite shared models symbolic variants ort torch}
 logs=${KILN_GPU_CHECK_LOGS:-/tmp/kiln-gpu-check}
 bench=$(cd "$(dirname "$0")" && pwd)
 kiln=$build/tools/kiln
@@ -160,12 +163,36 @@ print(":".join(sorted(dirs)))')
   fi
 }
 
+run_symbolic() {
+  model=$models/bert_base_symbolic
+  [ -f "$model/model.onnx" ] || step export-symbolic python3 "$bench/export_models.py" "$models" --models bert_base_symbolic
+  plans=$(mktemp -d)
+  step compile-symbolic "$kiln" compile "$model/model.onnx" -o "$plans/symbolic.plan" --target cuda --cuda-arch 90 \
+    --shape batch=1..4 --shape sequence=1..512
+  step compile-symbolic-fixed "$kiln" compile "$model/model.onnx" -o "$plans/fixed.plan" --target cuda --cuda-arch 90 \
+    --shape batch=1 --shape sequence=128
+  step check-symbolic python3 "$bench/check_symbolic_bert.py" "$kiln" "$model/model.onnx" "$plans/symbolic.plan" \
+    1x128 2x37 1x1 3x200
+  sed 's/^/   /' "$logs/check-symbolic.log" >> "$logs/summary.txt"
+  for round in 1 2; do
+    for plan in symbolic fixed; do
+      step "bench-symbolic-$plan-$round" "$kiln" bench "$plans/$plan.plan" --iterations 50 --shape batch=1 --shape sequence=128
+      grep -E "min_ms|median_ms" "$logs/bench-symbolic-$plan-$round.log" | tr '\n' ' ' |
+        sed "s/^/   bert_base_symbolic $plan plan at (1, 128): /" >> "$logs/summary.txt"
+      echo >> "$logs/summary.txt"
+    done
+  done
+  step profile-symbolic "$kiln" bench "$plans/symbolic.plan" --iterations 20 --profile --shape batch=1 --shape sequence=128
+  rm -rf "$plans"
+  publish
+}
+
 run_torch() { step torch-baseline python3 "$bench/torch_gpu_baseline.py"; }
 
 for name in $steps; do
   case $name in
-    suite | shared | models | variants | ort | torch) "run_$name" ;;
-    *) log "unknown step '$name' (steps: suite shared models variants ort torch)" ;;
+    suite | shared | models | symbolic | variants | ort | torch) "run_$name" ;;
+    *) log "unknown step '$name' (steps: suite shared models symbolic variants ort torch)" ;;
   esac
 done
 log "done; logs in $logs and $out/logs.tar.gz"
