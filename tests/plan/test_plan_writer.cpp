@@ -306,3 +306,29 @@ TEST_CASE("a device kernel that shares a reduction across a work-group fixes tha
                                                  "version 4 field)");
 }
 
+
+TEST_CASE("a symbolic device plan is format version 5; the reader refuses its variables below that version") {
+  Dim n = size_variable("n", 1, 32);
+  Tensor x = symbolic_graph_input("x", {n, 8}, ScalarType::Float32);
+  PlanWriteOptions options;
+  options.device = "opencl";
+  std::string bytes = write_plan({{"x", x}}, {{"y", (x * 2.0f).relu()}}, options);
+  auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+  CHECK(plan::read_u32(data + plan::header_field::format_version) == plan::kPlanFormatVersionSymbolicDevice);
+  const plan_fb::Plan* plan = plan_fb::GetPlan(data + plan::read_u64(data + plan::header_field::metadata_offset));
+  REQUIRE(plan->variables() != nullptr);
+  CHECK(plan->variables()->size() == 1);
+  REQUIRE(plan->kernels()->size() == 1);
+  const plan_fb::Kernel* kernel = plan->kernels()->Get(0);
+  REQUIRE(kernel->variables() != nullptr);
+  CHECK(kernel->variables()->size() == 1);
+  CHECK(kernel->parallel_extent_program() != nullptr);
+  CHECK(kernel->parallel_extent() == 32 * 8);  // at the maximum
+  CHECK(kernel->device_source()->str().find(", long var0)") != std::string::npos);
+  auto as_version_4 = [](char* metadata, size_t) {
+    overwrite_field(plan_fb::GetPlan(metadata), plan_fb::Plan::VT_FORMAT_VERSION, plan::kPlanFormatVersionLocalSizes);
+  };
+  CHECK(load_edited_plan(bytes, as_version_4, plan::kPlanFormatVersionLocalSizes) == KILN_ERROR_INVALID_PLAN);
+  CHECK(std::string(kiln_error_message()) ==
+        "invalid plan: a device plan with variables in format version 4 (a format version 5 feature)");
+}
