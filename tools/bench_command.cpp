@@ -263,13 +263,19 @@ void profile_runs(const std::string& plan_path, const std::vector<kiln_tensor>& 
   std::vector<KernelLaunchTiming> launches;
   std::vector<TracedKernel> traced;
   double kernel_ms = 0;
+  size_t symbolic_kernels = 0;
   for (flatbuffers::uoffset_t k = 0; k < kernels.size(); ++k) {
     const plan_fb::Kernel* kernel = kernels.Get(k);
     KernelLaunchTiming launch;
     launch.name = kernel->symbol()->str();
     launch.milliseconds = seconds[k] * 1000 / static_cast<double>(iterations);
-    launch.flops = kernel->estimated_flops();
-    launch.bytes = kernel->estimated_bytes();
+    // A kernel with symbolic sizes has its estimates at the variables' maxima, not at this run's
+    // shapes: its rates would be made up, so the table says "-" for them.
+    bool symbolic = kernel->variables() != nullptr || kernel->parallel_extent_program() != nullptr ||
+                    kernel->slot_sizes() != nullptr;
+    symbolic_kernels += symbolic ? 1 : 0;
+    launch.flops = symbolic ? 0 : kernel->estimated_flops();
+    launch.bytes = symbolic ? 0 : kernel->estimated_bytes();
     if (kernel->sources() != nullptr)
       for (const flatbuffers::String* source : *kernel->sources()) launch.sources.push_back(source->str());
     kernel_ms += launch.milliseconds;
@@ -285,6 +291,10 @@ void profile_runs(const std::string& plan_path, const std::vector<kiln_tensor>& 
                   recorder ? " and traced" : "", run_ms, kernel_ms);
     std::cout << "\n" << line;
     for (const std::string& row : format_kernel_profile(launches)) std::cout << row << "\n";
+    if (symbolic_kernels > 0)
+      std::cout << symbolic_kernels << " of " << kernels.size()
+                << " launches have symbolic sizes: the compiler's work estimates are for the variables' maxima, so "
+                   "their GFLOP/s and GB/s are shown as -\n";
   }
   if (recorder) {
     std::string json = recorder->json("kiln bench " + options.path, traced);
