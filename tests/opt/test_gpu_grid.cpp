@@ -101,6 +101,41 @@ TEST_CASE("a long reduction with few outputs takes a warp per output where the t
   CHECK(count_ops(merge_output_axes_into_grid(row_sums(1 << 15, 64), 32).ast, Ops::SHUFFLE_XOR) == 0);
 }
 
+TEST_CASE("symbolic output axes merge into a grid of their product; few outputs still share a reduction") {
+  // b[i][c] = a[c][i] over a run-time n rows: n × 5 outputs, stored with c contiguous.
+  UOpPtr n = variable("n", 0, 64);
+  UOpPtr c = range(5, 0), i = range(n, 1);
+  UOpPtr ast = kernel("E_v_5", {store(index(global(dtypes::f32, 320, 0), i * idx(5) + c),
+                                      load(index(global(dtypes::f32, 320, 1), c * n + i)))});
+  UOpPtr merged = merge_output_axes_into_grid(ast).ast;
+  std::vector<const UOp*> ranges = ranges_of(merged);
+  REQUIRE(ranges.size() == 1);
+  CHECK(ranges[0]->src(0)->vmax() == 64 * 5);  // n · 5, an expression
+  CHECK_FALSE(ranges[0]->src(0)->is_const());
+  // At n = 3 every thread stores its own element, in memory order.
+  const UOp* grid = ranges[0];
+  for (int64_t g = 0; g < 15; ++g) {
+    UOpPtr at = simplify(substitute(merged->src(0)->src(0)->src(1), {{grid, idx(g)}, {n.get(), idx(3)}}));
+    REQUIRE(at->is_const());
+    CHECK(at->const_int() == g);
+  }
+  // Rows of 768 steps, at most 4 × 64 of them: a warp per row, grid n · 4 · 32, the size a parameter.
+  UOpPtr row = range(n, 0), part = range(4, 1), k = range(768, 1000);
+  UOpPtr sum = reduce(Ops::ADD, load(index(global(dtypes::f32, 64 * 4 * 768, 1), (row * idx(4) + part) * idx(768) + k)), {k});
+  UOpPtr rows = kernel("r_v_4", {store(index(global(dtypes::f32, 256, 0), row * idx(4) + part), sum)});
+  UOpPtr warped = merge_output_axes_into_grid(rows, 32).ast;
+  CHECK(count_ops(warped, Ops::SHUFFLE_XOR) == 5);
+  CHECK(ranges_of(warped).front()->src(0)->vmax() == 64 * 4 * 32);
+  std::string source = cuda_render_kernel(warped, kDevice).source;
+  CHECK(source.find(", long var0)") != std::string::npos);
+  CHECK(source.find("__shfl_xor_sync(") != std::string::npos);
+  // Split reductions need a known count of outputs: none for a symbolic kernel.
+  UOpPtr many = range(n, 0), wide = range(512, 1), steps = range(1024, 1000);
+  UOpPtr long_sum = reduce(Ops::ADD, load(index(global(dtypes::f32, 64 * 512 * 1024, 1), (many * idx(512) + wide) * idx(1024) + steps)), {steps});
+  UOpPtr big = kernel("r_v_512", {store(index(global(dtypes::f32, 64 * 512, 0), many * idx(512) + wide), long_sum)});
+  CHECK(merge_output_axes_into_grid(big, 32, 256, -1, true).group_size == 0);
+}
+
 TEST_CASE("few outputs with long reductions take a work-group per output where the target has local memory") {
   auto row_sums = [](int64_t rows, int64_t length) {
     UOpPtr i = range(rows, 0), k = range(length, 1000);
