@@ -1,6 +1,7 @@
 // Symbolic OpenCL plans (format version 5): one plan over a size variable n runs at every n in its
 // range on the OpenCL device and computes what the CPU plan of the same graph computes, n = 0 (every
-// launch over the rows skipped, a reduction over no rows) included. The kernels take n as an
+// launch over the rows skipped, a reduction over no rows) included, on host buffers and on the
+// caller's device buffers of exactly the run's size. The kernels take n as an
 // integer parameter after their buffers (docs/backends.md, "Symbolic device plans").
 #include <doctest/doctest.h>
 
@@ -11,6 +12,7 @@
 #include "kiln/kiln.h"
 #include "plan/plan_format.h"
 #include "plan/plan_writer.h"
+#include "runtime/opencl/opencl_api.h"
 #include "tensor/tensor_internal.h"
 
 using namespace kiln;
@@ -95,6 +97,47 @@ TEST_CASE("a symbolic OpenCL plan runs at every size in its range as the CPU pla
     // n = 0: the column sums are over no rows.
     if (n == 0) CHECK(got[2] == std::vector<float>(kWidth, 0.0f));
   }
+}
+
+TEST_CASE("a symbolic OpenCL plan runs on the caller's device buffers of exactly the run's size") {
+  Loaded cpu(rows_plan("")), opencl(rows_plan("opencl"));
+  const char* device = nullptr;
+  void *context = nullptr, *queue = nullptr;
+  REQUIRE(kiln_plan_device(opencl.plan, &device, &context, &queue) == KILN_OK);
+  const OpenCLApi* api = load_opencl_api(nullptr);
+  REQUIRE(api != nullptr);
+  auto* commands = static_cast<cl_command_queue>(queue);
+  constexpr int64_t n = 6;
+  std::vector<int64_t> elements = {n * kWidth, n * kWidth, n * kClasses, kWidth, n * kWide};  // x, then the outputs
+  std::vector<cl_mem> buffers;
+  for (int64_t count : elements) {
+    cl_int status = CL_SUCCESS;
+    buffers.push_back(api->clCreateBuffer(static_cast<cl_context>(context), CL_MEM_READ_WRITE,
+                                          static_cast<size_t>(count) * 4, nullptr, &status));
+    REQUIRE(status == CL_SUCCESS);
+  }
+  std::vector<float> input = wave(static_cast<size_t>(n * kWidth) + 1, 2.0f);
+  REQUIRE(api->clEnqueueWriteBuffer(commands, buffers[0], CL_TRUE, 0, n * kWidth * 4, input.data(), 0, nullptr, nullptr) ==
+          CL_SUCCESS);
+  int64_t x_shape[] = {n, kWidth}, scores_shape[] = {n, kClasses}, columns_shape[] = {kWidth}, wide_shape[] = {n, kWide};
+  kiln_tensor in{"x", KILN_DTYPE_FLOAT32, 2, x_shape, buffers[0], n * kWidth * 4};
+  kiln_tensor out[] = {{"scaled", KILN_DTYPE_FLOAT32, 2, x_shape, buffers[1], n * kWidth * 4},
+                       {"scores", KILN_DTYPE_FLOAT32, 2, scores_shape, buffers[2], n * kClasses * 4},
+                       {"columns", KILN_DTYPE_FLOAT32, 1, columns_shape, buffers[3], kWidth * 4},
+                       {"wide", KILN_DTYPE_FLOAT32, 2, wide_shape, buffers[4], n * kWide * 4}};
+  kiln_run_options options;
+  kiln_run_options_init(&options);
+  options.tensors_on_device = 1;
+  REQUIRE_MESSAGE(kiln_plan_run_with_options(opencl.plan, &in, 1, out, 4, &options) == KILN_OK, kiln_error_message());
+  std::vector<std::vector<float>> want = run_rows(cpu.plan, n);
+  for (size_t o = 0; o < want.size(); ++o) {
+    CAPTURE(o);
+    std::vector<float> got(static_cast<size_t>(elements[o + 1]));
+    REQUIRE(api->clEnqueueReadBuffer(commands, buffers[o + 1], CL_TRUE, 0, got.size() * 4, got.data(), 0, nullptr,
+                                     nullptr) == CL_SUCCESS);
+    for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[o][i]).epsilon(1e-5));
+  }
+  for (cl_mem memory : buffers) api->clReleaseMemObject(memory);
 }
 
 TEST_CASE("a symbolic device plan refuses a size outside its range with the CPU plan's error") {
