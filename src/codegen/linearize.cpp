@@ -360,4 +360,17 @@ std::string print_linear(const LinearProgram& program) {
   return out.str();
 }
 
+std::vector<std::string> program_variables(const LinearProgram& program) {
+  std::map<std::string, const UOp*> by_name;
+  for (const UOpPtr& node : program.ops) {
+    if (node->op() != Ops::DEFINE_VAR) continue;
+    auto [at, added] = by_name.emplace(node->arg_variable().name, node.get());
+    KILN_ASSERT(added || at->second->arg_variable() == node->arg_variable(), "kernel '", program.name, "': variable '",
+                at->first, "' is defined twice with different bounds");
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, node] : by_name) names.push_back(name);
+  return names;
+}
+
 }  // namespace kiln

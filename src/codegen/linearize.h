@@ -32,6 +32,12 @@ struct LinearProgram {
 // docs/kernel-ast.md (no name, a RANGE used outside its loop, a REDUCE over an output range, …).
 LinearProgram linearize(const UOpPtr& kernel_ast);
 
+// The names of the program's size variables (DEFINE_VARs), sorted: the order in which every
+// renderer takes their values (the CPU from an array after the buffers, GPU kernels as parameters),
+// which is ScheduledKernel::variables' order. A name defined twice with different bounds is an
+// InternalError.
+std::vector<std::string> program_variables(const LinearProgram& program);
+
 // One line per op, indented by loop depth; what KILN_DEBUG>=6 prints. Sources are named by the
 // position (%n) of the op that last defined them.
 std::string print_linear(const LinearProgram& program);

@@ -128,14 +128,7 @@ class CRenderer {
     }
     // The kernel's variables (symbolic sizes) follow the buffers as 64-bit integers, in the order
     // of their names: the plan's Kernel.variables order (docs/backends.md, "Symbolic device plans").
-    std::map<std::string, const UOp*> variables;
-    for (const UOpPtr& node : program_.ops) {
-      if (node->op() != Ops::DEFINE_VAR) continue;
-      auto [at, added] = variables.emplace(node->arg_variable().name, node.get());
-      if (!added && at->second->arg_variable() != node->arg_variable())
-        fail(str_cat("variable '", at->first, "' is defined twice with different bounds"));
-    }
-    for (const auto& [name, node] : variables) {
+    for (const std::string& name : program_variables(program_)) {
       variable_parameters_[name] = str_cat("var", variable_names_.size());
       signature += str_cat(buffer_count_ > 0 || !variable_names_.empty() ? ", " : "", dialect_.scalar_type(ScalarType::Int64),
                            " ", variable_parameters_[name]);

@@ -101,15 +101,8 @@ class Renderer {
   // The kernel's variables (DEFINE_VAR), numbered in the order of their names: their values are the
   // int64 array in the argument after the last buffer (docs/kernel-ast.md, "Variables").
   void number_variables() {
-    std::map<std::string, const UOp*> by_name;
-    for (const UOpPtr& node : program_.ops) {
-      if (node->op() != Ops::DEFINE_VAR) continue;
-      auto [at, added] = by_name.emplace(node->arg_variable().name, node.get());
-      if (!added && at->second->arg_variable() != node->arg_variable())
-        fail(str_cat("variable '", at->first, "' is defined twice with different bounds"));
-    }
     int64_t position = 0;
-    for (auto& [name, node] : by_name) variable_position_[name] = position++;
+    for (const std::string& name : program_variables(program_)) variable_position_[name] = position++;
     variables_slot_ = slot_is_output_.empty() ? 0 : slot_is_output_.rbegin()->first + 1;
   }
 
