@@ -357,13 +357,10 @@ GridKernel merge_output_axes_into_grid(const UOpPtr& kernel, int warp_size, int 
   }
 
   // With a warp (a group) of W threads per output, thread t serves output t / W as lane t % W.
-  UOpPtr outputs = const_int(dtypes::index, total);
-  if (symbolic) {
-    outputs = axes.front()->src(0);
-    for (size_t a = 1; a < axes.size(); ++a) outputs = outputs * axes[a]->src(0);
-    outputs = simplify(outputs);
-  }
-  UOpPtr grid = symbolic ? range(simplify(outputs * sharing), 0) : range(total * sharing, 0);
+  // (A symbolic kernel's count of threads is an expression: `total` is at the maxima.)
+  UOpPtr threads = const_int(dtypes::index, sharing);
+  for (const UOp* axis : axes) threads = threads * axis->src(0);
+  UOpPtr grid = range(simplify(threads), 0);
   // A split group of G threads serves G / P consecutive outputs: thread w of it takes output
   // w % (G / P), so neighbouring threads (a warp) take neighbouring outputs, and slice w / (G / P).
   UOpPtr output = per_slice ? grid / group_size * split.outputs_per_group + grid % split.outputs_per_group

@@ -95,7 +95,6 @@ DevicePlan::DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights) 
             KILN_ERROR_INVALID_PLAN, "kernel " + entry + " does not build: ",
             [&] { return device_->build_kernel(at->first.second, entry); }, KILN_ERROR_INVALID_PLAN));
       launch.kernel = at->second;
-      launch.extent = static_cast<size_t>(kernel->parallel_extent());
       launch.local_size = static_cast<size_t>(kernel->device_local_size());
       if (kernel->variables() != nullptr) {
         launch.variables_at = variable_values;
@@ -132,6 +131,7 @@ DevicePlan::DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights) 
       }
       launches_.push_back(std::move(launch));
     }
+    variable_count_ = variable_values;
   } catch (...) {
     release();
     throw;
@@ -194,6 +194,9 @@ void DevicePlan::run(const std::vector<const void*>& inputs, const std::vector<u
                      const std::vector<void*>& outputs, const std::vector<uint64_t>& output_bytes,
                      std::span<const int64_t> extents, std::span<const int64_t> kernel_variables,
                      const std::atomic<int>* cancel, double* kernel_seconds, bool on_device, void* queue) {
+  KILN_ASSERT(extents.size() == launches_.size() && kernel_variables.size() == variable_count_,
+              "a device plan run with ", extents.size(), " extents and ", kernel_variables.size(),
+              " variable values for ", launches_.size(), " launches and ", variable_count_, " values");
   std::lock_guard lock(mutex_);
   auto cancelled = [&] { return cancel != nullptr && cancel->load(std::memory_order_acquire) != 0; };
   // The buffers this run's kernels use: the plan's own, or in place of its inputs and outputs the
@@ -223,15 +226,14 @@ void DevicePlan::run(const std::vector<const void*>& inputs, const std::vector<u
       arguments.clear();
       for (size_t argument : launch.arguments) arguments.push_back(bound[argument]);
       LaunchDims dims;
-      dims.global[0] = extents.empty() ? launch.extent : static_cast<size_t>(extents[k]);
+      dims.global[0] = static_cast<size_t>(extents[k]);
       dims.local[0] = launch.local_size;
       if (dims.global[0] == 0) continue;  // an empty batch or sequence: nothing to compute
       if (launch.local_size != 0 && dims.global[0] % launch.local_size != 0)
         throw PlanError(KILN_ERROR_INVALID_PLAN, str_cat("kernel ", kernels_[launch.kernel]->name(), " has ", dims.global[0],
                                                          " threads at these shapes, not whole work-groups of ",
                                                          launch.local_size));
-      std::span<const int64_t> variables =
-          launch.variable_count == 0 ? std::span<const int64_t>{} : kernel_variables.subspan(launch.variables_at, launch.variable_count);
+      std::span<const int64_t> variables = kernel_variables.subspan(launch.variables_at, launch.variable_count);
       auto start = std::chrono::steady_clock::now();
       device_->launch(*kernels_[launch.kernel], arguments, variables, dims, queue);
       if (kernel_seconds != nullptr) {

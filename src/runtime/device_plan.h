@@ -47,10 +47,10 @@ class DevicePlan {
   // plan's own buffers are then in use until that work finishes: the next run on another queue,
   // and the plan's destruction, wait for it first.
   //
-  // A symbolic plan's run passes `extents` (launch k's parallel extent at this run's shapes; a
-  // launch of none is skipped) and `kernel_variables` (the values of every kernel's variables, each
-  // kernel's in its Kernel.variables order, kernels in plan order: PlanRunner's array); a fixed
-  // plan's passes both empty and every launch takes its stored extent.
+  // `extents[k]`: launch k's parallel extent at this run's shapes (a launch of none is skipped);
+  // `kernel_variables`: the values of every kernel's variables, each kernel's in its
+  // Kernel.variables order, kernels in plan order (PlanRunner evaluates both per run; a fixed-shape
+  // plan's are its stored extents and no variables).
   void run(const std::vector<const void*>& inputs, const std::vector<uint64_t>& input_bytes,
            const std::vector<void*>& outputs, const std::vector<uint64_t>& output_bytes,
            std::span<const int64_t> extents, std::span<const int64_t> kernel_variables,
@@ -67,7 +67,6 @@ class DevicePlan {
   struct Launch {
     size_t kernel;                  // index of the built kernel in kernels_
     std::vector<size_t> arguments;  // indices into memory_, one per device argument
-    size_t extent;
     size_t local_size;  // the work-group size the kernel needs; 0: the device chooses
     // The kernel's size variables: `variable_count` values from `variables_at` in run's
     // kernel_variables, passed after the buffers.
@@ -86,6 +85,7 @@ class DevicePlan {
   std::vector<DeviceMemory> memory_;  // inputs, outputs, the arena, then weights and arena slots
   std::vector<size_t> views_;         // the entries of memory_ that are views of the arena
   std::vector<Launch> launches_;
+  size_t variable_count_ = 0;  // the kernels' variables, all launches together
   size_t input_count_ = 0, output_count_ = 0;
   uint64_t device_bytes_ = 0;
   std::mutex mutex_;

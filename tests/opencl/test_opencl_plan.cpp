@@ -10,22 +10,16 @@
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "loaded_plan.h"
 #include "plan/plan_format.h"
 #include "plan/plan_writer.h"
 #include "runtime/opencl/opencl_api.h"
 #include "tensor/tensor_internal.h"
 
 using namespace kiln;
+using kiln::testing::LoadedPlan;
 
 namespace {
-
-struct LoadedPlan {
-  kiln_plan* plan = nullptr;
-  explicit LoadedPlan(const std::string& bytes) {
-    REQUIRE_MESSAGE(kiln_plan_load_buffer(bytes.data(), bytes.size(), &plan) == KILN_OK, kiln_error_message());
-  }
-  ~LoadedPlan() { kiln_plan_free(plan); }
-};
 
 std::vector<float> ramp(size_t count, float scale) {
   std::vector<float> values(count);

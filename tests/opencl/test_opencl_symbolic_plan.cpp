@@ -10,12 +10,14 @@
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "loaded_plan.h"
 #include "plan/plan_format.h"
 #include "plan/plan_writer.h"
 #include "runtime/opencl/opencl_api.h"
 #include "tensor/tensor_internal.h"
 
 using namespace kiln;
+using kiln::testing::LoadedPlan;
 
 namespace {
 
@@ -65,14 +67,6 @@ std::vector<std::vector<float>> run_rows(const kiln_plan* plan, int64_t n) {
   return outputs;
 }
 
-struct Loaded {
-  kiln_plan* plan = nullptr;
-  explicit Loaded(const std::string& bytes) {
-    REQUIRE_MESSAGE(kiln_plan_load_buffer(bytes.data(), bytes.size(), &plan) == KILN_OK, kiln_error_message());
-  }
-  ~Loaded() { kiln_plan_free(plan); }
-};
-
 }  // namespace
 
 TEST_SUITE("opencl") {
@@ -83,7 +77,7 @@ TEST_CASE("a symbolic OpenCL plan runs at every size in its range as the CPU pla
         plan::kPlanFormatVersionSymbolicDevice);
   CHECK(bytes.find("long var0") != std::string::npos);  // the kernels' size parameter (OpenCL C source)
   CHECK(bytes.find("__local float local0[") != std::string::npos);  // the wide softmax's work-group rows
-  Loaded cpu(rows_plan("")), opencl(bytes);
+  LoadedPlan cpu(rows_plan("")), opencl(bytes);
   for (int64_t n : {int64_t{5}, int64_t{0}, int64_t{1}, kMaxRows, int64_t{7}}) {
     CAPTURE(n);
     std::vector<std::vector<float>> want = run_rows(cpu.plan, n), got = run_rows(opencl.plan, n);
@@ -100,7 +94,7 @@ TEST_CASE("a symbolic OpenCL plan runs at every size in its range as the CPU pla
 }
 
 TEST_CASE("a symbolic OpenCL plan runs on the caller's device buffers of exactly the run's size") {
-  Loaded cpu(rows_plan("")), opencl(rows_plan("opencl"));
+  LoadedPlan cpu(rows_plan("")), opencl(rows_plan("opencl"));
   const char* device = nullptr;
   void *context = nullptr, *queue = nullptr;
   REQUIRE(kiln_plan_device(opencl.plan, &device, &context, &queue) == KILN_OK);
@@ -141,7 +135,7 @@ TEST_CASE("a symbolic OpenCL plan runs on the caller's device buffers of exactly
 }
 
 TEST_CASE("a symbolic device plan refuses a size outside its range with the CPU plan's error") {
-  Loaded opencl(rows_plan("opencl"));
+  LoadedPlan opencl(rows_plan("opencl"));
   constexpr int64_t rows = kMaxRows + 1;
   std::vector<float> input(rows * kWidth, 1.0f), output(input.size()), scores(rows * kClasses), columns(kWidth),
       wide(rows * kWide);

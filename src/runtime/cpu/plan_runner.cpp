@@ -640,13 +640,8 @@ void PlanRunner::run_on_device(RunContext& context, const RunSettings& settings)
   for (size_t i = 0; i < inputs_.size(); ++i) inputs[i] = context.bound_inputs[i]->data;
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (outputs_[i].same_as_output < 0) outputs[i] = context.bound_outputs[i]->data;
-  std::span<const int64_t> extents, variables;
-  if (shapes_.symbolic()) {
-    extents = context.extents;
-    variables = context.kernel_variables;
-  }
-  device_plan_->run(inputs, context.input_bytes, outputs, context.output_bytes, extents, variables, settings.cancel,
-                    settings.kernel_seconds, settings.tensors_on_device, settings.queue);
+  device_plan_->run(inputs, context.input_bytes, outputs, context.output_bytes, context.extents, context.kernel_variables,
+                    settings.cancel, settings.kernel_seconds, settings.tensors_on_device, settings.queue);
   if (!settings.tensors_on_device) {
     copy_same_outputs(context);
     return;
