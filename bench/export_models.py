@@ -29,6 +29,8 @@ The models (opset 17, batch 1, every shape fixed):
                  outputs float16, every op on float16 values): for GPU fp16 latency; not written
                  unless --models names them. Check them with a looser tolerance
                  (kiln test-onnx --atol 0.05): onnxruntime and kiln round at different places.
+    resnet50_b32, mobilenetv2_b32, bert_base_b32  the fp32 models at batch 32 (same weights), for GPU
+                 throughput; not written unless --models names them.
 
 Weights are random, not trained: the models are for timing and for checking kiln's numbers against
 onnxruntime's. They are scaled so that activations stay of order one through every layer (He
@@ -112,12 +114,12 @@ def classifier(g, x, in_features, prefix="fc"):
     return g.node("Gemm", [flat, weight, bias], prefix, outputs=["logits"], alpha=1.0, beta=1.0, transB=1)
 
 
-def image_io():
-    return ([helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 224, 224])],
-            [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 1000])])
+def image_io(batch=1):
+    return ([helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, 224, 224])],
+            [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, 1000])])
 
 
-def build_resnet50(rng):
+def build_resnet50(rng, batch=1):
     g = GraphBuilder(rng)
     x = conv_bn(g, "input", "", 3, 64, 7, stride=2, conv_name="conv1", bn_name="bn1")
     x = g.node("Relu", [x], "relu")
@@ -141,11 +143,11 @@ def build_resnet50(rng):
             x = g.node("Relu", [g.node("Add", [y, shortcut], f"{prefix}add")], f"{prefix}relu3")
             in_channels = out_channels
     classifier(g, x, 2048)
-    inputs, outputs = image_io()
+    inputs, outputs = image_io(batch)
     return g.model("resnet50", inputs, outputs, "ResNet-50 v1.5 (torchvision layout), random weights")
 
 
-def build_mobilenetv2(rng):
+def build_mobilenetv2(rng, batch=1):
     g = GraphBuilder(rng)
     zero = g.constant("relu6.min", np.array(0.0, dtype=np.float32))
     six = g.constant("relu6.max", np.array(6.0, dtype=np.float32))
@@ -178,7 +180,7 @@ def build_mobilenetv2(rng):
     x = relu6(conv_bn(g, x, f"features.{index}.", in_channels, 1280, 1, conv_name="0", bn_name="1"),
               f"features.{index}.2")
     classifier(g, x, 1280, prefix="classifier.1")
-    inputs, outputs = image_io()
+    inputs, outputs = image_io(batch)
     return g.model("mobilenetv2", inputs, outputs, "MobileNetV2 (torchvision layout), random weights")
 
 
@@ -188,7 +190,7 @@ def build_mobilenetv2(rng):
 BERT = dict(vocab=30522, positions=512, token_types=2, hidden=768, heads=12, layers=12, ffn=3072, seq=128)
 
 
-def build_bert_base(rng, symbolic=False):
+def build_bert_base(rng, symbolic=False, batch=1):
     """symbolic: inputs of shape [batch, sequence] (dim_params), head reshapes that copy those dims
     (Reshape's 0), the positions an input, and the pooler's first token by Slice: one model that a
     symbolic plan runs at every batch and sequence length (docs/symbolic-shapes.md)."""
@@ -224,7 +226,7 @@ def build_bert_base(rng, symbolic=False):
     mask = g.node("Sub", [g.constant("mask.one", np.array(1.0, dtype=np.float32)), mask], "mask.invert")
     mask = g.node("Mul", [mask, g.constant("mask.fill", np.array(-10000.0, dtype=np.float32))], "mask.scale")
 
-    batch_and_seq = [0, 0] if symbolic else [1, seq]  # 0: Reshape copies the input's dimension
+    batch_and_seq = [0, 0] if symbolic else [batch, seq]  # 0: Reshape copies the input's dimension
     split_heads = g.constant("attention.split_shape", np.array(batch_and_seq + [heads, head_size], dtype=np.int64))
     merge_heads = g.constant("attention.merge_shape", np.array(batch_and_seq + [hidden], dtype=np.int64))
     score_scale = g.constant("attention.scale", np.array(1.0 / np.sqrt(head_size), dtype=np.float32))
@@ -272,7 +274,7 @@ def build_bert_base(rng, symbolic=False):
                              axis=1)
     g.node("Tanh", [dense(first_token, "pooler.dense", hidden, hidden)], "pooler.tanh", outputs=["pooler_output"])
 
-    dims = ["batch", "sequence"] if symbolic else [1, seq]
+    dims = ["batch", "sequence"] if symbolic else [batch, seq]
     names = ("input_ids", "token_type_ids", "attention_mask") + (("position_ids",) if symbolic else ())
     inputs = [helper.make_tensor_value_info(name, TensorProto.INT64, dims) for name in names]
     outputs = [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, dims + [hidden]),
@@ -283,14 +285,14 @@ def build_bert_base(rng, symbolic=False):
     return g.model("bert_base", inputs, outputs, "BERT-base encoder (12 x 768, seq 128), random weights")
 
 
-def bert_inputs(rng):
+def bert_inputs(rng, batch=1):
     seq = BERT["seq"]
-    input_ids = rng.integers(0, BERT["vocab"], size=(1, seq), dtype=np.int64)
-    input_ids[0, 0] = 101  # [CLS], as a tokenizer would write it
-    token_type_ids = np.zeros((1, seq), dtype=np.int64)
-    token_type_ids[0, seq // 2:] = 1  # a sentence pair
-    attention_mask = np.ones((1, seq), dtype=np.int64)
-    attention_mask[0, seq - 16:] = 0  # the last 16 positions are padding
+    input_ids = rng.integers(0, BERT["vocab"], size=(batch, seq), dtype=np.int64)
+    input_ids[:, 0] = 101  # [CLS], as a tokenizer would write it
+    token_type_ids = np.zeros((batch, seq), dtype=np.int64)
+    token_type_ids[:, seq // 2:] = 1  # a sentence pair
+    attention_mask = np.ones((batch, seq), dtype=np.int64)
+    attention_mask[:, seq - 16:] = 0  # the last 16 positions are padding
     return {"input_ids": input_ids, "token_type_ids": token_type_ids, "attention_mask": attention_mask}
 
 
@@ -300,8 +302,8 @@ def bert_symbolic_inputs(rng):
     return inputs
 
 
-def image_inputs(rng):
-    return {"input": rng.standard_normal((1, 3, 224, 224), dtype=np.float32)}
+def image_inputs(rng, batch=1):
+    return {"input": rng.standard_normal((batch, 3, 224, 224), dtype=np.float32)}
 
 
 def to_float16(model):
@@ -338,11 +340,15 @@ MODELS = {
     "bert_base_symbolic": (lambda rng: build_bert_base(rng, symbolic=True), bert_symbolic_inputs),
     "resnet50_fp16": (lambda rng: to_float16(build_resnet50(rng)), float16_inputs(image_inputs)),
     "bert_base_fp16": (lambda rng: to_float16(build_bert_base(rng)), float16_inputs(bert_inputs)),
+    # Batch 32 (throughput on a GPU): the same weights as the batch-1 models.
+    "resnet50_b32": (lambda rng: build_resnet50(rng, batch=32), lambda rng: image_inputs(rng, batch=32)),
+    "mobilenetv2_b32": (lambda rng: build_mobilenetv2(rng, batch=32), lambda rng: image_inputs(rng, batch=32)),
+    "bert_base_b32": (lambda rng: build_bert_base(rng, batch=32), lambda rng: bert_inputs(rng, batch=32)),
 }
 # Each model's stream of random numbers (the symbolic BERT shares BERT-base's weights, each fp16
 # model its fp32 model's, rounded).
 SEED_OFFSET = {"bert_base": 0, "bert_base_symbolic": 0, "mobilenetv2": 1, "resnet50": 2, "resnet50_fp16": 2,
-               "bert_base_fp16": 0}
+               "bert_base_fp16": 0, "resnet50_b32": 2, "mobilenetv2_b32": 1, "bert_base_b32": 0}
 
 
 def write_model(name, outdir, seed):

@@ -14,7 +14,8 @@
 #                 shared libraries they need that glibc does not provide (LLVM 19, protobuf, onnx,
 #                 z3, ...: the GPU machine runs another Linux), with wrappers that set
 #                 LD_LIBRARY_PATH for these programs alone (Python there keeps its own libraries)
-#   data.tar.xz   ../shared/data's models and ONNX node tests (the GPU machine cannot see ../shared)
+#   data.tar.xz   ../shared/data's models and ONNX node tests, and two of models-exported
+#                 (KILN_GPU_EXPORTED; the GPU machine cannot see ../shared)
 #   ort/          onnxruntime-gpu in parts (MANIFEST.json, *.partNNofMM), the first sized to fill
 #                 what the first call has left
 # A call carries at most 64 MiB with the repository's own files. The first call carries kiln.tar.xz,
@@ -63,7 +64,13 @@ XZ_OPT=-6T0 tar -C "$stage/kiln" -cJf "$bundle/kiln.tar.xz" .
 
 if [ -d "$data/models" ]; then
   echo "packing ../shared/data"
-  XZ_OPT=-6T0 tar -C "$data/.." -cJf "$bundle/data.tar.xz" data/models data/onnx-node-tests
+  # Two exported models (all of models-exported would not fit beside onnxruntime's parts):
+  # KILN_GPU_EXPORTED names others.
+  exported=
+  for name in ${KILN_GPU_EXPORTED:-mobilenet_v3_small_dynbatch bert_tiny_legacy}; do
+    [ -d "$data/models-exported/$name" ] && exported="$exported data/models-exported/$name"
+  done
+  XZ_OPT=-6T0 tar -C "$data/.." -cJf "$bundle/data.tar.xz" data/models data/onnx-node-tests $exported
 else
   echo "gpu_bundle: no $data/models: the shared models and node tests will not run there" >&2
   rm -f "$bundle/data.tar.xz"

@@ -26,11 +26,18 @@
 #   ort       kiln's CUDA plans against onnxruntime's CUDA execution provider in one run
 #             (bench/compare_onnxruntime.py --device cuda): fp32 with TF32 off and on, fp16; needs
 #             onnxruntime-gpu's parts in $KILN_ORT_GPU_PARTS (bench/ort_gpu_pack.py)
+#   graphs    each exported model's plan with launch graphs off (KILN_CUDA_GRAPHS=0) and on (the
+#             default), timed alternately, and its per-kernel profile
+#   exported  the models of ../shared/data/models-exported in $KILN_GPU_DATA (those the bundle
+#             carries) as CUDA plans against every test set (a fixed plan per set's shapes)
+#   batch     kiln against onnxruntime's CUDA provider at batch 32 (resnet50_b32, mobilenetv2_b32,
+#             bert_base_b32, exported here; TF32 off)
+#   ort-exported  the same for the exported models the bundle carries, at test_data_set_0's shapes
 #   torch     the PyTorch baseline (bench/torch_gpu_baseline.py)
 # Without a GPU it stops after the probe, saying so (exit 77).
 set -u
 build=$1 out=$2 models=${3:-/tmp/kiln-models}
-steps=${KILN_GPU_CHECK_STEPS:-suite shared models symbolic variants ort torch}
+steps=${KILN_GPU_CHECK_STEPS:-suite shared models symbolic variants ort graphs exported batch ort-exported torch}
 logs=${KILN_GPU_CHECK_LOGS:-/tmp/kiln-gpu-check}
 bench=$(cd "$(dirname "$0")" && pwd)
 kiln=$build/tools/kiln
@@ -133,34 +140,39 @@ run_variants() {
   rmdir "$plans"
 }
 
-run_ort() {
-  site=/tmp/kiln-onnxruntime-gpu
-  if step ort-unpack python3 "$bench/ort_gpu_pack.py" unpack "${KILN_ORT_GPU_PARTS:-/nonexistent}" "$site"; then
-    export_models
-    # onnxruntime's CUDA provider needs CUDA 13's cuBLAS, cuDNN, cuFFT, cuRAND and runtime: here they
-    # are PyTorch's nvidia-* packages, whose folders the loader is told about (onnxruntime's own
-    # preload and PyTorch's import, in compare_onnxruntime.py, are tried as well).
-    nvidia_libs=$(python3 -c 'import glob, os, site
-dirs = {os.path.dirname(f) for base in site.getsitepackages() for f in glob.glob(os.path.join(base, "nvidia", "**", "lib*.so*"), recursive=True)}
-print(":".join(sorted(dirs)))')
-    export LD_LIBRARY_PATH="$nvidia_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" >> "$logs/ort-unpack.log"
-    set -- "$models/resnet50" "$models/bert_base" "$models/mobilenetv2"
-    # fp32: TF32 off is kiln's arithmetic; TF32 on is what onnxruntime does by default on this GPU.
-    step ort-cuda-fp32 env PYTHONPATH=$site python3 "$bench/compare_onnxruntime.py" --device cuda --cuda-arch 90 \
-      --kiln "$kiln" --statistic min --iterations 50 --rounds 3 --warmup 10 --ort-cuda-option use_tf32=0 "$@"
-    step ort-cuda-fp32-tf32 env PYTHONPATH=$site python3 "$bench/compare_onnxruntime.py" --device cuda --cuda-arch 90 \
-      --kiln "$kiln" --statistic min --iterations 50 --rounds 3 --warmup 10 "$@"
-    step ort-cuda-fp16 env PYTHONPATH=$site python3 "$bench/compare_onnxruntime.py" --device cuda --cuda-arch 90 \
-      --kiln "$kiln" --statistic min --iterations 50 --rounds 3 --warmup 10 "$models/resnet50_fp16" "$models/bert_base_fp16"
-    for name in ort-cuda-fp32 ort-cuda-fp32-tf32 ort-cuda-fp16; do
-      sed -n '/^model /,$p' "$logs/$name.log" | sed "s/^/   $name: /" >> "$logs/summary.txt"
-    done
-    publish
-  else
+# onnxruntime-gpu unpacked once into $ort_site from $KILN_ORT_GPU_PARTS, with CUDA 13's cuBLAS,
+# cuDNN, cuFFT, cuRAND and runtime on the loader's path: here they are PyTorch's nvidia-* packages
+# (onnxruntime's own preload and PyTorch's import, in compare_onnxruntime.py, are tried as well).
+ort_site=/tmp/kiln-onnxruntime-gpu
+ort_ready() {
+  if [ ! -d "$ort_site/onnxruntime" ] &&
+    ! step ort-unpack python3 "$bench/ort_gpu_pack.py" unpack "${KILN_ORT_GPU_PARTS:-/nonexistent}" "$ort_site"; then
     sed 's/^/   /' "$logs/ort-unpack.log" >> "$logs/summary.txt"
     publish
+    return 1
   fi
+  nvidia_libs=$(python3 -c 'import glob, os, site
+dirs = {os.path.dirname(f) for base in site.getsitepackages() for f in glob.glob(os.path.join(base, "nvidia", "**", "lib*.so*"), recursive=True)}
+print(":".join(sorted(dirs)))')
+  case ${LD_LIBRARY_PATH:-} in *"$nvidia_libs"*) ;; *) export LD_LIBRARY_PATH="$nvidia_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ;; esac
+}
+# compare NAME ITERATIONS [compare_onnxruntime.py arguments and models]: one table, into the summary.
+compare() {
+  name=$1 iterations=$2
+  shift 2
+  step "$name" env PYTHONPATH=$ort_site python3 "$bench/compare_onnxruntime.py" --device cuda --cuda-arch 90 \
+    --kiln "$kiln" --statistic min --iterations "$iterations" --rounds 2 --warmup 5 "$@"
+  sed -n '/^model /,$p' "$logs/$name.log" | sed "s/^/   $name: /" >> "$logs/summary.txt"
+  publish
+}
+
+run_ort() {
+  ort_ready || return
+  export_models
+  # fp32 with TF32 off is kiln's arithmetic; TF32 on (last) is what onnxruntime does by default here.
+  compare ort-cuda-fp32 30 --ort-cuda-option use_tf32=0 "$models/resnet50" "$models/mobilenetv2" "$models/bert_base"
+  compare ort-cuda-fp16 30 "$models/resnet50_fp16" "$models/bert_base_fp16"
+  compare ort-cuda-fp32-tf32 30 "$models/resnet50" "$models/mobilenetv2" "$models/bert_base"
 }
 
 run_symbolic() {
@@ -187,12 +199,79 @@ run_symbolic() {
   publish
 }
 
+run_graphs() {
+  export_models
+  plans=$(mktemp -d)
+  for model in resnet50 mobilenetv2 bert_base resnet50_fp16 bert_base_fp16; do
+    step "compile-$model-graphs" "$kiln" compile "$models/$model/model.onnx" -o "$plans/$model.plan" --target cuda --cuda-arch 90
+    for round in 1 2; do
+      for graphs in 0 1; do
+        step "bench-$model-graphs$graphs-$round" env KILN_CUDA_GRAPHS=$graphs "$kiln" bench "$plans/$model.plan" --iterations 50
+        grep -E "min_ms|median_ms" "$logs/bench-$model-graphs$graphs-$round.log" | tr '\n' ' ' |
+          sed "s/^/   $model KILN_CUDA_GRAPHS=$graphs: /" >> "$logs/summary.txt"
+        echo >> "$logs/summary.txt"
+      done
+    done
+    # Each launch synchronised and timed (no graph): the slowest kernels' GFLOP/s and GB/s.
+    step "profile-$model" "$kiln" bench "$plans/$model.plan" --iterations 10 --profile
+    rm -f "$plans/$model.plan"
+  done
+  rmdir "$plans"
+  publish
+}
+
+# The exported models the bundle carries, and the fixed shapes of their test_data_set_0.
+exported_shapes() {
+  case $(basename "$1") in
+    mobilenet_v3_small_dynbatch | shufflenet_v2_dynbatch) echo "--shape batch=1" ;;
+    bert_tiny_legacy | bert_tiny_dynamo) echo "--shape batch=1 --shape sequence=9" ;;
+    *) echo "" ;;
+  esac
+}
+exported_models() {
+  for folder in "${KILN_GPU_DATA:-/nonexistent}"/models-exported/*/; do
+    [ -f "$folder/model.onnx" ] && echo "${folder%/}"
+  done
+}
+
+run_exported() {
+  for folder in $(exported_models); do
+    name=$(basename "$folder")
+    # Every test set, one fixed-shape plan per set's shapes (test-onnx --via-plan), at the model's
+    # own tolerance (its info.json).
+    atol=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["atol"])' "$folder/info.json")
+    step "check-exported-$name" "$kiln" test-onnx --via-plan --plan-target cuda --atol "$atol" --timeout 900 "$folder"
+  done
+  publish
+}
+
+batch32="resnet50_b32 mobilenetv2_b32 bert_base_b32"
+export_batch32() {
+  for model in $batch32; do
+    [ -f "$models/$model/model.onnx" ] || step "export-$model" python3 "$bench/export_models.py" "$models" --models "$model"
+  done
+}
+
+run_batch() {
+  export_batch32
+  ort_ready || return
+  compare ort-cuda-batch32 10 --ort-cuda-option use_tf32=0 $(for model in $batch32; do echo "$models/$model"; done)
+}
+
+run_ort_exported() {
+  ort_ready || return
+  for folder in $(exported_models); do
+    compare "ort-cuda-$(basename "$folder")" 30 --ort-cuda-option use_tf32=0 $(exported_shapes "$folder") "$folder/model.onnx"
+  done
+}
+
 run_torch() { step torch-baseline python3 "$bench/torch_gpu_baseline.py"; }
 
 for name in $steps; do
   case $name in
-    suite | shared | models | symbolic | variants | ort | torch) "run_$name" ;;
-    *) log "unknown step '$name' (steps: suite shared models symbolic variants ort torch)" ;;
+    suite | shared | models | symbolic | variants | ort | graphs | exported | batch | torch) "run_$name" ;;
+    ort-exported) run_ort_exported ;;
+    *) log "unknown step '$name' (steps: suite shared models symbolic variants ort graphs exported batch ort-exported torch)" ;;
   esac
 done
 log "done; logs in $logs and $out/logs.tar.gz"

@@ -12,6 +12,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -32,6 +33,23 @@ class DeviceKernel {
 struct LaunchDims {
   size_t global[3] = {1, 1, 1};
   size_t local[3] = {0, 0, 0};
+};
+
+// One kernel launch, as Device::record takes it: the kernel, its memory arguments, then its 64-bit
+// scalars (as Device::launch), and the grid.
+struct KernelLaunch {
+  DeviceKernel* kernel = nullptr;
+  std::vector<DeviceMemory> arguments;
+  std::vector<int64_t> scalars;
+  LaunchDims dims;
+};
+
+// A sequence of launches recorded once and replayed as one submission (a CUDA graph): the host
+// pays one call per run instead of one per kernel. Its arguments, scalars and grids are fixed when
+// recorded. Owned by the device's caller; freed before the kernels it launches.
+class LaunchGraph {
+ public:
+  virtual ~LaunchGraph() = default;
 };
 
 class Device {
@@ -83,6 +101,12 @@ class Device {
   void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, const LaunchDims& dims) {
     launch(kernel, arguments, {}, dims, nullptr);
   }
+
+  // Records `launches` (none with an empty grid), to run in order, each after the one before;
+  // null where the device cannot (the default: OpenCL has no such thing here). replay() queues the
+  // whole sequence on `queue` as launch() would queue each.
+  virtual std::unique_ptr<LaunchGraph> record(std::span<const KernelLaunch> /*launches*/) { return nullptr; }
+  virtual void replay(LaunchGraph& /*graph*/, void* /*queue*/) {}
 
   // Waits until every copy and launch queued on `queue` has finished.
   virtual void synchronize(void* queue) = 0;

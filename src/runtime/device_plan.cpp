@@ -1,6 +1,7 @@
 // A device plan's kernels, memory and runs; see device_plan.h.
 #include "runtime/device_plan.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -48,7 +49,21 @@ std::string missing_cuda(const CudaDevice& device, const std::string& requiremen
 
 }  // namespace
 
-DevicePlan::DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights) {
+namespace {
+
+// Launch graphs kept per plan: a symbolic plan's distinct shapes, or a caller's rotating buffers.
+constexpr size_t kMaxGraphs = 8;
+
+bool graphs_switched_off() {
+  const char* value = std::getenv("KILN_CUDA_GRAPHS");
+  return value != nullptr && std::string(value) == "0";
+}
+
+}  // namespace
+
+DevicePlan::DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights,
+                       std::function<void(const std::string&)> debug_log)
+    : use_graphs_(!graphs_switched_off()), debug_log_(std::move(debug_log)) {
   // The reader accepts "opencl" and "cuda" only (check_device_fields).
   bool cuda = plan.device()->str() == "cuda";
   std::string label = cuda ? "CUDA" : "OpenCL";
@@ -141,6 +156,7 @@ DevicePlan::DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights) 
 DevicePlan::~DevicePlan() { release(); }
 
 void DevicePlan::release() {
+  graphs_.clear();  // before the kernels they launch
   if (pending_event_ != nullptr) {
     // The kernels still queued on a caller's queue use this plan's buffers: finish them first. A
     // failure there has nowhere to go from a destructor; the buffers are released either way.
@@ -199,6 +215,11 @@ void DevicePlan::run(const std::vector<const void*>& inputs, const std::vector<u
               " variable values for ", launches_.size(), " launches and ", variable_count_, " values");
   std::lock_guard lock(mutex_);
   auto cancelled = [&] { return cancel != nullptr && cancel->load(std::memory_order_acquire) != 0; };
+  auto throw_cancelled = [&](size_t done) {
+    device_->synchronize(queue);
+    throw PlanError(KILN_ERROR_CANCELLED, str_cat("kiln_plan_run: the run was cancelled (", done, " of ", launches_.size(),
+                                                  " kernels had run)"));
+  };
   // The buffers this run's kernels use: the plan's own, or in place of its inputs and outputs the
   // caller's device memory (empty tensors keep the plan's one-byte buffers: a null cl_mem is no
   // kernel argument).
@@ -210,35 +231,34 @@ void DevicePlan::run(const std::vector<const void*>& inputs, const std::vector<u
       if (output_bytes[i] > 0 && outputs[i] != nullptr)
         bound[input_count_ + i] = DeviceMemory{outputs[i], static_cast<size_t>(output_bytes[i])};
   }
+  std::vector<size_t> plan_index;
+  std::vector<KernelLaunch> launches = prepare_launches(bound, extents, kernel_variables, plan_index);
   as_plan_error(KILN_ERROR_INTERNAL, "kiln_plan_run on " + device_->name() + ": ", [&] {
     settle_pending(queue);
     if (!on_device)
       for (size_t i = 0; i < input_count_; ++i)
         if (input_bytes[i] > 0) device_->copy_to_device(memory_[i], inputs[i], static_cast<size_t>(input_bytes[i]), queue);
-    std::vector<DeviceMemory> arguments;
-    for (size_t k = 0; k < launches_.size(); ++k) {
-      if (cancelled()) {
-        device_->synchronize(queue);
-        throw PlanError(KILN_ERROR_CANCELLED, "kiln_plan_run: the run was cancelled (" + std::to_string(k) + " of " +
-                                                  std::to_string(launches_.size()) + " kernels had run)");
-      }
-      const Launch& launch = launches_[k];
-      arguments.clear();
-      for (size_t argument : launch.arguments) arguments.push_back(bound[argument]);
-      LaunchDims dims;
-      dims.global[0] = static_cast<size_t>(extents[k]);
-      dims.local[0] = launch.local_size;
-      if (dims.global[0] == 0) continue;  // an empty batch or sequence: nothing to compute
-      if (launch.local_size != 0 && dims.global[0] % launch.local_size != 0)
-        throw PlanError(KILN_ERROR_INVALID_PLAN, str_cat("kernel ", kernels_[launch.kernel]->name(), " has ", dims.global[0],
-                                                         " threads at these shapes, not whole work-groups of ",
-                                                         launch.local_size));
-      std::span<const int64_t> variables = kernel_variables.subspan(launch.variables_at, launch.variable_count);
+    LaunchGraph* graph = nullptr;
+    if (use_graphs_ && kernel_seconds == nullptr) {
+      // The key: everything a recorded launch fixes that may differ between runs.
+      std::vector<int64_t> key(extents.begin(), extents.end());
+      key.insert(key.end(), kernel_variables.begin(), kernel_variables.end());
+      for (size_t i = 0; i < input_count_ + output_count_; ++i)
+        key.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(bound[i].handle)));
+      graph = graph_for(std::move(key), launches);
+    }
+    if (graph != nullptr) {
+      if (cancelled()) throw_cancelled(0);
+      device_->replay(*graph, queue);
+    }
+    for (size_t j = 0; graph == nullptr && j < launches.size(); ++j) {
+      if (cancelled()) throw_cancelled(plan_index[j]);
+      const KernelLaunch& launch = launches[j];
       auto start = std::chrono::steady_clock::now();
-      device_->launch(*kernels_[launch.kernel], arguments, variables, dims, queue);
+      device_->launch(*launch.kernel, launch.arguments, launch.scalars, launch.dims, queue);
       if (kernel_seconds != nullptr) {
         device_->synchronize(queue);
-        kernel_seconds[k] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        kernel_seconds[plan_index[j]] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       }
     }
     if (on_device) {
@@ -253,6 +273,61 @@ void DevicePlan::run(const std::vector<const void*>& inputs, const std::vector<u
         device_->copy_to_host(outputs[i], memory_[input_count_ + i], static_cast<size_t>(output_bytes[i]), queue);
     device_->synchronize(queue);  // a plan whose outputs are all empty copies nothing back
   });
+}
+
+std::vector<KernelLaunch> DevicePlan::prepare_launches(const std::vector<DeviceMemory>& bound, std::span<const int64_t> extents,
+                                                       std::span<const int64_t> kernel_variables,
+                                                       std::vector<size_t>& plan_index) const {
+  std::vector<KernelLaunch> prepared;
+  for (size_t k = 0; k < launches_.size(); ++k) {
+    const Launch& launch = launches_[k];
+    KernelLaunch ready;
+    ready.kernel = kernels_[launch.kernel].get();
+    ready.dims.global[0] = static_cast<size_t>(extents[k]);
+    ready.dims.local[0] = launch.local_size;
+    if (ready.dims.global[0] == 0) continue;  // an empty batch or sequence: nothing to compute
+    if (launch.local_size != 0 && ready.dims.global[0] % launch.local_size != 0)
+      throw PlanError(KILN_ERROR_INVALID_PLAN, str_cat("kernel ", ready.kernel->name(), " has ", ready.dims.global[0],
+                                                       " threads at these shapes, not whole work-groups of ",
+                                                       launch.local_size));
+    for (size_t argument : launch.arguments) ready.arguments.push_back(bound[argument]);
+    std::span<const int64_t> variables = kernel_variables.subspan(launch.variables_at, launch.variable_count);
+    ready.scalars.assign(variables.begin(), variables.end());
+    prepared.push_back(std::move(ready));
+    plan_index.push_back(k);
+  }
+  return prepared;
+}
+
+LaunchGraph* DevicePlan::graph_for(std::vector<int64_t> key, std::span<const KernelLaunch> launches) {
+  ++graph_clock_;
+  for (CachedGraph& cached : graphs_)
+    if (cached.key == key) {
+      cached.last_used = graph_clock_;
+      return cached.graph.get();
+    }
+  // A key's first run launches kernel by kernel: recording costs more than one run's launches, and
+  // a caller whose device buffers change every run would otherwise record a graph per run.
+  auto seen = std::find(seen_once_.begin(), seen_once_.end(), key);
+  if (seen == seen_once_.end()) {
+    if (seen_once_.size() == 2 * kMaxGraphs) seen_once_.erase(seen_once_.begin());
+    seen_once_.push_back(std::move(key));
+    return nullptr;
+  }
+  seen_once_.erase(seen);
+  std::unique_ptr<LaunchGraph> graph = device_->record(launches);
+  if (graph == nullptr) {
+    use_graphs_ = false;  // the device has none: stop keeping keys
+    return nullptr;
+  }
+  if (debug_log_)
+    debug_log_(str_cat("recorded a launch graph of ", launches.size(), " kernels on ", device_->name(), " (",
+                       graphs_.size() + 1, " for this plan)"));
+  if (graphs_.size() == kMaxGraphs)
+    graphs_.erase(std::min_element(graphs_.begin(), graphs_.end(),
+                                   [](const CachedGraph& a, const CachedGraph& b) { return a.last_used < b.last_used; }));
+  graphs_.push_back(CachedGraph{std::move(key), std::move(graph), graph_clock_});
+  return graphs_.back().graph.get();
 }
 
 void DevicePlan::copy_device_tensor(void* destination, const void* source, uint64_t bytes, void* queue) {

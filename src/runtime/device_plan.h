@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -21,8 +22,10 @@ namespace kiln {
 class DevicePlan {
  public:
   // Opens the plan's device, checks its requirements, builds every distinct kernel and uploads the
-  // weights. Throws PlanError.
-  DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights);
+  // weights. Throws PlanError. `debug_log` (may be empty) receives a line where a run records a
+  // launch graph.
+  DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights,
+             std::function<void(const std::string&)> debug_log = {});
   ~DevicePlan();
   DevicePlan(const DevicePlan&) = delete;
   DevicePlan& operator=(const DevicePlan&) = delete;
@@ -46,6 +49,12 @@ class DevicePlan {
   // device memory it returns once the work is queued (the caller synchronises its queue). The
   // plan's own buffers are then in use until that work finishes: the next run on another queue,
   // and the plan's destruction, wait for it first.
+  //
+  // Launch graphs (CUDA graphs; docs/backends.md): the second run with the same extents, variable
+  // values and buffers records its launches once, and that run and every later one like it replays
+  // them as one submission. Not while kernels are timed (kernel_seconds), nor where
+  // KILN_CUDA_GRAPHS=0 was set when the plan was loaded. A replayed run is cancelled before it is
+  // queued, not between its kernels.
   //
   // `extents[k]`: launch k's parallel extent at this run's shapes (a launch of none is skipped);
   // `kernel_variables`: the values of every kernel's variables, each kernel's in its
@@ -72,7 +81,20 @@ class DevicePlan {
     // kernel_variables, passed after the buffers.
     size_t variables_at = 0, variable_count = 0;
   };
+  // A launch graph recorded for one run's key (extents, variable values, the buffers bound).
+  struct CachedGraph {
+    std::vector<int64_t> key;
+    std::unique_ptr<LaunchGraph> graph;
+    uint64_t last_used = 0;
+  };
   DeviceMemory allocate(uint64_t bytes, const std::string& what);
+  // This run's launches, skipping empty ones; `plan_index[j]` is launch j's index in launches_.
+  std::vector<KernelLaunch> prepare_launches(const std::vector<DeviceMemory>& bound, std::span<const int64_t> extents,
+                                             std::span<const int64_t> kernel_variables,
+                                             std::vector<size_t>& plan_index) const;
+  // The graph to replay for a run with `key`: a cached one, one recorded now (the key's second run),
+  // or null (its first run, or no graphs on this device). mutex_ held.
+  LaunchGraph* graph_for(std::vector<int64_t> key, std::span<const KernelLaunch> launches);
   void release();
   // Before work goes on `queue`: waits for the work the last run left on another queue (work on the
   // same queue runs after it anyway) and forgets it. Called with mutex_ held.
@@ -89,6 +111,11 @@ class DevicePlan {
   size_t input_count_ = 0, output_count_ = 0;
   uint64_t device_bytes_ = 0;
   std::mutex mutex_;
+  bool use_graphs_ = true;
+  std::function<void(const std::string&)> debug_log_;
+  std::vector<CachedGraph> graphs_;             // at most kMaxGraphs, the least recently used evicted
+  std::vector<std::vector<int64_t>> seen_once_;  // keys run once without a graph, the oldest dropped
+  uint64_t graph_clock_ = 0;
   // Work a run left unfinished on a caller's queue: an event that completes with it, and the queue.
   void* pending_event_ = nullptr;
   void* pending_queue_ = nullptr;

@@ -85,7 +85,10 @@ PlanRunner::PlanRunner(PlanBytes bytes, const PlanRunnerOptions& options)
   if (plan_.code_size > 0) load_code();
 
   try {
-    if (meta.device() != nullptr) device_plan_ = std::make_unique<DevicePlan>(meta, plan_.weights);
+    if (meta.device() != nullptr)
+      device_plan_ = std::make_unique<DevicePlan>(meta, plan_.weights, [this](const std::string& line) {
+        if (options_.log != nullptr && options_.log_level <= KILN_LOG_DEBUG) log(KILN_LOG_DEBUG, line);
+      });
     load_launches();
     if (options_.thread_count > 0 && options_.parallel_for == nullptr)
       own_threads_ = std::make_unique<ThreadPool>(options_.thread_count);

@@ -6,6 +6,8 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "support/error.h"
@@ -19,6 +21,21 @@ using CuModule = struct CuModuleOpaque*;
 using CuFunction = struct CuFunctionOpaque*;
 using CuStream = struct CuStreamOpaque*;
 using CuEvent = struct CuEventOpaque*;
+using CuGraph = struct CuGraphOpaque*;
+using CuGraphNode = struct CuGraphNodeOpaque*;
+using CuGraphExec = struct CuGraphExecOpaque*;
+
+// CUDA_KERNEL_NODE_PARAMS (its _v2 layout, CUDA 12 on; the first ten fields are _v1's).
+struct CuKernelNodeParams {
+  CuFunction function = nullptr;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned shared_bytes = 0;
+  void** parameters = nullptr;
+  void** extra = nullptr;
+  void* kernel = nullptr;   // CUkernel, unused where `function` is set
+  void* context = nullptr;  // CUcontext, ignored where `function` is set
+};
 
 struct CudaApi {
   CuResult (*cuInit)(unsigned) = nullptr;
@@ -50,6 +67,14 @@ struct CudaApi {
   CuResult (*cuEventSynchronize)(CuEvent) = nullptr;
   CuResult (*cuEventDestroy)(CuEvent) = nullptr;
   CuResult (*cuStreamGetCtx)(CuStream, CuContext*) = nullptr;  // CUDA 9.2 on; null before (not checked then)
+  // CUDA graphs (CudaDevice::record): all null where the driver lacks one of them (record then
+  // returns null and runs launch kernel by kernel).
+  CuResult (*cuGraphCreate)(CuGraph*, unsigned) = nullptr;
+  CuResult (*cuGraphAddKernelNode)(CuGraphNode*, CuGraph, const CuGraphNode*, size_t, const CuKernelNodeParams*) = nullptr;
+  CuResult (*cuGraphInstantiateWithFlags)(CuGraphExec*, CuGraph, unsigned long long) = nullptr;
+  CuResult (*cuGraphLaunch)(CuGraphExec, CuStream) = nullptr;
+  CuResult (*cuGraphExecDestroy)(CuGraphExec) = nullptr;
+  CuResult (*cuGraphDestroy)(CuGraph) = nullptr;
 };
 
 namespace {
@@ -123,6 +148,19 @@ LoadedApi load_api() {
               resolve(library, "cuEventSynchronize", a.cuEventSynchronize, why) &&
               resolve(library, "cuEventDestroy_v2", a.cuEventDestroy, why);
   a.cuStreamGetCtx = reinterpret_cast<decltype(a.cuStreamGetCtx)>(dlsym(library, "cuStreamGetCtx"));
+  // Graphs: cuGraphAddKernelNode_v2 is what cuda.h names from CUDA 12 on (the _v2 parameters);
+  // an older driver's plain entry point reads the same fields (the _v1 prefix of the struct).
+  auto optional = [&](const char* name, auto& slot) { slot = reinterpret_cast<std::decay_t<decltype(slot)>>(dlsym(library, name)); };
+  optional("cuGraphCreate", a.cuGraphCreate);
+  optional("cuGraphAddKernelNode_v2", a.cuGraphAddKernelNode);
+  if (a.cuGraphAddKernelNode == nullptr) optional("cuGraphAddKernelNode", a.cuGraphAddKernelNode);
+  optional("cuGraphInstantiateWithFlags", a.cuGraphInstantiateWithFlags);
+  optional("cuGraphLaunch", a.cuGraphLaunch);
+  optional("cuGraphExecDestroy", a.cuGraphExecDestroy);
+  optional("cuGraphDestroy", a.cuGraphDestroy);
+  if (a.cuGraphCreate == nullptr || a.cuGraphAddKernelNode == nullptr || a.cuGraphInstantiateWithFlags == nullptr ||
+      a.cuGraphLaunch == nullptr || a.cuGraphExecDestroy == nullptr || a.cuGraphDestroy == nullptr)
+    a.cuGraphCreate = nullptr;  // one missing: no graphs at all
   return loaded;  // the library stays loaded for the life of the process
 }
 
@@ -139,6 +177,41 @@ class CudaKernel final : public DeviceKernel {
   CuModule module_;
   CuFunction function_;
   std::string name_;
+};
+
+// An instantiated CUDA graph. The graph itself is only needed until it is instantiated.
+class CudaLaunchGraph final : public LaunchGraph {
+ public:
+  CudaLaunchGraph(const CudaApi& api, CuGraphExec exec) : api_(api), exec_(exec) {}
+  ~CudaLaunchGraph() override { api_.cuGraphExecDestroy(exec_); }
+  CuGraphExec exec() const { return exec_; }
+
+ private:
+  const CudaApi& api_;
+  CuGraphExec exec_;
+};
+
+// The grid of a launch of dims.global[0] threads in blocks of dims.local[0] (default
+// kCudaThreadsPerBlock): {blocks, threads per block}, blocks 0 for an empty launch.
+std::pair<size_t, size_t> grid_of(const LaunchDims& dims, size_t default_block) {
+  size_t block = dims.local[0] != 0 ? dims.local[0] : default_block;
+  size_t grid = (dims.global[0] + block - 1) / block;
+  if (grid > 0x7fffffffu) throw UserError(str_cat("a launch of ", dims.global[0], " threads exceeds CUDA's grid"));
+  return {grid, block};
+}
+
+// cuLaunchKernel's kernelParams for one launch: a pointer to each argument's value, which the
+// returned storage holds (the driver copies the values at the call).
+struct KernelParameters {
+  std::vector<CuDevicePtr> pointers;
+  std::vector<long long> values;  // the kernel's `long` parameters (LP64)
+  std::vector<void*> addresses;
+  KernelParameters(std::span<const DeviceMemory> arguments, std::span<const int64_t> scalars)
+      : values(scalars.begin(), scalars.end()) {
+    for (const DeviceMemory& memory : arguments) pointers.push_back(device_pointer(memory));
+    for (CuDevicePtr& pointer : pointers) addresses.push_back(&pointer);
+    for (long long& value : values) addresses.push_back(&value);
+  }
 };
 
 }  // namespace
@@ -282,20 +355,58 @@ void CudaDevice::launch(DeviceKernel& kernel, std::span<const DeviceMemory> argu
                         const LaunchDims& dims, void* queue) {
   std::lock_guard lock(mutex_);
   make_current();
-  std::vector<CuDevicePtr> pointers;
-  for (const DeviceMemory& memory : arguments) pointers.push_back(device_pointer(memory));
-  std::vector<long long> values(scalars.begin(), scalars.end());  // the kernel's `long` parameters (LP64)
-  std::vector<void*> parameters;
-  for (CuDevicePtr& pointer : pointers) parameters.push_back(&pointer);
-  for (long long& value : values) parameters.push_back(&value);
-  size_t block = dims.local[0] != 0 ? dims.local[0] : kCudaThreadsPerBlock;
-  size_t grid = (dims.global[0] + block - 1) / block;
+  KernelParameters parameters(arguments, scalars);
+  auto [grid, block] = grid_of(dims, kCudaThreadsPerBlock);
   if (grid == 0) return;
-  if (grid > 0x7fffffffu) throw UserError(str_cat("a launch of ", dims.global[0], " threads exceeds CUDA's grid"));
   CuResult status = api_->cuLaunchKernel(static_cast<CudaKernel&>(kernel).function(), static_cast<unsigned>(grid), 1, 1,
-                                         static_cast<unsigned>(block), 1, 1, 0, static_cast<CuStream>(queue), parameters.data(),
-                                         nullptr);
+                                         static_cast<unsigned>(block), 1, 1, 0, static_cast<CuStream>(queue),
+                                         parameters.addresses.data(), nullptr);
   if (status != 0) throw_internal_error(str_cat("cuLaunchKernel failed for ", kernel.name(), ": ", error_name(*api_, status)));
+}
+
+// The launches become a chain of kernel nodes (each depends on the one before, as on a stream),
+// instantiated once; the graph itself is destroyed after instantiation.
+std::unique_ptr<LaunchGraph> CudaDevice::record(std::span<const KernelLaunch> launches) {
+  if (api_->cuGraphCreate == nullptr) return nullptr;
+  std::lock_guard lock(mutex_);
+  make_current();
+  CuGraph graph = nullptr;
+  check(api_->cuGraphCreate(&graph, 0), "cuGraphCreate");
+  CuGraphExec exec = nullptr;
+  CuResult status = 0;
+  const char* failed = nullptr;
+  CuGraphNode previous = nullptr;
+  for (const KernelLaunch& launch : launches) {
+    auto [grid, block] = grid_of(launch.dims, kCudaThreadsPerBlock);
+    if (grid == 0) continue;
+    KernelParameters parameters(launch.arguments, launch.scalars);
+    CuKernelNodeParams node_parameters;
+    node_parameters.function = static_cast<CudaKernel*>(launch.kernel)->function();
+    node_parameters.grid[0] = static_cast<unsigned>(grid);
+    node_parameters.block[0] = static_cast<unsigned>(block);
+    node_parameters.parameters = parameters.addresses.data();
+    CuGraphNode node = nullptr;
+    status = api_->cuGraphAddKernelNode(&node, graph, previous != nullptr ? &previous : nullptr, previous != nullptr ? 1 : 0,
+                                        &node_parameters);
+    if (status != 0) {
+      failed = "cuGraphAddKernelNode";
+      break;
+    }
+    previous = node;
+  }
+  if (status == 0) {
+    status = api_->cuGraphInstantiateWithFlags(&exec, graph, 0);
+    if (status != 0) failed = "cuGraphInstantiate";
+  }
+  api_->cuGraphDestroy(graph);
+  check(status, failed);
+  return std::make_unique<CudaLaunchGraph>(*api_, exec);
+}
+
+void CudaDevice::replay(LaunchGraph& graph, void* queue) {
+  std::lock_guard lock(mutex_);
+  make_current();
+  check(api_->cuGraphLaunch(static_cast<CudaLaunchGraph&>(graph).exec(), static_cast<CuStream>(queue)), "cuGraphLaunch");
 }
 
 void CudaDevice::synchronize(void* queue) {

@@ -50,6 +50,10 @@ class CudaDevice final : public Device {
   std::unique_ptr<DeviceKernel> build_kernel(const std::string& source, const std::string& name) override;
   void launch(DeviceKernel& kernel, std::span<const DeviceMemory> arguments, std::span<const int64_t> scalars,
               const LaunchDims& dims, void* queue) override;
+  // A CUDA graph of the launches (a chain of kernel nodes), instantiated once; null where the driver
+  // has no graphs (before CUDA 11.4).
+  std::unique_ptr<LaunchGraph> record(std::span<const KernelLaunch> launches) override;
+  void replay(LaunchGraph& graph, void* queue) override;
   void synchronize(void* queue) override;
   // A caller's stream must belong to the primary context (checked where the driver has
   // cuStreamGetCtx, CUDA 9.2 on).
