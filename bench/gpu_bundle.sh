@@ -77,18 +77,33 @@ else
 fi
 
 mib() { echo $(( ($(du -cb "$@" | tail -1 | cut -f1) + 1048575) / 1048576 )); }
-tracked=$(cd "$repo" && git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
-first_call="$bundle/kiln.tar.xz $( [ -f "$bundle/data.tar.xz" ] && echo "$bundle/data.tar.xz")"
-used=$(( (tracked + 1048575) / 1048576 + $(mib $first_call) ))
+bytes() { du -cb "$@" | tail -1 | cut -f1; }
+limit=$(( limit_mib * 1048576 ))
+# What every call carries besides the bundle: the repository's files, and 1 MiB spare for untracked
+# ones.
+repo_bytes=$(( $(cd "$repo" && git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1) + 1048576 ))
+# kiln and the data go in calls of their own where they do not fit in one together (kiln alone is
+# ~47 MiB, LLVM's library most of it); onnxruntime's parts fill what the kiln call leaves, then
+# calls of their own.
+first_call="$bundle/kiln.tar.xz"
+data_call=
+if [ -f "$bundle/data.tar.xz" ]; then
+  if [ $(( repo_bytes + $(bytes "$bundle/kiln.tar.xz" "$bundle/data.tar.xz") )) -le $limit ]; then
+    first_call="$first_call $bundle/data.tar.xz"
+  else
+    data_call="$bundle/data.tar.xz"
+  fi
+fi
 rm -rf "$bundle/ort"
 if [ -n "$wheel" ]; then
-  first=$(( limit_mib - used - 2 ))  # 2 MiB spare: untracked files and rounding
+  first=$(( (limit - repo_bytes - $(bytes $first_call)) / 1048576 ))
   [ "$first" -ge 1 ] || first=1
-  python3 "$repo/bench/ort_gpu_pack.py" pack "$wheel" "$bundle/ort" --first-part-mib "$first" --part-mib $(( limit_mib - 8 ))
+  python3 "$repo/bench/ort_gpu_pack.py" pack "$wheel" "$bundle/ort" --first-part-mib "$first" \
+    --part-mib $(( (limit - repo_bytes) / 1048576 ))
   first_call="$first_call $bundle/ort/MANIFEST.json $(ls "$bundle"/ort/*.part01of* 2>/dev/null || true)"
 fi
 echo
-echo "first call carries ($(mib $first_call) MiB, with the repository's ${used} MiB in all before onnxruntime):"
+echo "first call carries ($(mib $first_call) MiB, and the repository's $(( repo_bytes / 1048576 )) MiB):"
 for path in $first_call; do echo "  ${path#"$repo"/}"; done
 if [ -n "$wheel" ]; then
   for part in "$bundle"/ort/*.part*of*; do
@@ -96,3 +111,4 @@ if [ -n "$wheel" ]; then
     echo "then a call that carries ${part#"$repo"/} ($(mib "$part") MiB)"
   done
 fi
+[ -z "$data_call" ] || echo "then a call that carries ${data_call#"$repo"/} ($(mib "$data_call") MiB)"
