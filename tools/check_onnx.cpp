@@ -25,7 +25,8 @@ void print_help(std::ostream& out) {
          "options:\n"
          "  --shape SPEC...  shapes for inputs with symbolic (dim_param) or unknown dimensions:\n"
          "                   INPUT=D1,D2,... gives an input's whole shape (INPUT= is a scalar),\n"
-         "                   SYMBOL=N gives one symbolic dimension everywhere it appears\n"
+         "                   SYMBOL=N gives one symbolic dimension everywhere it appears,\n"
+         "                   INPUT[AXIS]=N one dimension the model leaves unnamed ('?')\n"
          "                   (e.g. --shape image=1,3,224,224 or --shape batch=1 seq=128)\n"
          "  -h, --help       show this help\n";
 }

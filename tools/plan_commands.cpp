@@ -61,7 +61,9 @@ void print_compile_help(std::ostream& out) {
          "                     (a whole input shape), SYMBOL=N (one dim_param everywhere), or\n"
          "                     SYMBOL=MIN..MAX: the dim_param stays symbolic and the plan runs at any\n"
          "                     size in that range (docs/symbolic-shapes.md; scratch memory is laid out\n"
-         "                     for the maxima). A dim_param no SPEC names is an error.\n"
+         "                     for the maxima). A dim_param no SPEC names is an error. A dimension\n"
+         "                     the model leaves unnamed ('?') is INPUT[AXIS]=N or INPUT[AXIS]=MIN..MAX\n"
+         "                     (quote it for the shell: --shape 'x[0]=1..8')\n"
          "  -h, --help         show this help\n";
 }
 

@@ -65,8 +65,10 @@ void print_help(std::ostream& out) {
          "  --report-only    exit with status 0 even when tests fail\n"
          "  -v, --verbose    also print 'PASS name' and 'SKIP name: reason' lines\n"
          "  --via-plan       run each model as an application would: compiled to a plan (the `kiln compile`\n"
-         "                   path) and run through libkiln's C API, one plan per distinct set of input\n"
-         "                   shapes (plans have fixed shapes for now); tensor inputs and outputs only\n"
+         "                   path) and run through libkiln's C API; tensor inputs and outputs only. A\n"
+         "                   model whose named symbolic dims take different sizes in its data sets\n"
+         "                   compiles once, symbolic over each one's range (PASS says so with -v);\n"
+         "                   otherwise one fixed plan per distinct set of input shapes\n"
          "  --plan-target T  with --via-plan: compile the plans for T, cpu (default), opencl or cuda\n"
          "                   (kernels built and run on the machine's OpenCL or CUDA device by libkiln)\n"
          "  --timings        print per passing test how long loading, the first run (graph build, kernel\n"
@@ -273,6 +275,43 @@ std::optional<NamedValue> read_input_file(
   return input;
 }
 
+// For --via-plan: each named symbolic dimension (dim_param) of the model's inputs with the smallest
+// and largest size the data sets give it, as `kiln compile --shape` specs (SYMBOL=MIN..MAX, or
+// SYMBOL=N where every set agrees) -- or none, where no symbol's size varies between the data sets
+// (one fixed plan does) or an input has an unnamed dynamic dimension (no range can name it).
+std::vector<onnx_import::ShapeSpec> symbol_ranges(const onnx_import::OnnxModel& model,
+                                                  const std::vector<std::string>& required_inputs,
+                                                  const std::vector<fs::path>& data_sets) {
+  for (const auto& info : model.inputs())
+    if (info.dims && !info.has_initializer)
+      for (const onnx_import::OnnxDim& dim : *info.dims)
+        if (!dim.size && dim.symbol.empty()) return {};
+  std::map<std::string, std::pair<int64_t, int64_t>> ranges;
+  for (const auto& data_set : data_sets) {
+    const auto input_files = numbered_files(data_set, "input_");
+    for (size_t k = 0; k < input_files.size(); ++k) {
+      auto input = read_input_file(model, required_inputs, input_files[k], k);
+      const onnx_import::OnnxValueInfo* info = input ? find_info(model.inputs(), input->name) : nullptr;
+      if (info == nullptr || !info->dims || !input->value.is_tensor()) continue;
+      const Shape& shape = input->value.tensor().shape();
+      if (shape.size() != info->dims->size()) continue;  // the run reports the mismatch
+      for (size_t axis = 0; axis < shape.size(); ++axis) {
+        const onnx_import::OnnxDim& dim = (*info->dims)[axis];
+        if (dim.size || dim.symbol.empty()) continue;
+        auto [range, fresh] = ranges.emplace(dim.symbol, std::make_pair(shape[axis], shape[axis]));
+        range->second = {std::min(range->second.first, shape[axis]), std::max(range->second.second, shape[axis])};
+      }
+    }
+  }
+  if (std::none_of(ranges.begin(), ranges.end(), [](const auto& range) { return range.second.first != range.second.second; }))
+    return {};
+  std::vector<onnx_import::ShapeSpec> specs;
+  for (const auto& [symbol, range] : ranges)
+    specs.push_back(range.first == range.second ? onnx_import::ShapeSpec{symbol, {range.first}}
+                                                : onnx_import::ShapeSpec{symbol, {}, range});
+  return specs;
+}
+
 // One test folder, in the child process.
 Result run_test(const fs::path& folder) {
   std::vector<fs::path> data_sets;
@@ -303,7 +342,18 @@ Result run_test(const fs::path& folder) {
           return {Outcome::Fail, str_cat("unsupported: --via-plan runs tensor inputs and outputs only; ",
                                          values == &model.inputs() ? "input '" : "output '", info.name, "' is not a tensor")};
     via_plan.emplace((folder / "model.onnx").string(), g_plan_target);
+    via_plan->compile_once_over(symbol_ranges(model, required_inputs, data_sets));
   }
+  // A model that ran every data set through one symbolic plan says so in its PASS line.
+  auto passed = [&] {
+    if (!via_plan || via_plan->symbols().empty()) return Result{Outcome::Pass, timings};
+    std::string over;
+    for (const onnx_import::ShapeSpec& spec : via_plan->symbols())
+      over += str_cat(over.empty() ? "" : " ", spec.name, "=",
+                      spec.range ? str_cat(spec.range->first, "..", spec.range->second) : std::to_string(spec.dims.at(0)));
+    return Result{Outcome::Pass, str_cat(via_plan->plans_compiled(), " plan(s) for ", data_sets.size(), " data sets, over ",
+                                         over, timings.empty() ? "" : "; " + timings)};
+  };
   // One run of the model on a data set's inputs: in process, or through a plan.
   auto run_model = [&](const std::vector<std::pair<std::string, onnx_import::OnnxValue>>& inputs) {
     if (!via_plan) return model.run_values(inputs);
@@ -370,7 +420,7 @@ Result run_test(const fs::path& folder) {
         return {Outcome::Fail, str_cat(set_name, ", output '", outputs[k].first, "': ", mismatch)};
     }
   }
-  return {Outcome::Pass, timings};
+  return passed();
 }
 
 // Runs one test in a child process; the child writes "P", "S reason" or "F reason" to a pipe.

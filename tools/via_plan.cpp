@@ -32,10 +32,13 @@ ViaPlanRunner::ViaPlanRunner(std::string model_path, std::string target)
 ViaPlanRunner::~ViaPlanRunner() = default;
 
 kiln_plan* ViaPlanRunner::plan_for(const std::vector<std::pair<std::string, Tensor>>& inputs) {
-  std::string key = shape_key(inputs);
+  std::string key = symbols_.empty() ? shape_key(inputs) : "symbolic";
   if (auto found = plans_.find(key); found != plans_.end()) return found->second.get();
   onnx_import::OnnxCompileOptions options;
-  for (const auto& [name, tensor] : inputs) options.shapes.push_back({name, tensor.shape()});
+  if (symbols_.empty())
+    for (const auto& [name, tensor] : inputs) options.shapes.push_back({name, tensor.shape()});
+  else
+    options.shapes = symbols_;
   options.device = target_;
   std::string bytes = onnx_import::compile_onnx_plan(model_path_, options);
   kiln_plan* plan = nullptr;

@@ -3,9 +3,11 @@
 // API — so a test checks the plan writer, the plan reader and the runtime, not only the in-process
 // JIT path.
 //
-// Plans have fixed shapes today, so one plan is compiled per distinct set of input shapes and kept
-// for the data sets that share it; a model's data sets usually share one. When plans carry symbolic
-// shapes (issue 14) a model compiles once.
+// A model whose inputs have named symbolic dimensions (dim_params) that the data sets give different
+// sizes compiles once, as an application's plan would: compile_once_over() names each symbol's range
+// (the data sets' smallest to largest size), and every data set runs through that one symbolic plan.
+// Otherwise one fixed-shape plan is compiled per distinct set of input shapes and kept for the data
+// sets that share it.
 #pragma once
 
 #include <map>
@@ -16,6 +18,7 @@
 
 #include "kiln/kiln.h"
 #include "kiln/kiln.hpp"
+#include "onnx_model.h"
 
 namespace kiln::tools {
 
@@ -32,6 +35,11 @@ class ViaPlanRunner {
   // API's message (and the status name) when compiling, loading or running fails.
   std::vector<std::pair<std::string, Tensor>> run(const std::vector<std::pair<std::string, Tensor>>& inputs);
 
+  // Compiles one symbolic plan over `symbols` (each a dim_param with its size or MIN..MAX range,
+  // as `kiln compile --shape`) for every later run, whatever its shapes.
+  void compile_once_over(std::vector<onnx_import::ShapeSpec> symbols) { symbols_ = std::move(symbols); }
+  const std::vector<onnx_import::ShapeSpec>& symbols() const { return symbols_; }
+
   // How many plans run() has compiled so far.
   size_t plans_compiled() const { return plans_.size(); }
 
@@ -43,6 +51,7 @@ class ViaPlanRunner {
 
   std::string model_path_;
   std::string target_;
+  std::vector<onnx_import::ShapeSpec> symbols_;  // non-empty: one symbolic plan
   std::map<std::string, std::unique_ptr<kiln_plan, PlanFree>> plans_;  // by input shapes (shape_key)
 };
 

@@ -59,7 +59,7 @@ std::vector<Tensor> build_conv_batchnorm(const OnnxNode& conv, const OnnxNode& b
   Tensor folded_weight = weight * factor.reshape(factor_shape);
   Tensor conv_bias = conv.has_input(2) ? conv.input(2) : Tensor::zeros({filters}, ScalarType::Float32);
   Tensor folded_bias = (conv_bias - batchnorm.input(3)) * factor + batchnorm.input(2);
-  return {x.conv(folded_weight, folded_bias, conv_options(conv, x.shape(), weight.shape()))};
+  return {x.conv(folded_weight, folded_bias, conv_options(conv, x, weight.shape()))};
 }
 
 }  // namespace kiln::onnx_import

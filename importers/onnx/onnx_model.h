@@ -58,6 +58,10 @@ struct ShapeSpec {
   // `SYMBOL=MIN..MAX`: the symbolic dimension stays symbolic, a size variable over this range
   // (docs/symbolic-shapes.md); `dims` is then empty.
   std::optional<std::pair<int64_t, int64_t>> range = std::nullopt;
+  // `INPUT[AXIS]=N` or `INPUT[AXIS]=MIN..MAX`: one dimension of input `name` that the model leaves
+  // unnamed (`?`, as Keras/tf2onnx and some torch exports write it), sized or kept symbolic (a size
+  // variable named `INPUT[AXIS]`).
+  std::optional<int64_t> axis = std::nullopt;
 };
 
 // How bind_input_dims reports a symbolic dimension that no spec gives a size or a range: always a

@@ -69,6 +69,10 @@ std::vector<int64_t> OnnxNode::input_ints(size_t i) const {
   if (value.dtype() == ScalarType::Float16 || value.dtype() == ScalarType::BFloat16 ||
       value.dtype() == ScalarType::Float32 || value.dtype() == ScalarType::Float64)
     fail(str_cat("input ", i, " must be an integer tensor here, not ", scalar_type_name(value.dtype())));
+  // A shape value whose elements are all known (a channel count gathered from the shape of a
+  // tensor with a symbolic batch) is read from its Dims: the tensor itself is computed from the
+  // whole shape, variables included, and cannot be realized now.
+  if (std::optional<Dims> values = shape_value_of(value); values && all_known(*values)) return known_sizes(*values);
   return value.to_vector<int64_t>();
 }
 

@@ -43,7 +43,7 @@ std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& order);
 
 // Conv's attributes (strides, dilations, group, kernel_shape, pads / auto_pad) as kiln ConvOptions,
 // for Conv and the integer convolutions (defined in ops_nn.cpp).
-ConvOptions conv_options(const OnnxNode& node, const Shape& x_shape, const Shape& w_shape);
+ConvOptions conv_options(const OnnxNode& node, const Tensor& x, const Shape& w_shape);
 
 // Whether the shape's element count fits in int64 (hostile models give shapes that do not).
 bool element_count_fits(const Shape& shape);

@@ -61,7 +61,8 @@ class OnnxNode {
   const Tensor& input(size_t i) const;
   // The input as any kind of value (tensor, sequence, optional), or a UserError when missing.
   const OnnxValue& input_value(size_t i) const;
-  // The values of a (small) input as integers / doubles: realizes it. For shape-like inputs.
+  // The values of a (small) input as integers / doubles: realizes it (a shape value whose elements
+  // are all known is read from them instead). For shape-like inputs.
   std::vector<int64_t> input_ints(size_t i) const;
   std::vector<double> input_doubles(size_t i) const;
   // A shape-like input as Dims: a shape value's (shape_values.h: computed from a symbolic shape, its

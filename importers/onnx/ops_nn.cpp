@@ -29,7 +29,7 @@ std::vector<int64_t> per_axis(const OnnxNode& node, const std::string& name, siz
 
 // Pads (all begins, then all ends) from auto_pad/pads for a forward window op (Conv and pools):
 // SAME_* pads so that out = ceil(in / stride), the odd element at the end (UPPER) or begin (LOWER).
-std::vector<int64_t> forward_pads(const OnnxNode& node, const Shape& input, const std::vector<int64_t>& kernel,
+std::vector<int64_t> forward_pads(const OnnxNode& node, const Tensor& input, const std::vector<int64_t>& kernel,
                                   const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation) {
   size_t spatial = kernel.size();
   std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
@@ -42,7 +42,7 @@ std::vector<int64_t> forward_pads(const OnnxNode& node, const Shape& input, cons
   if (auto_pad == "VALID") return pads;
   if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") node.fail("unsupported: auto_pad '" + auto_pad + "'");
   for (size_t i = 0; i < spatial; ++i) {
-    int64_t in = input[2 + i];
+    int64_t in = input.dim(static_cast<int64_t>(2 + i));  // a spatial size (the batch may be symbolic)
     int64_t out = (in + stride[i] - 1) / stride[i];
     int64_t total = std::max<int64_t>(0, (out - 1) * stride[i] + (kernel[i] - 1) * dilation[i] + 1 - in);
     int64_t small = total / 2, large = total - small;
@@ -72,7 +72,7 @@ Outputs gemm(const OnnxNode& node) {
 Outputs conv(const OnnxNode& node) {
   const Tensor& x = node.input(0);
   const Tensor& weight = node.input(1);
-  return {x.conv(weight, node.has_input(2) ? node.input(2) : Tensor(), conv_options(node, x.shape(), weight.shape()))};
+  return {x.conv(weight, node.has_input(2) ? node.input(2) : Tensor(), conv_options(node, x, weight.shape()))};
 }
 
 Outputs conv_transpose(const OnnxNode& node) {
@@ -128,7 +128,7 @@ PoolOptions pool_options(const OnnxNode& node, const Tensor& x) {
   if (static_cast<int64_t>(spatial) + 2 != x.ndim()) node.fail("kernel_shape does not match the input's rank");
   options.stride = per_axis(node, "strides", spatial, 1);
   options.dilation = per_axis(node, "dilations", spatial, 1);
-  options.padding = forward_pads(node, x.shape(), options.kernel, options.stride, options.dilation);
+  options.padding = forward_pads(node, x, options.kernel, options.stride, options.dilation);
   options.ceil_mode = node.attr_int("ceil_mode", 0) != 0;
   options.count_include_pad = node.attr_int("count_include_pad", 0) != 0;
   return options;
@@ -620,7 +620,7 @@ Outputs resize_op(const OnnxNode& node) {
 
 }  // namespace
 
-ConvOptions conv_options(const OnnxNode& node, const Shape& x_shape, const Shape& w_shape) {
+ConvOptions conv_options(const OnnxNode& node, const Tensor& x, const Shape& w_shape) {
   if (w_shape.size() < 3) node.fail("the weight must have rank 3 or more");
   size_t spatial = w_shape.size() - 2;
   std::vector<int64_t> kernel(w_shape.begin() + 2, w_shape.end());
@@ -629,7 +629,7 @@ ConvOptions conv_options(const OnnxNode& node, const Shape& x_shape, const Shape
   options.stride = per_axis(node, "strides", spatial, 1);
   options.dilation = per_axis(node, "dilations", spatial, 1);
   options.groups = node.attr_int("group", 1);
-  options.padding = forward_pads(node, x_shape, kernel, options.stride, options.dilation);
+  options.padding = forward_pads(node, x, kernel, options.stride, options.dilation);
   options.pointwise_reader_filters = node.pointwise_reader_filters();
   return options;
 }

@@ -114,13 +114,14 @@ Outputs bitcast(const OnnxNode& node) {
 
 // A scale or zero point shaped to broadcast against x: per tensor (one element), per axis (1-D of
 // x's `axis` length) or blocked (x's rank, `block_size` elements of x per entry along `axis`).
-Tensor broadcast_parameter(const OnnxNode& node, const Tensor& parameter, const Shape& x_shape, int64_t axis,
+Tensor broadcast_parameter(const OnnxNode& node, const Tensor& parameter, const Dims& x_shape, int64_t axis,
                            int64_t block_size) {
   const int64_t rank = static_cast<int64_t>(x_shape.size());
   if (block_size < 0) node.fail(str_cat("block_size must be >= 0, not ", block_size));
   if (block_size == 0 && parameter.numel() == 1 && parameter.ndim() <= 1) return parameter.reshape({});
   const int64_t a = normalize_axis(node, axis, std::max<int64_t>(rank, 1));
-  const int64_t length = rank == 0 ? 1 : x_shape[static_cast<size_t>(a)];
+  // (A per-tensor parameter returned above; the other axes of x may be symbolic.)
+  const int64_t length = rank == 0 ? 1 : x_shape[static_cast<size_t>(a)].value("a per-axis or blocked quantization axis");
   if (block_size == 0) {
     if (parameter.ndim() != 1 || parameter.dim(0) != length)
       node.fail(str_cat("per-axis scale/zero point must be 1-D of length ", length, " (axis ", a, "), not shape of rank ",
@@ -208,9 +209,9 @@ Outputs quantize_linear(const OnnxNode& node) {
   const ScalarType precision = node.has_attribute("precision")
                                    ? float_type_attribute(node, "precision", static_cast<int32_t>(node.attr_int("precision")))
                                    : (is_floating(scale.dtype()) ? scale.dtype() : ScalarType::Float32);
-  Tensor scale_b = broadcast_parameter(node, scale, x.shape(), g.axis, g.block_size);
+  Tensor scale_b = broadcast_parameter(node, scale, dims_of(x), g.axis, g.block_size);
   Tensor quotient = x.cast(ScalarType::Float64).div(scale_b.cast(ScalarType::Float64)).cast(precision);
-  Tensor zero_point = has_zero_point ? broadcast_parameter(node, numeric_value(node.input(2), out_type), x.shape(),
+  Tensor zero_point = has_zero_point ? broadcast_parameter(node, numeric_value(node.input(2), out_type), dims_of(x),
                                                            g.axis, g.block_size)
                                      : Tensor::scalar(0, ScalarType::Float32);
   if (is_narrow_float(out_type)) {
@@ -236,9 +237,9 @@ Outputs dequantize_linear(const OnnxNode& node) {
     if (zero_point_type != x_type)
       node.fail(str_cat("the zero point's type ", onnx_type_name(zero_point_type), " differs from x's ", onnx_type_name(x_type)));
     Tensor zero_point = numeric_value(node.input(2), zero_point_type).cast(ScalarType::Float64);
-    value = value.sub(broadcast_parameter(node, zero_point, x.shape(), g.axis, g.block_size));
+    value = value.sub(broadcast_parameter(node, zero_point, dims_of(x), g.axis, g.block_size));
   }
-  Tensor scale_b = broadcast_parameter(node, scale, x.shape(), g.axis, g.block_size).cast(ScalarType::Float64);
+  Tensor scale_b = broadcast_parameter(node, scale, dims_of(x), g.axis, g.block_size).cast(ScalarType::Float64);
   return {value.mul(scale_b).cast(out)};
 }
 
@@ -327,7 +328,7 @@ Tensor integer_conv(const OnnxNode& node, size_t x_index, size_t x_zero_index, s
   if (w_raw.ndim() < 3) node.fail("the weight must have rank 3 or more");
   Tensor x = shifted_integer(node, x_index, x_zero_index, 0);
   Tensor w = shifted_integer(node, w_index, w_zero_index, -w_raw.ndim());
-  return x.conv(w, bias, conv_options(node, x.shape(), w.shape()));
+  return x.conv(w, bias, conv_options(node, x, w.shape()));
 }
 
 Outputs conv_integer(const OnnxNode& node) { return {integer_conv(node, 0, 2, 1, 3, Tensor())}; }

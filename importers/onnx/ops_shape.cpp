@@ -3,6 +3,7 @@
 // shape, Slice's starts, Pad's pads…) are realized with input_ints(), which folds shape subgraphs.
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 #include "op_helpers.h"
 #include "support/error.h"
@@ -42,6 +43,12 @@ Outputs flatten(const OnnxNode& node) {
   int64_t axis = node.attr_int("axis", 1);
   if (axis < 0) axis += rank;  // negative axes since opset 11
   if (axis < 0 || axis > rank) node.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (has_symbolic_shape(x)) {  // a batch of any size: the two products as Dims
+    Dims dims = dims_of(x);
+    auto middle = dims.begin() + axis;
+    return {reshape_to(x, {std::accumulate(dims.begin(), middle, Dim(1), std::multiplies<>()),
+                           std::accumulate(middle, dims.end(), Dim(1), std::multiplies<>())})};
+  }
   const Shape& shape = x.shape();
   return {x.reshape({shape_product(shape, 0, static_cast<size_t>(axis)),
                      shape_product(shape, static_cast<size_t>(axis), shape.size())})};
@@ -143,6 +150,35 @@ Outputs split(const OnnxNode& node) {
   return x.split(sizes, axis);
 }
 
+// Slice (opset 10 on) whose ends hold symbolic sizes: known starts, steps of 1, and each end within
+// the axis for every value of the variables (ONNX's clamping would otherwise depend on the run).
+Tensor slice_to_sizes(const OnnxNode& node, const Tensor& x, const Dims& ends) {
+  std::vector<int64_t> starts = node.input_ints(1), axes, steps;
+  if (node.has_input(3)) axes = node.input_ints(3);
+  if (node.has_input(4)) steps = node.input_ints(4);
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    node.fail("starts, ends, axes and steps differ in length");
+  Tensor result = x;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t axis = normalize_axis(node, axes[i], x.ndim());
+    if (ends[i].is_known()) {
+      result = result.slice(axis, starts[i], ends[i].value(), steps[i]);
+      continue;
+    }
+    if (steps[i] != 1 || starts[i] < 0)
+      node.fail(str_cat("unsupported: a symbolic end (", ends[i], ") with start ", starts[i], " and step ", steps[i],
+                        " (a known start >= 0 and step 1 only)"));
+    DimRanges ranges;
+    for (const Dim& size : dims_of(result)) ranges.emplace_back(0, size);
+    ranges[static_cast<size_t>(axis)] = {starts[i], ends[i]};
+    result = shrink_to(result, ranges);
+  }
+  return result;
+}
+
 Outputs slice(const OnnxNode& node) {
   Tensor x = node.input(0);
   // Opset 10 moved starts/ends/axes to inputs and added steps.
@@ -152,6 +188,10 @@ Outputs slice(const OnnxNode& node) {
     ends = node.attr_ints("ends");
     axes = node.attr_ints("axes", std::vector<int64_t>{});
   } else {
+    // Ends computed from a symbolic shape (a table of positions cut to the sequence's length):
+    // each such axis is a view from a known start to that size, at step 1.
+    Dims symbolic_ends = node.input_dims(2);
+    if (!all_known(symbolic_ends)) return {slice_to_sizes(node, x, symbolic_ends)};
     starts = node.input_ints(1);
     ends = node.input_ints(2);
     if (node.has_input(3)) axes = node.input_ints(3);
@@ -354,34 +394,39 @@ Outputs gather_elements(const OnnxNode& node) {
 // flattened to (B, …): the tuple becomes one linear index into the flattened (B·prod(d₀…d_{k−1}),
 // rest…) data, then one take.
 Outputs gather_nd(const OnnxNode& node) {
+  // Dims: the data and the index tuples may have symbolic sizes (a mask over (batch, sequence)); the
+  // tuples' length must be known.
   const Tensor& data = node.input(0);
   Tensor indices = node.input(1).cast(ScalarType::Int64);
   auto batch_dims = static_cast<size_t>(node.attr_int("batch_dims", 0));
-  const Shape& data_shape = data.shape();
-  const Shape& index_shape = indices.shape();
+  Dims data_shape = dims_of(data), index_shape = dims_of(indices);
   if (index_shape.empty()) node.fail("indices must have at least one dimension");
-  auto k = static_cast<size_t>(index_shape.back());
+  auto k = static_cast<size_t>(index_shape.back().value("GatherND's index tuple length"));
   if (batch_dims + k > data_shape.size()) node.fail("index tuples are longer than the data's rank");
-  int64_t batch = shape_product(data_shape, 0, batch_dims);
-  int64_t addressed = shape_product(data_shape, batch_dims, batch_dims + k);
-  int64_t queries = shape_product(index_shape, batch_dims, index_shape.size() - 1);
-  Shape rest(data_shape.begin() + static_cast<std::ptrdiff_t>(batch_dims + k), data_shape.end());
-  Tensor tuples = indices.reshape({batch, queries, static_cast<int64_t>(k)});
-  Tensor linear = Tensor::zeros({batch, queries}, ScalarType::Int64);
+  auto product = [](const Dims& dims, size_t from, size_t to) {
+    return std::accumulate(dims.begin() + static_cast<std::ptrdiff_t>(from), dims.begin() + static_cast<std::ptrdiff_t>(to),
+                           Dim(1), std::multiplies<>());
+  };
+  Dim batch = product(data_shape, 0, batch_dims);
+  Dim addressed = product(data_shape, batch_dims, batch_dims + k);
+  Dim queries = product(index_shape, batch_dims, index_shape.size() - 1);
+  Dims rest(data_shape.begin() + static_cast<std::ptrdiff_t>(batch_dims + k), data_shape.end());
+  Tensor tuples = reshape_to(indices, {batch, queries, static_cast<int64_t>(k)});
+  Tensor linear = broadcast_to(Tensor::scalar(0, ScalarType::Int64), Dims{batch, queries});
   for (size_t j = 0; j < k; ++j) {
-    int64_t extent = data_shape[batch_dims + j];
-    Tensor component = tuples.slice(2, static_cast<int64_t>(j), static_cast<int64_t>(j) + 1).reshape({batch, queries});
-    Tensor zero = Tensor::scalar(0, ScalarType::Int64), size_value = Tensor::scalar(static_cast<double>(extent), ScalarType::Int64);
+    Tensor size_value = dim_tensor(data_shape[batch_dims + j], ScalarType::Int64);
+    Tensor component = reshape_to(tuples.slice(2, static_cast<int64_t>(j), static_cast<int64_t>(j) + 1), {batch, queries});
+    Tensor zero = Tensor::scalar(0, ScalarType::Int64);
     component = component.lt(zero).where(component + size_value, component);  // negative indices
     linear = linear * size_value + component;
   }
-  Tensor batch_offset = (Tensor::arange(batch) * Tensor::scalar(static_cast<double>(addressed), ScalarType::Int64)).reshape({batch, 1});
-  Shape flat_data{batch * addressed};
+  Tensor batch_offset = reshape_to(arange_dim(batch, ScalarType::Int64) * dim_tensor(addressed, ScalarType::Int64), {batch, 1});
+  Dims flat_data{batch * addressed};
   flat_data.insert(flat_data.end(), rest.begin(), rest.end());
-  Tensor gathered = data.reshape(flat_data).take(linear + batch_offset, 0);
-  Shape out_shape(index_shape.begin(), index_shape.end() - 1);
+  Tensor gathered = reshape_to(data, flat_data).take(linear + batch_offset, 0);
+  Dims out_shape(index_shape.begin(), index_shape.end() - 1);
   out_shape.insert(out_shape.end(), rest.begin(), rest.end());
-  return {gathered.reshape(out_shape)};
+  return {reshape_to(gathered, out_shape)};
 }
 
 Outputs depth_to_space(const OnnxNode& node) {

@@ -59,6 +59,13 @@ ShapeSpec parse_shape_spec(const std::string& text) {
   spec.name = text.substr(0, equals);
   if (spec.name.empty()) throw UserError(str_cat("shape '", text, "' names no input or dimension before '='"));
   const std::string sizes = text.substr(equals + 1);
+  // INPUT[AXIS]: one unnamed dimension of an input.
+  if (size_t open = spec.name.rfind('['); open != std::string::npos && open > 0 && spec.name.back() == ']') {
+    spec.axis = parse_size(text, spec.name.substr(open + 1, spec.name.size() - open - 2));
+    spec.name = spec.name.substr(0, open);
+    if (sizes.find("..") == std::string::npos && sizes.find(',') != std::string::npos)
+      throw UserError(str_cat("shape '", text, "': one dimension takes one size (N) or a range (MIN..MAX)"));
+  }
   if (sizes.empty()) return spec;  // a scalar input
   if (size_t dots = sizes.find(".."); dots != std::string::npos) {
     int64_t min = parse_size(text, sizes.substr(0, dots)), max = parse_size(text, sizes.substr(dots + 2));
@@ -79,7 +86,8 @@ ShapeSpec parse_shape_spec(const std::string& text) {
 std::vector<std::pair<std::string, Shape>> OnnxModel::bind_input_shapes(const std::vector<ShapeSpec>& specs) const {
   for (const auto& spec : specs)
     if (spec.range)
-      throw UserError(str_cat("'", spec.name, "=", spec.range->first, "..", spec.range->second,
+      throw UserError(str_cat("'", spec.name, spec.axis ? str_cat("[", *spec.axis, "]") : std::string(), "=",
+                              spec.range->first, "..", spec.range->second,
                               "': a range keeps a dimension symbolic, and this needs fixed shapes (give one size)"));
   std::vector<std::pair<std::string, Shape>> shapes;
   for (auto& [name, dims] : bind_input_dims(specs, UnboundSymbols::ErrorFixedOnly))
@@ -102,8 +110,29 @@ std::vector<std::pair<std::string, Dims>> OnnxModel::bind_input_dims(const std::
   std::map<std::string, Shape> whole_shapes;
   std::map<std::string, SymbolBinding> bound;
   std::map<std::string, Dim> variables;  // symbols kept symbolic
+  std::map<std::pair<std::string, int64_t>, Dim> unnamed;  // INPUT[AXIS] specs: a size or a variable
   std::set<std::string> seen;
   for (const auto& spec : specs) {
+    if (spec.axis) {
+      std::string label = str_cat(spec.name, "[", *spec.axis, "]");
+      auto input = find_input(spec.name);
+      if (input == inputs_.end())
+        throw UserError(str_cat("shape for '", label, "': the model has no input '", spec.name, "'"));
+      if (!input->dims || *spec.axis >= static_cast<int64_t>(input->dims->size()))
+        throw UserError(str_cat("shape for '", label, "': input '", spec.name, "' has ",
+                                input->dims ? str_cat("shape ", dims_text(*input->dims)) : std::string("no shape in the model"),
+                                ", with no dimension ", *spec.axis));
+      const OnnxDim& dim = (*input->dims)[static_cast<size_t>(*spec.axis)];
+      if (dim.size || !dim.symbol.empty())
+        throw UserError(str_cat("shape for '", label, "': dimension ", *spec.axis, " of input '", spec.name, "' ",
+                                dims_text(*input->dims), " is ",
+                                dim.size ? str_cat("fixed to ", *dim.size) : str_cat("named '", dim.symbol, "' (give '", dim.symbol, "=...')")));
+      if (!unnamed.emplace(std::make_pair(spec.name, *spec.axis),
+                           spec.range ? size_variable(label, spec.range->first, spec.range->second) : Dim(spec.dims.at(0)))
+               .second)
+        throw UserError(str_cat("shape for '", label, "' is given twice"));
+      continue;
+    }
     if (!seen.insert(spec.name).second) throw UserError(str_cat("shape for '", spec.name, "' is given twice"));
     if (find_input(spec.name) != inputs_.end()) {
       if (spec.range)
@@ -178,10 +207,17 @@ std::vector<std::pair<std::string, Dims>> OnnxModel::bind_input_dims(const std::
         shape.push_back(it->second.size);
       } else if (auto variable = variables.find(dim.symbol); !dim.symbol.empty() && variable != variables.end()) {
         shape.push_back(variable->second);
+      } else if (auto given = unnamed.find({info.name, static_cast<int64_t>(axis)});
+                 dim.symbol.empty() && given != unnamed.end()) {
+        shape.push_back(given->second);
       } else {
         unbound.push_back(dim.symbol.empty()
                               ? str_cat("input '", info.name, "' dimension ", axis, " has no size or name in the model ",
-                                        dims_text(*info.dims), " (give '", info.name, "=D1,D2,...')")
+                                        dims_text(*info.dims), " (give '", info.name, "[", axis, "]=N'",
+                                        unbound_symbols == UnboundSymbols::Error
+                                            ? str_cat(", or '", info.name, "[", axis, "]=MIN..MAX' to keep it symbolic")
+                                            : std::string(),
+                                        ", or '", info.name, "=D1,D2,...')")
                               : str_cat("input '", info.name, "' dimension ", axis, " ('", dim.symbol, "') in ",
                                         dims_text(*info.dims), " (give '", dim.symbol, "=N'",
                                         unbound_symbols == UnboundSymbols::Error

@@ -90,21 +90,6 @@ UOpPtr movement(Ops op, const UOpPtr& source, std::vector<int64_t> arg) {
   return UOp::make(op, source->dtype(), {source}, std::move(arg));
 }
 
-// numpy broadcasting. A symbolic dim broadcasts against 1 and against the same expression; against
-// anything else it is refused, though the sizes might agree at run time (decision 1).
-Dims broadcast_shapes(const Dims& a, const Dims& b, std::string_view operation) {
-  size_t rank = std::max(a.size(), b.size());
-  Dims out(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    Dim da = i < rank - a.size() ? Dim(1) : a[i - (rank - a.size())];
-    Dim db = i < rank - b.size() ? Dim(1) : b[i - (rank - b.size())];
-    if (!(da == db) && !da.is(1) && !db.is(1))
-      throw UserError(str_cat(operation, ": shapes ", dims_string(a), " and ", dims_string(b), " do not broadcast"));
-    out[i] = da.is(1) ? db : da;
-  }
-  return out;
-}
-
 bool is_integral(double value) { return std::isfinite(value) && std::floor(value) == value; }
 
 // Applies one ALU op to tensors of one shape and dtype.
@@ -152,6 +137,22 @@ void require_integer_or_bool(const Tensor& t, std::string_view operation) {
 }
 
 }  // namespace
+
+// numpy broadcasting. A symbolic dim broadcasts against 1 and against the same expression; against
+// anything else it is refused, though the sizes might agree at run time (decision 1).
+Dims broadcast_shapes(const Dims& a, const Dims& b, std::string_view operation) {
+  size_t rank = std::max(a.size(), b.size());
+  Dims out(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    Dim da = i < rank - a.size() ? Dim(1) : a[i - (rank - a.size())];
+    Dim db = i < rank - b.size() ? Dim(1) : b[i - (rank - b.size())];
+    if (!(da == db) && !da.is(1) && !db.is(1))
+      throw UserError(str_cat(operation, ": shapes ", dims_string(a), " and ", dims_string(b), " do not broadcast"));
+    out[i] = da.is(1) ? db : da;
+  }
+  return out;
+}
+
 
 Tensor broadcast_to(const Tensor& t, const Shape& shape) { return broadcast_to(t, to_dims(shape)); }
 
@@ -657,16 +658,18 @@ Tensor expand_to(const Tensor& t, const Dims& shape) {
 }
 
 // Zero padding, the primitive behind pad(): negative pads are not allowed here.
-Tensor pad_zero(const Tensor& t, const std::vector<int64_t>& pads) {
-  std::vector<int64_t> full(2 * static_cast<size_t>(t.ndim()), 0);
+Tensor pad_zero(const Tensor& t, const std::vector<int64_t>& pads) { return pad_zero_dims(t, to_dims(pads)); }
+
+Tensor pad_zero_dims(const Tensor& t, const Dims& pads) {
+  Dims full(2 * static_cast<size_t>(t.ndim()), 0);
   for (size_t i = 0; i < pads.size(); ++i) {
-    if (pads[i] < 0) throw InternalError("pad_zero: negative pad", std::source_location::current());
+    if (pads[i].min() < 0) throw InternalError("pad_zero: negative pad", std::source_location::current());
     full[i] = pads[i];
   }
-  if (std::all_of(full.begin(), full.end(), [](int64_t p) { return p == 0; })) return t;
+  if (std::all_of(full.begin(), full.end(), [](const Dim& p) { return p.is(0); })) return t;
   Dims out = dims_of(t);
   for (size_t i = 0; i < out.size(); ++i) out[i] = out[i] + full[2 * i] + full[2 * i + 1];
-  return make_tensor_dims(movement(Ops::PAD, t.data().node, full), out, t.data().dtype, {&t});
+  return make_tensor_dims(movement(Ops::PAD, t.data().node, encode_dims(full)), out, t.data().dtype, {&t});
 }
 
 Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const {
@@ -692,6 +695,19 @@ Tensor shrink_to(const Tensor& t, const DimRanges& ranges) {
     if (begin.is(0) && end == size) {  // the whole axis, symbolic or not
       arg.push_back(0);
       arg.push_back(encode_dim(size));
+      continue;
+    }
+    // A known axis may end at a symbolic size that it always holds: the first `sequence` rows of
+    // a table of positions. Its begin stays known, so the view's index is still a constant shift.
+    if (size.is_known() && begin.is_known() && !end.is_known()) {
+      int64_t first = begin.value();
+      if (first < 0 || end.min() < first || end.max() > size.value())
+        throw UserError(str_cat("unsupported: shrink range [", first, ", ", end, ") of axis ", i, " of size ", size,
+                                ": the end must lie in [", first, ", ", size, "] for every value of the variables"));
+      arg.push_back(first);
+      arg.push_back(encode_dim(end));
+      identity = false;
+      out[i] = end - first;
       continue;
     }
     // A symbolic axis takes a fixed range that fits its smallest size (the first token of every

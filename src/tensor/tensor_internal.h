@@ -52,13 +52,19 @@ Tensor symbolic_graph_input(std::string name, const Dims& dims, ScalarType type)
 // Whether computing `t` reads a graph_input placeholder (its value is then known only when the plan
 // runs). Importers use it to choose run-time forms of ops whose structure depends on a value.
 bool reads_graph_input(const Tensor& t);
+// numpy broadcasting of two shapes. A symbolic dim broadcasts against 1 and against the same
+// expression; against anything else it is a UserError naming `operation` (decision 1 of
+// docs/symbolic-shapes.md), as are two known sizes that differ and are not 1.
+Dims broadcast_shapes(const Dims& a, const Dims& b, std::string_view operation);
 // numpy broadcast_to: prepends size-1 axes, then expands.
 Tensor broadcast_to(const Tensor& t, const Shape& shape);
 Tensor broadcast_to(const Tensor& t, const Dims& shape);
 // One REDUCE_AXIS node (op ADD, MUL or MAX) in t's own dtype, without accumulation-type changes.
 Tensor reduce(const Tensor& t, Ops op, const std::vector<int64_t>& axes, bool keepdim, std::string_view operation);
-// Zero padding: (before, after) pairs for the first axes; every pad must be >= 0.
+// Zero padding: (before, after) pairs for the first axes; every pad must be >= 0. A pad may be a
+// symbolic size (a concatenation after a KV cache of any length).
 Tensor pad_zero(const Tensor& t, const std::vector<int64_t>& pads);
+Tensor pad_zero_dims(const Tensor& t, const Dims& pads);
 // Compile-time constant folding (fold_constants.cpp): `outputs` with every weight-only value that
 // run-time values read computed now and replaced by a buffer of its result. The run-time values
 // are the graph_input placeholders and the buffers of `runtime_inputs` (tensors with data that

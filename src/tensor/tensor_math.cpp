@@ -339,16 +339,7 @@ Tensor erfc_kernel(const Tensor& x) {
 // Both operands broadcast to one shape and cast to their promoted dtype. Done up front so that a
 // shape mismatch is reported under the name of the op the user called, not of a primitive inside.
 std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b, std::string_view operation) {
-  const Shape &x = a.shape(), &y = b.shape();
-  size_t rank = std::max(x.size(), y.size());
-  Shape shape(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t dx = i < rank - x.size() ? 1 : x[i - (rank - x.size())];
-    int64_t dy = i < rank - y.size() ? 1 : y[i - (rank - y.size())];
-    if (dx != dy && dx != 1 && dy != 1)
-      throw UserError(str_cat(operation, ": shapes ", shape_string(x), " and ", shape_string(y), " do not broadcast"));
-    shape[i] = dx == 1 ? dy : dx;
-  }
+  Dims shape = broadcast_shapes(dims_of(a), dims_of(b), operation);
   S type = promote_types(a.data().dtype, b.data().dtype).scalar();
   return {broadcast_to(a.cast(type), shape), broadcast_to(b.cast(type), shape)};
 }

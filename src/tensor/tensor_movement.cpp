@@ -65,8 +65,10 @@ Tensor tile_axis(const Tensor& t, int64_t axis, int64_t times) {
 
 // A bool tensor of `t`'s padded shape that is true where the padded value comes from `t` (a padded
 // constant true: rangeify lowers it to the bounds test of the padding itself, so it is free).
-Tensor padded_mask(const Shape& shape, const std::vector<int64_t>& pads) {
-  return pad_zero(Tensor::full(shape, 1.0, ScalarType::Bool), pads);
+Tensor padded_mask(const Dims& shape, const Dims& pads) {
+  Tensor inside = all_known(shape) ? Tensor::full(known_sizes(shape), 1.0, ScalarType::Bool)
+                                   : broadcast_to(Tensor::scalar(1.0, ScalarType::Bool), shape);
+  return pad_zero_dims(inside, pads);
 }
 
 // The one-element slice [index, index+1) of an axis, broadcast to `count` elements.
@@ -118,10 +120,12 @@ Tensor edge_axis(const Tensor& t, int64_t axis, int64_t before, int64_t after) {
 // [0, n)) has size 1 at `axis`. Both broadcast to one shape; the data axis is then summed away.
 // Each output element costs n compares and adds (O(out·n)); an index outside [0, n) selects
 // nothing and gives 0. A sum of one selected value and zeros is exact, except that -0.0 becomes 0.0.
-Tensor one_hot_select(const Tensor& prepared, const Tensor& index, int64_t axis, int64_t n) {
-  Shape arange_shape(static_cast<size_t>(prepared.ndim()), 1);
+Tensor one_hot_select(const Tensor& prepared, const Tensor& index, int64_t axis, const Dim& n) {
+  Dims arange_shape(static_cast<size_t>(prepared.ndim()), 1);
   arange_shape[static_cast<size_t>(axis)] = n;
-  Tensor positions = Tensor::arange(n, index.dtype()).reshape(arange_shape);
+  // (A symbolic n, a batch·sequence axis, is a reduction over a symbolic axis.)
+  Tensor positions = n.is_known() ? Tensor::arange(n.value(), index.dtype()).reshape(known_sizes(arange_shape))
+                                  : reshape_to(arange_dim(n, index.dtype()), arange_shape);
   Tensor hit = index.eq(positions);
   Tensor zero = Tensor::scalar(0.0, prepared.dtype());
   Tensor picked = hit.where(prepared, zero);
@@ -131,13 +135,14 @@ Tensor one_hot_select(const Tensor& prepared, const Tensor& index, int64_t axis,
 }
 
 // Indices as a signed integer tensor with negative entries counted from the end of an axis of n.
-Tensor wrap_indices(const Tensor& indices, int64_t n, std::string_view operation) {
+Tensor wrap_indices(const Tensor& indices, const Dim& n, std::string_view operation) {
   ScalarType type = indices.dtype();
   if (type == ScalarType::Float16 || type == ScalarType::BFloat16 || type == ScalarType::Float32 ||
       type == ScalarType::Float64 || type == ScalarType::Bool)
     throw UserError(str_cat(operation, ": indices must be integers, got ", scalar_type_name(type)));
   Tensor wide = indices.cast(ScalarType::Int64);
-  Tensor size = Tensor::scalar(static_cast<double>(n), ScalarType::Int64);
+  Tensor size = n.is_known() ? Tensor::scalar(static_cast<double>(n.value()), ScalarType::Int64)
+                             : dim_tensor(n, ScalarType::Int64);
   return wide.lt(Tensor::scalar(0.0, ScalarType::Int64)).where(wide + size, wide);
 }
 
@@ -209,30 +214,34 @@ Tensor Tensor::flatten(int64_t start_axis, int64_t end_axis) const {
 
 Tensor Tensor::pad(std::vector<int64_t> pads, PadMode mode, double value) const {
   if (pads.size() % 2 != 0 || static_cast<int64_t>(pads.size()) > 2 * ndim())
-    throw UserError(str_cat("pad: ", pads.size(), " pads for a tensor of shape ", shape_string(shape()),
+    throw UserError(str_cat("pad: ", pads.size(), " pads for a tensor of shape ", dims_string(dims_of(*this)),
                             " (need (before, after) pairs for at most ", ndim(), " axes)"));
-  // Negative pads crop first, in every mode; what remains is non-negative padding.
-  Ranges crop = full_ranges(*this);
+  // Negative pads crop first, in every mode; what remains is non-negative padding. A symbolic axis
+  // (a batch of any size) takes no pads; the padded axes need their sizes.
+  DimRanges crop;
+  for (const Dim& size : dims_of(*this)) crop.emplace_back(0, size);
   std::vector<int64_t> grow(pads.size(), 0);
   for (size_t axis = 0; axis < pads.size() / 2; ++axis) {
-    int64_t before = pads[2 * axis], after = pads[2 * axis + 1], size = shape()[axis];
+    int64_t before = pads[2 * axis], after = pads[2 * axis + 1];
+    if (before == 0 && after == 0) continue;
+    int64_t size = dim(static_cast<int64_t>(axis));
     int64_t cut_before = std::max<int64_t>(0, -before), cut_after = std::max<int64_t>(0, -after);
     if (cut_before + cut_after > size)
       throw UserError(str_cat("pad: pads (", before, ", ", after, ") crop more than the ", size,
-                              " elements of axis ", axis, " of shape ", shape_string(shape())));
+                              " elements of axis ", axis, " of shape ", dims_string(dims_of(*this))));
     crop[axis] = {cut_before, size - cut_after};
     grow[2 * axis] = std::max<int64_t>(0, before);
     grow[2 * axis + 1] = std::max<int64_t>(0, after);
   }
-  Tensor cropped = shrink(crop);
+  Tensor cropped = shrink_to(*this, crop);
   switch (mode) {
     case PadMode::Constant: {
       Tensor padded = pad_zero(cropped, grow);
       // Zero padding is the primitive; -0.0 is not zero padding (its sign must survive).
-      if ((value == 0.0 && !std::signbit(value)) || padded.shape() == cropped.shape()) return padded;
+      if ((value == 0.0 && !std::signbit(value)) || dims_of(padded) == dims_of(cropped)) return padded;
       // Padding with a value v: where(inside, x, v). The mask costs no memory (see padded_mask).
       Tensor fill = Tensor::scalar(value, dtype());
-      return padded_mask(cropped.shape(), grow).where(padded, fill);
+      return padded_mask(dims_of(cropped), to_dims(grow)).where(padded, fill);
     }
     case PadMode::Reflect: {
       Tensor result = cropped;
@@ -313,33 +322,37 @@ Tensor Tensor::concat(const std::vector<Tensor>& tensors, int64_t axis) {
   if (first.ndim() == 0) throw UserError("concat: cannot concatenate scalars (0-d tensors)");
   int64_t a = normalize_axis(axis, first.ndim(), "concat");
   ScalarType type = first.dtype();
-  int64_t total = 0;
+  Dim total = 0;
+  // Any axis may be symbolic: the others where every part has the same expression (a batch of any
+  // size), the concatenated one in any part (a KV cache of any length, then the new token).
+  Dims first_dims = dims_of(first);
   for (const Tensor& t : tensors) {
-    bool fits = t.ndim() == first.ndim();
-    for (int64_t i = 0; fits && i < t.ndim(); ++i) fits = i == a || t.shape()[i] == first.shape()[i];
+    Dims dims = dims_of(t);
+    bool fits = dims.size() == first_dims.size();
+    for (size_t i = 0; fits && i < dims.size(); ++i) fits = static_cast<int64_t>(i) == a || dims[i] == first_dims[i];
     if (!fits)
-      throw UserError(str_cat("concat: shapes ", shape_string(first.shape()), " and ", shape_string(t.shape()),
+      throw UserError(str_cat("concat: shapes ", dims_string(first_dims), " and ", dims_string(dims),
                               " differ outside axis ", axis));
-    total += t.shape()[static_cast<size_t>(a)];
+    total = total + dim_of(t, a);
     type = promote_types(DType(type), DType(t.dtype())).scalar();
   }
   std::vector<Tensor> parts;
   for (const Tensor& t : tensors)
-    if (t.shape()[static_cast<size_t>(a)] > 0) parts.push_back(t.cast(type));
+    if (!dim_of(t, a).is(0)) parts.push_back(t.cast(type));
   if (parts.empty()) return tensors[0].cast(type);
   if (parts.size() == 1) return parts[0];
   // Fill from the last input backwards: the last part is the default, each earlier one overrides
   // its own range.
-  int64_t offset = total;
+  Dim offset = total;
   Tensor result;
   for (size_t i = parts.size(); i-- > 0;) {
-    int64_t size = parts[i].shape()[static_cast<size_t>(a)];
-    offset -= size;
-    std::vector<int64_t> pads(2 * static_cast<size_t>(a) + 2, 0);
+    Dim size = dim_of(parts[i], a);
+    offset = offset - size;
+    Dims pads(2 * static_cast<size_t>(a) + 2, 0);
     pads[2 * static_cast<size_t>(a)] = offset;
-    pads[2 * static_cast<size_t>(a) + 1] = total - offset - size;
-    Tensor padded = pad_zero(parts[i], pads);
-    result = result.defined() ? padded_mask(parts[i].shape(), pads).where(padded, result) : padded;
+    pads[2 * static_cast<size_t>(a) + 1] = total - offset - size;  // (simplifies to the later parts' sizes)
+    Tensor padded = pad_zero_dims(parts[i], pads);
+    result = result.defined() ? padded_mask(dims_of(parts[i]), pads).where(padded, result) : padded;
   }
   return result;
 }
@@ -404,14 +417,14 @@ Tensor Tensor::gather(int64_t axis, const Tensor& indices) const {
 // numpy.take along an axis: the shape becomes this.shape[:axis] + indices.shape + this.shape[axis+1:].
 Tensor Tensor::take(const Tensor& indices, int64_t axis) const {
   int64_t a = normalize_axis(axis, ndim(), "take");
-  // Dims: the indices (a batch of token ids) may have symbolic sizes; the data axis must be known.
+  // Dims: the indices (a batch of token ids) and the data axis may have symbolic sizes.
   Dims dims = dims_of(*this), index_dims = dims_of(indices);
-  int64_t n = dims[static_cast<size_t>(a)].value("take's data axis");
+  Dim n = dims[static_cast<size_t>(a)];
   Dims out_shape(dims.begin(), dims.begin() + a);
   out_shape.insert(out_shape.end(), index_dims.begin(), index_dims.end());
   out_shape.insert(out_shape.end(), dims.begin() + a + 1, dims.end());
   if (dims_numel(out_shape).is(0)) return expand_to(Tensor::scalar(0.0, dtype()), out_shape);
-  if (n == 0) throw UserError(str_cat("take: axis ", axis, " of shape ", dims_string(dims), " is empty"));
+  if (n.is(0)) throw UserError(str_cat("take: axis ", axis, " of shape ", dims_string(dims), " is empty"));
   // Data: (pre…, 1 per index axis, n, post…); indices: (1 per pre axis, index axes…, 1, 1 per post axis).
   auto index_axes = static_cast<int64_t>(index_dims.size());
   Dims data_shape(dims.begin(), dims.begin() + a);

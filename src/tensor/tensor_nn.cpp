@@ -36,11 +36,12 @@ void require_defined(const Tensor& t, std::string_view operation, std::string_vi
   if (!t.defined()) throw UserError(str_cat(operation, ": ", what, " is an empty (default-constructed) Tensor"));
 }
 
+// (Dims: the other axes may be symbolic, a batch of any size.)
 Tensor with_axis_sizes(const Tensor& t, int64_t axis, const Shape& sizes) {
-  Shape shape = t.shape();
+  Dims shape = dims_of(t);
   auto position = shape.erase(shape.begin() + axis);
   shape.insert(position, sizes.begin(), sizes.end());
-  return t.reshape(shape);
+  return reshape_to(t, shape);
 }
 
 std::string list_string(const std::vector<int64_t>& values) {
@@ -100,7 +101,7 @@ std::vector<int64_t> spatial_pad_list(const std::vector<int64_t>& begin, const s
 //    Row j starts at j·L ≡ j·d (mod i), so row j is x shifted by j·d; then take every s-th column.
 //    The index is (j·L + o·s) mod i, which the simplifier reduces to j·d + o·s from the bound above.
 Tensor window_axis(const Tensor& x, int64_t axis, int64_t kernel, int64_t stride, int64_t dilation, int64_t windows) {
-  int64_t i = x.shape()[static_cast<size_t>(axis)];
+  int64_t i = x.dim(axis);
   if (dilation == 1 && kernel <= stride) {
     int64_t wanted = windows * stride;
     Tensor window = shrink_axis(x, axis, 0, std::min(i, wanted));
@@ -115,21 +116,21 @@ Tensor window_axis(const Tensor& x, int64_t axis, int64_t kernel, int64_t stride
   int64_t row = factor * i + dilation;
   int64_t copies = (kernel * row + i - 1) / i;
   Tensor tiled = x.unsqueeze(axis);
-  Shape expanded = tiled.shape();
+  Dims expanded = dims_of(tiled);
   expanded[static_cast<size_t>(axis)] = copies;
-  Shape merged = x.shape();
+  Dims merged = dims_of(x);
   merged[static_cast<size_t>(axis)] = copies * i;
-  Tensor rows = with_axis_sizes(shrink_axis(tiled.expand(expanded).reshape(merged), axis, 0, kernel * row), axis,
-                                {kernel, row});
+  Tensor rows = with_axis_sizes(shrink_axis(reshape_to(expand_to(tiled, expanded), merged), axis, 0, kernel * row),
+                                axis, {kernel, row});
   Tensor strided = with_axis_sizes(shrink_axis(rows, axis + 1, 0, windows * stride), axis + 1, {windows, stride});
   Tensor picked = shrink_axis(strided, axis + 2, 0, 1);
-  Shape kernel_then_windows = picked.shape();
+  Dims kernel_then_windows = dims_of(picked);
   kernel_then_windows.erase(kernel_then_windows.begin() + axis + 2);
   // (kernel, windows) → (windows, kernel)
   std::vector<int64_t> order(kernel_then_windows.size());
   std::iota(order.begin(), order.end(), 0);
   std::swap(order[static_cast<size_t>(axis)], order[static_cast<size_t>(axis) + 1]);
-  return picked.reshape(kernel_then_windows).permute(order);
+  return reshape_to(picked, kernel_then_windows).permute(order);
 }
 
 // Sliding windows over the last n axes: (pre…, I1…In) → (pre…, O1…On, K1…Kn).
@@ -160,10 +161,10 @@ std::vector<int64_t> last_axes(int64_t count, int64_t ndim) {
 // A per-channel parameter (C) as (1, C, 1, …) for an (N, C, …) tensor.
 Tensor per_channel(const Tensor& parameter, const Tensor& x, std::string_view operation, std::string_view name) {
   require_defined(parameter, operation, name);
-  int64_t channels = x.shape()[1];
+  int64_t channels = x.dim(1);
   if (parameter.shape() != Shape{channels})
     throw UserError(str_cat(operation, ": ", name, " of shape ", shape_string(parameter.shape()), " must have shape (",
-                            channels, ",) for input ", shape_string(x.shape())));
+                            channels, ",) for input ", dims_string(dims_of(x))));
   Shape shape(static_cast<size_t>(x.ndim()), 1);
   shape[1] = channels;
   return parameter.reshape(shape);
@@ -171,7 +172,7 @@ Tensor per_channel(const Tensor& parameter, const Tensor& x, std::string_view op
 
 void require_batch_channels(const Tensor& x, int64_t minimum_ndim, std::string_view operation) {
   if (x.ndim() < minimum_ndim)
-    throw UserError(str_cat(operation, ": input of shape ", shape_string(x.shape()), " needs at least ", minimum_ndim,
+    throw UserError(str_cat(operation, ": input of shape ", dims_string(dims_of(x)), " needs at least ", minimum_ndim,
                             " axes (N, C, …)"));
 }
 
@@ -194,16 +195,16 @@ PoolGeometry pool_geometry(const Tensor& x, const PoolOptions& options, std::str
   PoolGeometry g;
   if (options.kernel.size() != n)
     throw UserError(str_cat(operation, ": kernel ", list_string(options.kernel), " must have one size per spatial axis of ",
-                            shape_string(x.shape())));
+                            dims_string(dims_of(x))));
   g.kernel = per_axis(options.kernel, n, 1, 1, operation, "kernel");
   g.stride = per_axis(options.stride.empty() ? g.kernel : options.stride, n, 1, 1, operation, "stride");
   g.dilation = per_axis(options.dilation, n, 1, 1, operation, "dilation");
   std::tie(g.pad_begin, g.pad_end) = begin_end_pads(options.padding, n, false, operation);
   for (size_t i = 0; i < n; ++i) {
-    int64_t input = x.shape()[i + 2], span = g.dilation[i] * (g.kernel[i] - 1) + 1;
+    int64_t input = x.dim(static_cast<int64_t>(i) + 2), span = g.dilation[i] * (g.kernel[i] - 1) + 1;
     int64_t total = input + g.pad_begin[i] + g.pad_end[i];
     if (total < span)
-      throw UserError(str_cat(operation, ": the padded input of shape ", shape_string(x.shape()), " (padding ",
+      throw UserError(str_cat(operation, ": the padded input of shape ", dims_string(dims_of(x)), " (padding ",
                               list_string(options.padding), ") is smaller than the kernel ", list_string(g.kernel),
                               " with dilation ", list_string(g.dilation)));
     int64_t windows = options.ceil_mode ? (total - span + g.stride[i] - 1) / g.stride[i] + 1
@@ -598,6 +599,7 @@ bool pads_channels_last(const Tensor& padded, const Shape& kernel, int64_t group
     return false;
   if (std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s != 1; })) return false;
   if (graph_target_caps().output_grid) return false;
+  if (has_symbolic_shape(padded)) return false;  // a symbolic batch keeps the NCHW copy (not measured)
   const TargetCaps& caps = host_cpu_caps();
   // (in the type the CPU stores it in: f32 for f16 and bf16, TargetCaps::narrow_floats_stored_wide)
   int64_t bytes = padded.numel() / std::max<int64_t>(padded.dim(0), 1) *
@@ -630,13 +632,16 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
   require_defined(weight, "conv", "the weight");
   require_batch_channels(*this, 3, "conv");
   size_t n = static_cast<size_t>(ndim()) - 2;
-  int64_t batch = dim(0), channels = dim(1), groups = options.groups;
+  // The batch may be symbolic (a plan over any batch size); channels and image sizes are known.
+  Dim batch = dim_of(*this, 0);
+  int64_t channels = dim(1), groups = options.groups;
+  std::string input_shape = dims_string(dims_of(*this));
   if (weight.ndim() != ndim())
     throw UserError(str_cat("conv: weight of shape ", shape_string(weight.shape()), " must have ", ndim(),
-                            " axes (F, C/groups, K…) for input ", shape_string(shape())));
+                            " axes (F, C/groups, K…) for input ", input_shape));
   int64_t filters = weight.dim(0);
   if (groups < 1 || channels % groups != 0 || filters % groups != 0 || weight.dim(1) * groups != channels)
-    throw UserError(str_cat("conv: input ", shape_string(shape()), " and weight ", shape_string(weight.shape()),
+    throw UserError(str_cat("conv: input ", input_shape, " and weight ", shape_string(weight.shape()),
                             " do not fit groups = ", groups, " (need C and F divisible by groups, weight axis 1 = C/groups)"));
   if (bias.defined() && bias.shape() != Shape{filters})
     throw UserError(str_cat("conv: bias of shape ", shape_string(bias.shape()), " must have shape (", filters, ",)"));
@@ -677,9 +682,9 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
   Tensor padded = source.pad(spatial_pad_list(pad_begin, pad_end));
   std::vector<int64_t> windows;
   for (size_t i = 0; i < n; ++i) {
-    int64_t span = dilation[i] * (kernel[i] - 1) + 1, size = padded.shape()[i + 2];
+    int64_t span = dilation[i] * (kernel[i] - 1) + 1, size = padded.dim(static_cast<int64_t>(i) + 2);
     if (size < span)
-      throw UserError(str_cat("conv: the padded input of shape ", shape_string(padded.shape()),
+      throw UserError(str_cat("conv: the padded input of shape ", dims_string(dims_of(padded)),
                               " is smaller than the dilated kernel of weight ", shape_string(weight.shape()),
                               " (dilation ", list_string(dilation), ")"));
     windows.push_back((size - span) / stride[i] + 1);
@@ -726,13 +731,14 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
   }
   Tensor view = pool_windows(padded, kernel, stride, dilation, windows).cast(compute);  // (N, C, O…, K…)
   // (N, g, C/g, O…, K…) → (N, g, 1, O…, C/g, K…)
-  Shape grouped{batch, groups, group_channels};
-  grouped.insert(grouped.end(), view.shape().begin() + 2, view.shape().end());
+  Dims grouped{batch, groups, group_channels};
+  Dims view_dims = dims_of(view);
+  grouped.insert(grouped.end(), view_dims.begin() + 2, view_dims.end());
   std::vector<int64_t> order{0, 1};
   for (size_t i = 0; i < n; ++i) order.push_back(3 + static_cast<int64_t>(i));
   order.push_back(2);
   for (size_t i = 0; i < n; ++i) order.push_back(3 + static_cast<int64_t>(n + i));
-  Tensor input = view.reshape(grouped).permute(order).unsqueeze(2);
+  Tensor input = reshape_to(view, grouped).permute(order).unsqueeze(2);
   // (F, C/g, K…) → (1, g, F/g, 1…, C/g, K…)
   Shape weight_shape{1, groups, group_filters};
   weight_shape.insert(weight_shape.end(), n, 1);
@@ -744,9 +750,9 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
                                   : filters_in_panels(weight.cast(compute), groups);
   weights = weights.reshape(weight_shape);
   Tensor result = input.mul(weights).sum(last_axes(static_cast<int64_t>(n) + 1, input.ndim()));
-  Shape out_shape{batch, filters};
+  Dims out_shape{batch, filters};
   out_shape.insert(out_shape.end(), windows.begin(), windows.end());
-  result = result.reshape(out_shape);
+  result = reshape_to(result, out_shape);
   if (bias.defined()) result = result + per_channel(bias.cast(compute), result, "conv", "bias");
   return result.cast(type);
 }

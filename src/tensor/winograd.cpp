@@ -212,6 +212,8 @@ bool winograd_eligible(const Tensor& x, const Tensor& weight, const Tensor& bias
 constexpr int64_t kWeightBoundPixels = 28 * 28;
 
 bool use_winograd(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options) {
+  // Winograd's tiles are laid out for known sizes: a symbolic batch takes the direct conv.
+  if (has_symbolic_shape(x)) return false;
   WinogradMode mode = winograd_mode();
   if (mode == WinogradMode::Off || !winograd_eligible(x, weight, bias, options)) return false;
   if (mode == WinogradMode::Always) return true;

@@ -291,7 +291,7 @@ def write_symbolic(corpus):
         [helper.make_node("Add", ["a", "b"], ["y"], name="add")],
         [tensor_info("a", shape=("batch", 4)), tensor_info("b", shape=("batch", 4))],
         [tensor_info("y", shape=("batch", 4))]))
-    # A dimension with neither dim_value nor dim_param: only a whole-shape spec can give it.
+    # A dimension with neither dim_value nor dim_param: a whole-shape spec or INPUT[AXIS] gives it.
     corpus.model("symbolic_anonymous", model(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],
         [tensor_info("x", shape=(None, 8))], [tensor_info("y", shape=(None, 8))]))
