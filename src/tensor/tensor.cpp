@@ -683,6 +683,28 @@ Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const {
   return shrink_to(*this, full);
 }
 
+Tensor reshape_within(const Tensor& t, const Dims& shape) {
+  require_defined(t);
+  if (!has_symbolic_shape(t) && all_known(shape)) return t.reshape(known_sizes(shape));
+  return make_tensor_dims(movement(Ops::RESHAPE, t.data().node, encode_dims(shape)), shape, t.data().dtype, {&t});
+}
+
+Tensor shrink_within(const Tensor& t, const DimRanges& ranges) {
+  require_defined(t);
+  Dims out = dims_of(t);
+  KILN_ASSERT(ranges.size() == out.size(), "shrink_within: one range per axis");
+  std::vector<int64_t> arg;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const auto& [begin, end] = ranges[i];
+    KILN_ASSERT(begin.is_known() && begin.value() >= 0 && end.min() >= begin.value(), "shrink_within: range [", begin,
+                ", ", end, ") of axis ", i);
+    arg.push_back(begin.value());
+    arg.push_back(encode_dim(end));
+    out[i] = end - begin;
+  }
+  return make_tensor_dims(movement(Ops::SHRINK, t.data().node, arg), out, t.data().dtype, {&t});
+}
+
 Tensor shrink_to(const Tensor& t, const DimRanges& ranges) {
   require_defined(t);
   Dims out = dims_of(t);

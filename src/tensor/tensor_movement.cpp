@@ -223,13 +223,14 @@ Tensor Tensor::pad(std::vector<int64_t> pads, PadMode mode, double value) const 
   std::vector<int64_t> grow(pads.size(), 0);
   for (size_t axis = 0; axis < pads.size() / 2; ++axis) {
     int64_t before = pads[2 * axis], after = pads[2 * axis + 1];
-    if (before == 0 && after == 0) continue;
-    int64_t size = dim(static_cast<int64_t>(axis));
     int64_t cut_before = std::max<int64_t>(0, -before), cut_after = std::max<int64_t>(0, -after);
-    if (cut_before + cut_after > size)
-      throw UserError(str_cat("pad: pads (", before, ", ", after, ") crop more than the ", size,
-                              " elements of axis ", axis, " of shape ", dims_string(dims_of(*this))));
-    crop[axis] = {cut_before, size - cut_after};
+    if (cut_before + cut_after > 0) {  // cropping needs the size (padding a symbolic axis does not)
+      int64_t size = dim(static_cast<int64_t>(axis));
+      if (cut_before + cut_after > size)
+        throw UserError(str_cat("pad: pads (", before, ", ", after, ") crop more than the ", size,
+                                " elements of axis ", axis, " of shape ", dims_string(dims_of(*this))));
+      crop[axis] = {cut_before, size - cut_after};
+    }
     grow[2 * axis] = std::max<int64_t>(0, before);
     grow[2 * axis + 1] = std::max<int64_t>(0, after);
   }
@@ -271,6 +272,14 @@ Tensor Tensor::slice(int64_t axis, int64_t start, int64_t stop, int64_t step) co
     // A symbolic axis: the whole of it (start 0, stop past its largest size), or a fixed prefix
     // range within its smallest size (shrink_axis refuses anything else, naming the axis).
     if (step == 1 && start == 0 && stop >= size.max()) return *this;
+    // A stop counted from the end (x[:, :-1], as torch's same-padding trims a conv's extra frame)
+    // cuts a known count off the end, where the axis always holds more than it.
+    if (step == 1 && start >= 0 && stop < 0 && stop > -size.min() + start) {
+      DimRanges ranges;
+      for (const Dim& length : dims_of(*this)) ranges.emplace_back(0, length);
+      ranges[static_cast<size_t>(a)] = {start, size + stop};
+      return shrink_within(*this, ranges);
+    }
     if (step != 1 || start < 0 || stop < 0)
       throw UserError(str_cat("unsupported: slice [", start, ":", stop, ":", step, "] of axis ", a, " of symbolic size ", size));
     return shrink_axis(*this, a, start, std::max(start, stop));

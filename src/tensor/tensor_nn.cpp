@@ -100,7 +100,38 @@ std::vector<int64_t> spatial_pad_list(const std::vector<int64_t>& begin, const s
 //  - Otherwise (tinygrad's _pool trick): tile the axis, then read it as rows of length L = f·i + d.
 //    Row j starts at j·L ≡ j·d (mod i), so row j is x shifted by j·d; then take every s-th column.
 //    The index is (j·L + o·s) mod i, which the simplifier reduces to j·d + o·s from the bound above.
-Tensor window_axis(const Tensor& x, int64_t axis, int64_t kernel, int64_t stride, int64_t dilation, int64_t windows) {
+// Over a symbolic axis (an image or a signal of any length; x already padded) each tap is a strided
+// run of its own, x[k·d + o·s] for o < windows, and the taps are stacked as the kernel axis. The
+// runs read up to k·d + windows·s <= i - span + s + k·d < i + s, so x is first padded by s zeros at
+// the end, which no window reads. Correct, not yet fast: each element of the stacked taps selects
+// among all K of them (a K-way select; the concatenation's own kernel where it is stored), and the
+// kernels over symbolic images get few of the heuristics' opts. wav2vec2 over its samples runs 26-28x
+// slower than its fixed twin, most of it the positional conv's 128 taps (bench/README.md).
+Tensor window_axis_symbolic(const Tensor& x, int64_t axis, int64_t kernel, int64_t stride, int64_t dilation,
+                            const Dim& windows) {
+  Dims pads(2 * static_cast<size_t>(axis) + 2, 0);
+  pads.back() = stride;
+  Tensor padded = pad_zero_dims(x, pads);
+  std::vector<Tensor> taps;
+  for (int64_t k = 0; k < kernel; ++k) {
+    DimRanges ranges;
+    for (const Dim& size : dims_of(padded)) ranges.emplace_back(0, size);
+    ranges[static_cast<size_t>(axis)] = {k * dilation, k * dilation + windows * stride};
+    Tensor run = shrink_within(padded, ranges);
+    Dims split = dims_of(run);
+    split[static_cast<size_t>(axis)] = windows;
+    split.insert(split.begin() + axis + 1, stride);
+    // (the run holds windows·stride elements: its length is that product, simplified otherwise)
+    taps.push_back(shrink_axis(reshape_within(run, split), axis + 1, 0, 1));  // (…, windows, 1, …)
+  }
+  return Tensor::concat(taps, axis + 1);
+}
+
+Tensor window_axis(const Tensor& x, int64_t axis, int64_t kernel, int64_t stride, int64_t dilation,
+                   const Dim& window_count) {
+  if (!dim_of(x, axis).is_known() || !window_count.is_known())
+    return window_axis_symbolic(x, axis, kernel, stride, dilation, window_count);
+  int64_t windows = window_count.value();
   int64_t i = x.dim(axis);
   if (dilation == 1 && kernel <= stride) {
     int64_t wanted = windows * stride;
@@ -135,7 +166,7 @@ Tensor window_axis(const Tensor& x, int64_t axis, int64_t kernel, int64_t stride
 
 // Sliding windows over the last n axes: (pre…, I1…In) → (pre…, O1…On, K1…Kn).
 Tensor pool_windows(const Tensor& x, const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
-                    const std::vector<int64_t>& dilation, const std::vector<int64_t>& windows) {
+                    const std::vector<int64_t>& dilation, const Dims& windows) {
   auto n = static_cast<int64_t>(kernel.size());
   int64_t pre = x.ndim() - n;
   Tensor result = x;
@@ -680,21 +711,28 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
   // left an f16 ResNet's residual chain to be recomputed by every later block's copy; and a GPU
   // conv then reads f16 operands, which tensor cores take.
   Tensor padded = source.pad(spatial_pad_list(pad_begin, pad_end));
-  std::vector<int64_t> windows;
+  // Image sizes may be symbolic (an image or a signal of any size): the windows are then counted by
+  // expressions, and the CPU's layout choices below, made for known images, are skipped.
+  Dims window_dims;
   for (size_t i = 0; i < n; ++i) {
-    int64_t span = dilation[i] * (kernel[i] - 1) + 1, size = padded.dim(static_cast<int64_t>(i) + 2);
-    if (size < span)
-      throw UserError(str_cat("conv: the padded input of shape ", dims_string(dims_of(padded)),
-                              " is smaller than the dilated kernel of weight ", shape_string(weight.shape()),
+    int64_t span = dilation[i] * (kernel[i] - 1) + 1;
+    Dim size = dim_of(padded, static_cast<int64_t>(i) + 2);
+    if (size.min() < span)
+      throw UserError(str_cat(size.is_known() ? "" : "unsupported: ", "conv: the padded input of shape ",
+                              dims_string(dims_of(padded)), size.is_known() ? " is" : " may be",
+                              " smaller than the dilated kernel of weight ", shape_string(weight.shape()),
                               " (dilation ", list_string(dilation), ")"));
-    windows.push_back((size - span) / stride[i] + 1);
+    window_dims.push_back((size - span) / stride[i] + 1);
   }
-  bool depthwise_last = pads && depthwise_channels_last(padded, kernel, groups, filters, windows, options.pointwise_reader_filters);
+  bool symbolic_image = !all_known(window_dims);
+  std::vector<int64_t> windows = symbolic_image ? std::vector<int64_t>{} : known_sizes(window_dims);
+  bool depthwise_last = pads && !symbolic_image &&
+                        depthwise_channels_last(padded, kernel, groups, filters, windows, options.pointwise_reader_filters);
   if (pads && (depthwise_last || pads_channels_last(padded, kernel, groups, filters, stride)))
     padded = stored_in_order(padded, kChannelsLast);
   else if (pads) padded = contiguous(padded);
   int64_t group_channels = channels / groups, group_filters = filters / groups;
-  if (!pads && reads_channels_last(padded, kernel, groups, filters, windows)) {
+  if (!pads && !symbolic_image && reads_channels_last(padded, kernel, groups, filters, windows)) {
     // A strided 1x1 conv reads every s-th pixel: only those are copied, and the conv reads them
     // at stride 1. A computed input is realised in its own layout first (an activation that a
     // residual add also reads would otherwise be recomputed by both, each time from the start of
@@ -729,7 +767,7 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
     padded = stored_in_order(picked, kChannelsLast);
     stride.assign(n, 1);
   }
-  Tensor view = pool_windows(padded, kernel, stride, dilation, windows).cast(compute);  // (N, C, O…, K…)
+  Tensor view = pool_windows(padded, kernel, stride, dilation, window_dims).cast(compute);  // (N, C, O…, K…)
   // (N, g, C/g, O…, K…) → (N, g, 1, O…, C/g, K…)
   Dims grouped{batch, groups, group_channels};
   Dims view_dims = dims_of(view);
@@ -751,7 +789,7 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
   weights = weights.reshape(weight_shape);
   Tensor result = input.mul(weights).sum(last_axes(static_cast<int64_t>(n) + 1, input.ndim()));
   Dims out_shape{batch, filters};
-  out_shape.insert(out_shape.end(), windows.begin(), windows.end());
+  out_shape.insert(out_shape.end(), window_dims.begin(), window_dims.end());
   result = reshape_to(result, out_shape);
   if (bias.defined()) result = result + per_channel(bias.cast(compute), result, "conv", "bias");
   return result.cast(type);
@@ -1008,7 +1046,7 @@ Tensor Tensor::max_pool(const PoolOptions& options) const {
   double direct_loads = 1;
   for (int64_t k : g.kernel) direct_loads *= static_cast<double>(k);
   if (n < 2 || has_symbolic_shape(padded) || 2 * separable_pool_loads(g, padded.shape()) > direct_loads) {
-    Tensor view = pool_windows(padded, g.kernel, g.stride, g.dilation, g.windows);
+    Tensor view = pool_windows(padded, g.kernel, g.stride, g.dilation, to_dims(g.windows));
     return view.max(last_axes(n, view.ndim()));
   }
   Tensor pooled = padded;
@@ -1020,7 +1058,7 @@ Tensor Tensor::max_pool(const PoolOptions& options) const {
     dilation[axis] = g.dilation[axis];
     for (int64_t j = 0; j < n; ++j) windows.push_back(pooled.dim(pooled.ndim() - n + j));
     windows[axis] = g.windows[axis];
-    Tensor view = pool_windows(pooled, kernel, stride, dilation, windows);
+    Tensor view = pool_windows(pooled, kernel, stride, dilation, to_dims(windows));
     pooled = view.max(last_axes(n, view.ndim()));
     if (i > 0) pooled = contiguous(pooled);
   }
@@ -1037,7 +1075,7 @@ Tensor Tensor::avg_pool(const PoolOptions& options) const {
   std::vector<int64_t> ends;
   for (size_t i = 0; i < g.pad_end.size(); ++i) ends.push_back(g.pad_end[i] + g.extra_end[i]);
   Tensor padded = cast(compute).pad(spatial_pad_list(g.pad_begin, ends));
-  Tensor view = pool_windows(padded, g.kernel, g.stride, g.dilation, g.windows);
+  Tensor view = pool_windows(padded, g.kernel, g.stride, g.dilation, to_dims(g.windows));
   Tensor result = view.sum(last_axes(static_cast<int64_t>(g.kernel.size()), view.ndim()));
   Tensor divisor;
   for (size_t i = 0; i < g.kernel.size(); ++i) {
@@ -1125,14 +1163,18 @@ Tensor Tensor::layer_norm(const Tensor& weight, const Tensor& bias, int64_t norm
 Tensor Tensor::group_norm(int64_t groups, const Tensor& weight, const Tensor& bias, double epsilon) const {
   require_defined(*this, "group_norm", "the input");
   require_batch_channels(*this, 2, "group_norm");
+  // The batch and the other axes may be symbolic (a signal of any length); the channels are known.
   int64_t channels = dim(1);
+  Dims dims = dims_of(*this);
   if (groups < 1 || channels % groups != 0)
-    throw UserError(str_cat("group_norm: ", channels, " channels of shape ", shape_string(shape()),
+    throw UserError(str_cat("group_norm: ", channels, " channels of shape ", dims_string(dims),
                             " do not split into ", groups, " groups"));
   ScalarType type = float_result(dtype()), compute = compute_type(type);
-  int64_t per_group = channels / groups * (dim(0) * channels == 0 ? 0 : numel() / (dim(0) * channels));
-  Tensor grouped = cast(compute).reshape({dim(0), groups, per_group});
-  Tensor y = normalize(grouped, {2}, epsilon).reshape(shape());
+  Dim per_group = dims[0].is(0) || channels == 0
+                      ? Dim(0)
+                      : std::accumulate(dims.begin() + 2, dims.end(), Dim(channels / groups), std::multiplies<>());
+  Tensor grouped = reshape_to(cast(compute), {dims[0], groups, per_group});
+  Tensor y = reshape_to(normalize(grouped, {2}, epsilon), dims);
   if (weight.defined()) y = y * per_channel(weight.cast(compute), y, "group_norm", "weight");
   if (bias.defined()) y = y + per_channel(bias.cast(compute), y, "group_norm", "bias");
   return y.cast(type);
