@@ -58,6 +58,15 @@ step() {
   log "$name: exit $status in $(( $(date +%s) - start )) s"
   return $status
 }
+# timed NAME LABEL COMMAND...: step NAME running a `kiln bench` COMMAND, then its fastest and median
+# run in the summary as LABEL.
+timed() {
+  label=$2 bench_name=$1
+  shift 2
+  step "$bench_name" "$@" || true
+  grep -E "min_ms|median_ms" "$logs/$bench_name.log" | tr '\n' ' ' | sed "s/^/   $label: /" >> "$logs/summary.txt"
+  echo >> "$logs/summary.txt"
+}
 touch "$logs/summary.txt"
 log "gpu_check $(date -u +%FT%TZ): steps '$steps', kiln $build"
 
@@ -128,10 +137,7 @@ run_variants() {
     # Alternating, so that a slow stretch of the machine shows in all.
     for round in 1 2; do
       for variant in $variants; do
-        step "bench-$model-$variant-$round" "$kiln" bench "$plans/$model.$variant.plan" --iterations 50
-        grep -E "min_ms|median_ms" "$logs/bench-$model-$variant-$round.log" | tr '\n' ' ' |
-          sed "s/^/   $model $variant: /" >> "$logs/summary.txt"
-        echo >> "$logs/summary.txt"
+        timed "bench-$model-$variant-$round" "$model $variant" "$kiln" bench "$plans/$model.$variant.plan" --iterations 50
       done
     done
     step "profile-$model-t4" "$kiln" bench "$plans/$model.t4.plan" --iterations 20 --profile
@@ -188,10 +194,8 @@ run_symbolic() {
   sed 's/^/   /' "$logs/check-symbolic.log" >> "$logs/summary.txt"
   for round in 1 2; do
     for plan in symbolic fixed; do
-      step "bench-symbolic-$plan-$round" "$kiln" bench "$plans/$plan.plan" --iterations 50 --shape batch=1 --shape sequence=128
-      grep -E "min_ms|median_ms" "$logs/bench-symbolic-$plan-$round.log" | tr '\n' ' ' |
-        sed "s/^/   bert_base_symbolic $plan plan at (1, 128): /" >> "$logs/summary.txt"
-      echo >> "$logs/summary.txt"
+      timed "bench-symbolic-$plan-$round" "bert_base_symbolic $plan plan at (1, 128)" "$kiln" bench "$plans/$plan.plan" \
+        --iterations 50 --shape batch=1 --shape sequence=128
     done
   done
   step profile-symbolic "$kiln" bench "$plans/symbolic.plan" --iterations 20 --profile --shape batch=1 --shape sequence=128
@@ -206,10 +210,8 @@ run_graphs() {
     step "compile-$model-graphs" "$kiln" compile "$models/$model/model.onnx" -o "$plans/$model.plan" --target cuda --cuda-arch 90
     for round in 1 2; do
       for graphs in 0 1; do
-        step "bench-$model-graphs$graphs-$round" env KILN_CUDA_GRAPHS=$graphs "$kiln" bench "$plans/$model.plan" --iterations 50
-        grep -E "min_ms|median_ms" "$logs/bench-$model-graphs$graphs-$round.log" | tr '\n' ' ' |
-          sed "s/^/   $model KILN_CUDA_GRAPHS=$graphs: /" >> "$logs/summary.txt"
-        echo >> "$logs/summary.txt"
+        timed "bench-$model-graphs$graphs-$round" "$model KILN_CUDA_GRAPHS=$graphs" env KILN_CUDA_GRAPHS=$graphs \
+          "$kiln" bench "$plans/$model.plan" --iterations 50
       done
     done
     # Each launch synchronised and timed (no graph): the slowest kernels' GFLOP/s and GB/s.

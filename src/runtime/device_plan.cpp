@@ -156,7 +156,6 @@ DevicePlan::DevicePlan(const plan_fb::Plan& plan, const unsigned char* weights,
 DevicePlan::~DevicePlan() { release(); }
 
 void DevicePlan::release() {
-  graphs_.clear();  // before the kernels they launch
   if (pending_event_ != nullptr) {
     // The kernels still queued on a caller's queue use this plan's buffers: finish them first. A
     // failure there has nowhere to go from a destructor; the buffers are released either way.
@@ -167,6 +166,7 @@ void DevicePlan::release() {
     device_->release(pending_event_);
     pending_event_ = nullptr;
   }
+  graphs_.clear();  // once their last replay has finished, and before the kernels they launch
   kernels_.clear();
   for (size_t view : views_) {
     device_->release_view(memory_[view]);

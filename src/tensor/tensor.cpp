@@ -153,7 +153,6 @@ Dims broadcast_shapes(const Dims& a, const Dims& b, std::string_view operation) 
   return out;
 }
 
-
 Tensor broadcast_to(const Tensor& t, const Shape& shape) { return broadcast_to(t, to_dims(shape)); }
 
 Tensor broadcast_to(const Tensor& t, const Dims& shape) {

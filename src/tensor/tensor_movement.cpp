@@ -66,9 +66,7 @@ Tensor tile_axis(const Tensor& t, int64_t axis, int64_t times) {
 // A bool tensor of `t`'s padded shape that is true where the padded value comes from `t` (a padded
 // constant true: rangeify lowers it to the bounds test of the padding itself, so it is free).
 Tensor padded_mask(const Dims& shape, const Dims& pads) {
-  Tensor inside = all_known(shape) ? Tensor::full(known_sizes(shape), 1.0, ScalarType::Bool)
-                                   : broadcast_to(Tensor::scalar(1.0, ScalarType::Bool), shape);
-  return pad_zero_dims(inside, pads);
+  return pad_zero_dims(broadcast_to(Tensor::scalar(1.0, ScalarType::Bool), shape), pads);
 }
 
 // The one-element slice [index, index+1) of an axis, broadcast to `count` elements.
@@ -124,8 +122,7 @@ Tensor one_hot_select(const Tensor& prepared, const Tensor& index, int64_t axis,
   Dims arange_shape(static_cast<size_t>(prepared.ndim()), 1);
   arange_shape[static_cast<size_t>(axis)] = n;
   // (A symbolic n, a batch·sequence axis, is a reduction over a symbolic axis.)
-  Tensor positions = n.is_known() ? Tensor::arange(n.value(), index.dtype()).reshape(known_sizes(arange_shape))
-                                  : reshape_to(arange_dim(n, index.dtype()), arange_shape);
+  Tensor positions = reshape_to(arange_dim(n, index.dtype()), arange_shape);
   Tensor hit = index.eq(positions);
   Tensor zero = Tensor::scalar(0.0, prepared.dtype());
   Tensor picked = hit.where(prepared, zero);
@@ -141,8 +138,7 @@ Tensor wrap_indices(const Tensor& indices, const Dim& n, std::string_view operat
       type == ScalarType::Float64 || type == ScalarType::Bool)
     throw UserError(str_cat(operation, ": indices must be integers, got ", scalar_type_name(type)));
   Tensor wide = indices.cast(ScalarType::Int64);
-  Tensor size = n.is_known() ? Tensor::scalar(static_cast<double>(n.value()), ScalarType::Int64)
-                             : dim_tensor(n, ScalarType::Int64);
+  Tensor size = dim_tensor(n, ScalarType::Int64);
   return wide.lt(Tensor::scalar(0.0, ScalarType::Int64)).where(wide + size, wide);
 }
 
@@ -216,8 +212,8 @@ Tensor Tensor::pad(std::vector<int64_t> pads, PadMode mode, double value) const 
   if (pads.size() % 2 != 0 || static_cast<int64_t>(pads.size()) > 2 * ndim())
     throw UserError(str_cat("pad: ", pads.size(), " pads for a tensor of shape ", dims_string(dims_of(*this)),
                             " (need (before, after) pairs for at most ", ndim(), " axes)"));
-  // Negative pads crop first, in every mode; what remains is non-negative padding. A symbolic axis
-  // (a batch of any size) takes no pads; the padded axes need their sizes.
+  // Negative pads crop first, in every mode; what remains is non-negative padding. Padding an axis
+  // needs no size (it may be symbolic); cropping one does.
   DimRanges crop;
   for (const Dim& size : dims_of(*this)) crop.emplace_back(0, size);
   std::vector<int64_t> grow(pads.size(), 0);
