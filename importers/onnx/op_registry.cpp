@@ -56,6 +56,7 @@ const OpRegistry& default_registry() {
     register_reduce_ops(table);
     register_shape_ops(table);
     register_nn_ops(table);
+    register_resize_ops(table);
     register_attention_ops(table);
     register_loss_ops(table);
     register_quant_ops(table);

@@ -152,6 +152,7 @@ void register_elementwise_ops(OpRegistry& registry);
 void register_reduce_ops(OpRegistry& registry);
 void register_shape_ops(OpRegistry& registry);
 void register_nn_ops(OpRegistry& registry);
+void register_resize_ops(OpRegistry& registry);     // Resize, Upsample
 void register_attention_ops(OpRegistry& registry);  // Attention, RMSNormalization, RotaryEmbedding…
 void register_loss_ops(OpRegistry& registry);       // losses, TopK, Scatter*, Einsum…
 void register_quant_ops(OpRegistry& registry);      // Cast, CastLike, BitCast, (De)QuantizeLinear, Q* ops
