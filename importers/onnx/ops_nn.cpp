@@ -42,9 +42,14 @@ std::vector<int64_t> forward_pads(const OnnxNode& node, const Tensor& input, con
   if (auto_pad == "VALID") return pads;
   if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") node.fail("unsupported: auto_pad '" + auto_pad + "'");
   for (size_t i = 0; i < spatial; ++i) {
-    int64_t in = input.dim(static_cast<int64_t>(2 + i));  // a spatial size (the batch may be symbolic)
-    int64_t out = (in + stride[i] - 1) / stride[i];
-    int64_t total = std::max<int64_t>(0, (out - 1) * stride[i] + (kernel[i] - 1) * dilation[i] + 1 - in);
+    // With stride 1 the padding is the dilated kernel's span less one for any input size (so a
+    // symbolic image's is known); otherwise it depends on the size, which must then be known.
+    int64_t total = (kernel[i] - 1) * dilation[i];
+    if (stride[i] != 1) {
+      int64_t in = input.dim(static_cast<int64_t>(2 + i));
+      int64_t out = (in + stride[i] - 1) / stride[i];
+      total = std::max<int64_t>(0, (out - 1) * stride[i] + (kernel[i] - 1) * dilation[i] + 1 - in);
+    }
     int64_t small = total / 2, large = total - small;
     pads[i] = auto_pad == "SAME_UPPER" ? small : large;
     pads[i + spatial] = auto_pad == "SAME_UPPER" ? large : small;

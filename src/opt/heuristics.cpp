@@ -1114,7 +1114,51 @@ std::optional<std::vector<Opt>> with_row_blocks(const UOpPtr& kernel, const std:
   return blocked;
 }
 
+// The symbolic output loop of a kernel with a reduction along which its stores are contiguous (a
+// conv's pixels over an image of any size, attention's keys over a sequence of any length).
+const UOp* symbolic_vector_loop(const UOpPtr& kernel) {
+  bool reduces = false;
+  for (const UOp* node : toposort(kernel)) reduces = reduces || node->op() == Ops::REDUCE;
+  if (!reduces) return nullptr;
+  for (const UOp* range : kernel_ranges(kernel))
+    if (axis_kind(range->arg_int()) == AxisKind::Loop && !range->src(0)->is_const() && store_stride(kernel, range) == 1)
+      return range;
+  return nullptr;
+}
+
+// The innermost output loop's axis id (a SPLIT's new inner loop).
+int64_t innermost_output_axis(const UOpPtr& kernel) {
+  int64_t axis = 0;
+  for (const UOp* range : kernel_ranges(kernel))
+    if (axis_kind(range->arg_int()) == AxisKind::Loop) axis = std::max(axis, range->arg_int());
+  return axis;
+}
+
+std::vector<Opt> tile_opts_of(const UOpPtr& kernel, const TargetCaps& caps);
+
+// A symbolic contiguous axis in blocks of one vector: PADTO(lanes) runs it to a whole number of
+// vectors (the iterations past its end masked: masked vector loads and stores, where a SPLIT's
+// clamp would gather the lanes), SPLIT(lanes) makes the block a constant loop, which the rest of
+// the heuristics vectorise and tile like any other. Kept only when the tile's vector is that block.
+std::optional<std::vector<Opt>> vector_block_opts(const UOpPtr& kernel, const TargetCaps& caps) {
+  const UOp* columns = symbolic_vector_loop(kernel);
+  int lanes = kernel_lanes(kernel, caps);
+  if (columns == nullptr || lanes < 4 || !caps.supports_vector_ops) return std::nullopt;
+  std::vector<Opt> prefix{{OptOp::Padto, columns->arg_int(), lanes}, {OptOp::Split, columns->arg_int(), lanes}};
+  UOpPtr blocked;
+  try {
+    blocked = apply_opts(kernel, prefix);
+  } catch (const InvalidOpt&) {
+    return std::nullopt;
+  }
+  std::vector<Opt> tiles = tile_opts_of(blocked, caps);
+  if (upcast_axis(tiles) != innermost_output_axis(blocked)) return std::nullopt;
+  prefix.insert(prefix.end(), tiles.begin(), tiles.end());
+  return prefix;
+}
+
 std::vector<Opt> tile_opts_of(const UOpPtr& kernel, const TargetCaps& caps) {
+  if (std::optional<std::vector<Opt>> blocks = vector_block_opts(kernel, caps)) return *blocks;
   if (const UOp* rows = symbolic_row_loop(kernel)) {
     Opt split{OptOp::Split, rows->arg_int(), kRowBlock};
     UOpPtr blocked = apply_opt(kernel, split);

@@ -21,6 +21,11 @@
 //     loop of kRowBlock (8) rows, which 1-3 tile like any constant loop; kept only when the
 //     tile takes its rows from the inner loop. A constant row loop that no tile's row count divides
 //     (37 tokens) is offered the same SPLIT as one more padded candidate of step 1.
+//     Before that, a symbolic output loop along which the stores are contiguous (a conv's pixels
+//     over an image of any size, attention's keys over a sequence of any length) is PADTO'd to the
+//     vector lanes and SPLIT by them, so that its inner block is a constant loop that 1-3 vectorise;
+//     the iterations past its end are masked, not clamped, so the block's loads stay vectors. Kept
+//     only when the tile's UPCAST is that block.
 // docs/optimisation.md gives the reasons and measurements for each rule.
 // The Opt list, the new AST and the new extent of axis 0 (the thread split) replace the kernel's.
 #pragma once

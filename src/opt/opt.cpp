@@ -91,7 +91,7 @@ int64_t next_axis_in_band(const std::vector<const UOp*>& ranges, int64_t band) {
 }
 
 // `kernel` with `target` running to `padded`; the iterations past its extent touch no memory.
-UOpPtr pad_range(const UOpPtr& kernel, const UOp* target, int64_t padded) {
+UOpPtr pad_range(const UOpPtr& kernel, const UOp* target, const UOpPtr& padded) {
   UOpPtr longer = range(padded, target->arg_int());
   UOpPtr inside = lt(longer, target->src(0));
   std::unordered_map<const UOp*, UOpPtr> rebuilt;
@@ -195,15 +195,18 @@ UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
     if (inner_axis >= kFirstReduceAxis) throw invalid("the kernel has no free output axis id");
     return split_output_loop(kernel, target, opt.amount, inner_axis);
   }
-  if (!target->src(0)->is_const()) throw invalid("the range's extent is not a constant");
-  auto extent = static_cast<int64_t>(target->src(0)->const_int());
   if (opt.op == OptOp::Padto) {
     if (kind != AxisKind::Loop) throw invalid("only output loops can be padded");
     if (opt.amount < 2) throw invalid("the multiple must be at least 2");
-    int64_t padded = (extent + opt.amount - 1) / opt.amount * opt.amount;
-    if (padded == extent) throw invalid("the extent is a multiple already");
+    // A symbolic extent E runs to ⌈E / amount⌉·amount, an expression a SPLIT by `amount` divides
+    // (a symbolic contiguous axis in vector blocks: heuristics.h, step 0).
+    const UOpPtr& end = target->src(0);
+    UOpPtr padded = simplify((end + (opt.amount - 1)) / opt.amount * opt.amount);
+    if (padded == end) throw invalid("the extent is a multiple already");
     return pad_range(kernel, target, padded);
   }
+  if (!target->src(0)->is_const()) throw invalid("the range's extent is not a constant");
+  auto extent = static_cast<int64_t>(target->src(0)->const_int());
   if (opt.amount < 2 || extent % opt.amount != 0) throw invalid(str_cat("the amount does not divide the extent ", extent));
   if (opt.op == OptOp::Upcast && next_axis_in_band(ranges, kFirstUpcastAxis) != kFirstUpcastAxis)
     throw invalid("the kernel has an UPCAST already");

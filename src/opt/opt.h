@@ -12,8 +12,9 @@
 // loops, which changes their nesting and which of them the runtime splits over threads. MERGE joins
 // two output loops a (outer) and b (inner, extent E) into one range m of a's id: a = m / E, b = m % E
 // (a 1x1 conv's 14×14 pixels become one axis of 196 that vectorises). PADTO rounds an output loop's
-// extent E up to a multiple of `amount`: every store and every load that depends on the loop gets the
-// valid `r < E` (loads yield 0 there), so the extra iterations read and write nothing.
+// extent E (constant or symbolic: ⌈E / amount⌉·amount) up to a multiple of `amount`: every store and
+// every load that depends on the loop gets the valid `r < E` (loads yield 0 there), so the extra
+// iterations read and write nothing.
 // SPLIT makes output loop r (extent E, constant or symbolic) two output loops, r = outer·amount +
 // inner: the outer keeps r's id and position, the inner is a new output loop of extent `amount`
 // (the next free id, so innermost among the output loops). When `amount` does not provably divide E

@@ -100,6 +100,11 @@ Dim max(const Dim& a, const Dim& b) {
                  [](const UOpPtr& x, const UOpPtr& y) { return maximum(x, y); });
 }
 
+Dim min(const Dim& a, const Dim& b) {
+  return combine(a, b, "min", [](int64_t x, int64_t y, int64_t& r) { r = x < y ? x : y; return true; },
+                 [](const UOpPtr& x, const UOpPtr& y) { return minimum(x, y); });
+}
+
 bool operator==(const Dim& a, const Dim& b) {
   if (a.is_known() != b.is_known()) return false;
   return a.is_known() ? a.value_ == b.value_ : a.expression_ == b.expression_;

@@ -43,6 +43,7 @@ class Dim {
   friend Dim operator/(const Dim& a, const Dim& b);
   friend Dim operator%(const Dim& a, const Dim& b);
   friend Dim max(const Dim& a, const Dim& b);
+  friend Dim min(const Dim& a, const Dim& b);
   // Structural equality of the simplified forms (hash-consing makes it a pointer compare). Two
   // symbolic dims that are equal for every value but simplify differently compare unequal, which
   // errs on the safe side: shape checks then ask for the same expression.

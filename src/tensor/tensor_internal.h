@@ -39,13 +39,9 @@ Tensor arange_dim(const Dim& count, ScalarType type);
 using DimRanges = std::vector<std::pair<Dim, Dim>>;
 Tensor shrink_to(const Tensor& t, const DimRanges& ranges);
 // shrink_to for ranges whose caller has shown that each lies within its axis for every value of the
-// variables, which shrink_to cannot prove from bounds alone (a window's taps over a symbolic image:
-// k + o·s < the padded length). Begins must be known.
+// variables, which shrink_to cannot prove from bounds alone (x[:, :-1] on a symbolic axis: the end
+// is the axis' length less a constant). Begins must be known.
 Tensor shrink_within(const Tensor& t, const DimRanges& ranges);
-// reshape_to for a shape whose caller has shown that it holds t's element count for every value of
-// the variables, where the simplifier writes the two products differently ((n/5 - 1)·5 against
-// n/5·5 - 5), so reshape_to's structural check cannot see it.
-Tensor reshape_within(const Tensor& t, const Dims& shape);
 // reshape and expand to shapes that may be symbolic (a -1 is inferred).
 Tensor reshape_to(const Tensor& t, const Dims& shape);
 Tensor expand_to(const Tensor& t, const Dims& shape);

@@ -100,31 +100,30 @@ std::vector<int64_t> spatial_pad_list(const std::vector<int64_t>& begin, const s
 //  - Otherwise (tinygrad's _pool trick): tile the axis, then read it as rows of length L = f·i + d.
 //    Row j starts at j·L ≡ j·d (mod i), so row j is x shifted by j·d; then take every s-th column.
 //    The index is (j·L + o·s) mod i, which the simplifier reduces to j·d + o·s from the bound above.
-// Over a symbolic axis (an image or a signal of any length; x already padded) each tap is a strided
-// run of its own, x[k·d + o·s] for o < windows, and the taps are stacked as the kernel axis. The
-// runs read up to k·d + windows·s <= i - span + s + k·d < i + s, so x is first padded by s zeros at
-// the end, which no window reads. Correct, not yet fast: each element of the stacked taps selects
-// among all K of them (a K-way select; the concatenation's own kernel where it is stored), and the
-// kernels over symbolic images get few of the heuristics' opts. wav2vec2 over its samples runs 26-28x
-// slower than its fixed twin, most of it the positional conv's 128 taps (bench/README.md).
+// Over a symbolic axis (an image or a signal of any length i; x already padded) the axis is first
+// padded with zeros to its largest length, a known one, and windowed as above for the windows of
+// that length; the windows axis is then cut to the count at i. No window that is kept reads the
+// zeros, and the index stays j·d + o·s, which the simplifier reduces as for a known length from
+// known bounds; the loads of x keep one compare against i (the padding's), as a padded conv's do.
+Tensor window_axis(const Tensor& x, int64_t axis, int64_t kernel, int64_t stride, int64_t dilation,
+                   const Dim& window_count);
+
 Tensor window_axis_symbolic(const Tensor& x, int64_t axis, int64_t kernel, int64_t stride, int64_t dilation,
                             const Dim& windows) {
+  Dim length = dim_of(x, axis);
+  int64_t longest = length.max();
+  int64_t most_windows = (longest - dilation * (kernel - 1) - 1) / stride + 1;
+  if (most_windows < windows.max())
+    throw UserError(str_cat("internal: ", windows, " windows of ", kernel, " taps over the axis of length ", length,
+                            " exceed the ", most_windows, " at its largest length ", longest));
   Dims pads(2 * static_cast<size_t>(axis) + 2, 0);
-  pads.back() = stride;
-  Tensor padded = pad_zero_dims(x, pads);
-  std::vector<Tensor> taps;
-  for (int64_t k = 0; k < kernel; ++k) {
-    DimRanges ranges;
-    for (const Dim& size : dims_of(padded)) ranges.emplace_back(0, size);
-    ranges[static_cast<size_t>(axis)] = {k * dilation, k * dilation + windows * stride};
-    Tensor run = shrink_within(padded, ranges);
-    Dims split = dims_of(run);
-    split[static_cast<size_t>(axis)] = windows;
-    split.insert(split.begin() + axis + 1, stride);
-    // (the run holds windows·stride elements: its length is that product, simplified otherwise)
-    taps.push_back(shrink_axis(reshape_within(run, split), axis + 1, 0, 1));  // (…, windows, 1, …)
-  }
-  return Tensor::concat(taps, axis + 1);
+  pads.back() = Dim(longest) - length;
+  Tensor at_longest = pad_zero_dims(x, pads);
+  Tensor all_windows = window_axis(at_longest, axis, kernel, stride, dilation, most_windows);
+  DimRanges kept;
+  for (const Dim& size : dims_of(all_windows)) kept.emplace_back(0, size);
+  kept[static_cast<size_t>(axis)] = {0, windows};
+  return shrink_to(all_windows, kept);
 }
 
 Tensor window_axis(const Tensor& x, int64_t axis, int64_t kernel, int64_t stride, int64_t dilation,
@@ -216,7 +215,8 @@ Tensor normalize(const Tensor& x, const std::vector<int64_t>& axes, double epsil
 }
 
 struct PoolGeometry {
-  std::vector<int64_t> kernel, stride, dilation, pad_begin, pad_end, windows;
+  std::vector<int64_t> kernel, stride, dilation, pad_begin, pad_end;
+  Dims windows;  // symbolic where the input's size is (an image of any size)
   std::vector<int64_t> extra_end;  // ceil_mode: padding past pad_end for the last partial window
 };
 
@@ -232,18 +232,31 @@ PoolGeometry pool_geometry(const Tensor& x, const PoolOptions& options, std::str
   g.dilation = per_axis(options.dilation, n, 1, 1, operation, "dilation");
   std::tie(g.pad_begin, g.pad_end) = begin_end_pads(options.padding, n, false, operation);
   for (size_t i = 0; i < n; ++i) {
-    int64_t input = x.dim(static_cast<int64_t>(i) + 2), span = g.dilation[i] * (g.kernel[i] - 1) + 1;
-    int64_t total = input + g.pad_begin[i] + g.pad_end[i];
-    if (total < span)
-      throw UserError(str_cat(operation, ": the padded input of shape ", dims_string(dims_of(x)), " (padding ",
-                              list_string(options.padding), ") is smaller than the kernel ", list_string(g.kernel),
+    Dim input = dim_of(x, static_cast<int64_t>(i) + 2);
+    int64_t span = g.dilation[i] * (g.kernel[i] - 1) + 1, s = g.stride[i];
+    Dim total = input + Dim(g.pad_begin[i] + g.pad_end[i]);
+    if (total.min() < span)
+      throw UserError(str_cat(input.is_known() ? "" : "unsupported: ", operation, ": the padded input of shape ",
+                              dims_string(dims_of(x)), " (padding ", list_string(options.padding), ")",
+                              input.is_known() ? " is" : " may be", " smaller than the kernel ", list_string(g.kernel),
                               " with dilation ", list_string(g.dilation)));
-    int64_t windows = options.ceil_mode ? (total - span + g.stride[i] - 1) / g.stride[i] + 1
-                                        : (total - span) / g.stride[i] + 1;
+    if (!input.is_known()) {
+      // The same counts as expressions; ceil_mode's last window, which must start inside the input
+      // or its begin padding, as a min. Its extra padding is the most any size needs (windows past
+      // the count are cut, so what they would read does not matter).
+      Dim windows = (total - Dim(span)) / Dim(s) + Dim(1);
+      if (options.ceil_mode)
+        windows = min((total - Dim(span) + Dim(s - 1)) / Dim(s) + Dim(1), (input + Dim(g.pad_begin[i]) - Dim(1)) / Dim(s) + Dim(1));
+      g.windows.push_back(windows);
+      g.extra_end.push_back(options.ceil_mode ? s - 1 : 0);
+      continue;
+    }
+    int64_t known_total = total.value();
+    int64_t windows = options.ceil_mode ? (known_total - span + s - 1) / s + 1 : (known_total - span) / s + 1;
     // PyTorch's rule: the last window must start inside the input or its begin padding.
-    if (options.ceil_mode && (windows - 1) * g.stride[i] >= input + g.pad_begin[i]) --windows;
+    if (options.ceil_mode && (windows - 1) * s >= input.value() + g.pad_begin[i]) --windows;
     g.windows.push_back(windows);
-    g.extra_end.push_back(std::max<int64_t>(0, (windows - 1) * g.stride[i] + span - total));
+    g.extra_end.push_back(std::max<int64_t>(0, (windows - 1) * s + span - known_total));
   }
   return g;
 }
@@ -1011,12 +1024,12 @@ double separable_pool_loads(const PoolGeometry& g, const Shape& padded) {
   size_t n = g.kernel.size();
   size_t pre = padded.size() - n;
   double outputs = 1;
-  for (int64_t window : g.windows) outputs *= static_cast<double>(window);
+  for (const Dim& window : g.windows) outputs *= static_cast<double>(window.value());
   double loads = 0;
   for (size_t i = n; i-- > 0;) {
     double stage_outputs = 1;
     for (size_t j = 0; j < n; ++j)
-      stage_outputs *= static_cast<double>(j < i ? padded[pre + j] : g.windows[j]);
+      stage_outputs *= static_cast<double>(j < i ? padded[pre + j] : g.windows[j].value());
     loads += stage_outputs * static_cast<double>(g.kernel[i]);
   }
   return loads / outputs;
@@ -1046,24 +1059,52 @@ Tensor Tensor::max_pool(const PoolOptions& options) const {
   double direct_loads = 1;
   for (int64_t k : g.kernel) direct_loads *= static_cast<double>(k);
   if (n < 2 || has_symbolic_shape(padded) || 2 * separable_pool_loads(g, padded.shape()) > direct_loads) {
-    Tensor view = pool_windows(padded, g.kernel, g.stride, g.dilation, to_dims(g.windows));
+    Tensor view = pool_windows(padded, g.kernel, g.stride, g.dilation, g.windows);
     return view.max(last_axes(n, view.ndim()));
   }
   Tensor pooled = padded;
   for (int64_t i = n; i-- > 0;) {
-    std::vector<int64_t> kernel(static_cast<size_t>(n), 1), stride = kernel, dilation = kernel, windows;
+    std::vector<int64_t> kernel(static_cast<size_t>(n), 1), stride = kernel, dilation = kernel;
+    Dims windows;
     auto axis = static_cast<size_t>(i);
     kernel[axis] = g.kernel[axis];
     stride[axis] = g.stride[axis];
     dilation[axis] = g.dilation[axis];
     for (int64_t j = 0; j < n; ++j) windows.push_back(pooled.dim(pooled.ndim() - n + j));
     windows[axis] = g.windows[axis];
-    Tensor view = pool_windows(pooled, kernel, stride, dilation, to_dims(windows));
+    Tensor view = pool_windows(pooled, kernel, stride, dilation, windows);
     pooled = view.max(last_axes(n, view.ndim()));
     if (i > 0) pooled = contiguous(pooled);
   }
   return pooled;
 }
+
+namespace {
+
+// avg_pool's count of positions per window along spatial axis i of an input of length `input`, a
+// symbolic one: the kernel size where every window lies inside what is counted, else counted per
+// window by the graph (a (windows, kernel) compare of positions against the counted range, summed),
+// as a (1, 1, …, windows, …, 1) tensor.
+Tensor symbolic_window_counts(const PoolGeometry& g, size_t i, const Dim& input, bool count_include_pad, int64_t ndim,
+                              ScalarType compute) {
+  bool ceil_tail = g.extra_end[i] > 0;
+  if (!ceil_tail && (count_include_pad || (g.pad_begin[i] == 0 && g.pad_end[i] == 0)))
+    return Tensor::scalar(static_cast<double>(g.kernel[i]), compute);
+  int64_t low = count_include_pad ? 0 : g.pad_begin[i];
+  Dim high = input + Dim(g.pad_begin[i] + (count_include_pad ? g.pad_end[i] : 0));
+  std::vector<double> taps;
+  for (int64_t k = 0; k < g.kernel[i]; ++k) taps.push_back(static_cast<double>(k * g.dilation[i]));
+  Tensor starts = (arange_dim(g.windows[i], ScalarType::Int64) * Tensor::scalar(static_cast<double>(g.stride[i]), ScalarType::Int64))
+                      .unsqueeze(1);
+  Tensor positions = starts + Tensor::from_vector(taps, {1, g.kernel[i]}).cast(ScalarType::Int64);
+  Tensor counted = positions.ge(Tensor::scalar(static_cast<double>(low), ScalarType::Int64))
+                       .logical_and(positions.lt(dim_tensor(high, ScalarType::Int64)));
+  Dims shape(static_cast<size_t>(ndim), Dim(1));
+  shape[i + 2] = g.windows[i];
+  return reshape_to(counted.cast(compute).sum({1}), shape);
+}
+
+}  // namespace
 
 // Average pooling: a window sum divided by the number of elements counted. A window is a box, so
 // the count is a product of per-axis counts; they depend only on shapes, so they are computed here
@@ -1075,17 +1116,23 @@ Tensor Tensor::avg_pool(const PoolOptions& options) const {
   std::vector<int64_t> ends;
   for (size_t i = 0; i < g.pad_end.size(); ++i) ends.push_back(g.pad_end[i] + g.extra_end[i]);
   Tensor padded = cast(compute).pad(spatial_pad_list(g.pad_begin, ends));
-  Tensor view = pool_windows(padded, g.kernel, g.stride, g.dilation, to_dims(g.windows));
+  Tensor view = pool_windows(padded, g.kernel, g.stride, g.dilation, g.windows);
   Tensor result = view.sum(last_axes(static_cast<int64_t>(g.kernel.size()), view.ndim()));
   Tensor divisor;
   for (size_t i = 0; i < g.kernel.size(); ++i) {
+    if (!g.windows[i].is_known()) {
+      Tensor axis_counts = symbolic_window_counts(g, i, dim_of(*this, static_cast<int64_t>(i) + 2), options.count_include_pad,
+                                                  ndim(), compute);
+      divisor = divisor.defined() ? divisor * axis_counts : axis_counts;
+      continue;
+    }
     // Positions counted, in padded coordinates: the input, or the input and its explicit padding
     // (never the extra ceil_mode tail, like PyTorch).
     int64_t input = dim(static_cast<int64_t>(i) + 2);
     int64_t low = options.count_include_pad ? 0 : g.pad_begin[i];
     int64_t high = options.count_include_pad ? input + g.pad_begin[i] + g.pad_end[i] : g.pad_begin[i] + input;
     std::vector<double> counts;
-    for (int64_t o = 0; o < g.windows[i]; ++o) {
+    for (int64_t o = 0; o < g.windows[i].value(); ++o) {
       int64_t count = 0;
       for (int64_t k = 0; k < g.kernel[i]; ++k) {
         int64_t position = o * g.stride[i] + k * g.dilation[i];

@@ -702,7 +702,7 @@ TEST_CASE("an f16 kernel that compares is vectorised by kiln, not left to LLVM; 
   CHECK_FALSE(upcasts(opts_of(input({64, 56}, S::Float16, 64).pad({0, 0, 1, 1}))));
 }
 
-TEST_CASE("a loop that ends at a symbolic variable is neither upcast, unrolled nor padded (docs/symbolic-shapes.md, decision 7)") {
+TEST_CASE("a loop that ends at a symbolic variable is neither upcast nor unrolled; PADTO and SPLIT take it (docs/symbolic-shapes.md, decision 7)") {
   UOpPtr n = variable("n", 1, 64);
   UOpPtr x = UOp::make(Ops::DEFINE_GLOBAL, dtypes::f32.ptr(AddrSpace::Global, 64), {}, int64_t{1});
   UOpPtr out = UOp::make(Ops::DEFINE_GLOBAL, dtypes::f32.ptr(AddrSpace::Global, 64), {}, int64_t{0});
@@ -714,7 +714,13 @@ TEST_CASE("a loop that ends at a symbolic variable is neither upcast, unrolled n
   CHECK(hand_coded_opts(ast, host_cpu_caps()).empty());
   CHECK_THROWS_AS(apply_opt(ast, {OptOp::Upcast, 0, 8}), InvalidOpt);
   CHECK_THROWS_AS(apply_opt(ast, {OptOp::Unroll, 0, 2}), InvalidOpt);
-  CHECK_THROWS_AS(apply_opt(ast, {OptOp::Padto, 0, 8}), InvalidOpt);
+  // PADTO runs it to ceil(n / 8)·8, the stores masked past n.
+  UOpPtr padded = apply_opt(ast, {OptOp::Padto, 0, 8});
+  REQUIRE(kernel_ranges(padded).size() == 1);
+  const UOpPtr& padded_end = kernel_ranges(padded)[0]->src(0);
+  CHECK(!padded_end->is_const());
+  CHECK(static_cast<int64_t>(padded_end->vmin()) == 8);
+  CHECK(static_cast<int64_t>(padded_end->vmax()) == 64);
   // SPLIT makes it a symbolic outer loop of ceil(n / 8) and a constant inner one.
   UOpPtr split = apply_opt(ast, {OptOp::Split, 0, 8});
   std::vector<const UOp*> ranges = kernel_ranges(split);
@@ -727,6 +733,36 @@ TEST_CASE("a loop that ends at a symbolic variable is neither upcast, unrolled n
   CHECK_THROWS_AS(apply_opt(ast, {OptOp::Split, 0, 1}), InvalidOpt);
   CHECK_THROWS_AS(apply_opt(ast, {OptOp::Split, 0, 65}), InvalidOpt);  // n is at most 64
   CHECK_NOTHROW(apply_opt(ast, {OptOp::Split, 0, 64}));
+}
+
+TEST_CASE("a conv over a symbolic image width: its pixels in padded vector blocks, the block upcast") {
+  // The stores run along the width, which is symbolic: PADTO(lanes) then SPLIT(lanes) make a
+  // constant block loop of one vector, which the heuristics vectorise and tile.
+  // tests/tensor/test_symbolic_tensor.cpp runs such convs at several widths.
+  Tensor x = symbolic_graph_input("x", {1, 16, 14, size_variable("w", 1, 200)}, ScalarType::Float32);
+  ConvOptions same;
+  same.padding = {1, 1, 1, 1};
+  Schedule schedule = create_schedule({x.conv(f32({32, 16, 3, 3}, 14), f32({32}, 15), same).data().node});
+  // (the padded input and the windows at the largest width are kernels of their own)
+  auto reduces = [](const ScheduledKernel& kernel) {
+    return std::ranges::any_of(toposort(kernel.ast), [](const UOp* node) { return node->op() == Ops::REDUCE; });
+  };
+  auto conv = std::ranges::find_if(schedule.kernels, reduces);
+  REQUIRE(conv != schedule.kernels.end());
+  const UOpPtr& ast = conv->ast;
+  std::vector<Opt> opts = hand_coded_opts(ast, host_cpu_caps());
+  REQUIRE(opts.size() >= 3);
+  CHECK(opts[0].op == OptOp::Padto);
+  CHECK(opts[1].op == OptOp::Split);
+  CHECK(opts[1].axis == opts[0].axis);
+  CHECK(opts[1].amount == opts[0].amount);
+  CHECK(opts[0].amount >= 4);
+  UOpPtr blocked = apply_opts(ast, {opts[0], opts[1]});
+  int64_t block_axis = -1;
+  for (const UOp* range : kernel_ranges(blocked))
+    if (axis_kind(range->arg_int()) == AxisKind::Loop) block_axis = std::max(block_axis, range->arg_int());
+  CHECK(std::any_of(opts.begin() + 2, opts.end(), [&](const Opt& opt) { return opt.op == OptOp::Upcast && opt.axis == block_axis; }));
+  CHECK_NOTHROW(apply_opts(ast, opts));
 }
 
 TEST_CASE("a kernel with symbolic rows: a SPLIT of them into blocks, then the heuristics' opts on constant loops") {

@@ -217,6 +217,38 @@ TEST_CASE("symbolic rows in blocks (padded, the extra rows stored nowhere), a sy
       {{{-1, -1}}, {{-1, 16}}, {{-1, -1, 8}}}, {1, 9, 20, 32}, 32);
 }
 
+TEST_CASE("convs and pools over a symbolic image width and signal length (windows at the largest length, cut)") {
+  // The image's width is n: each window op pads it to its largest length, windows it there and
+  // keeps the windows of length n; the conv's pixels along n are vectorised in padded blocks
+  // (PADTO, SPLIT), so n = 5, 18 and 39 end inside a block (18: a ceil_mode tail). A strided, dilated 1-D conv over a
+  // signal of length n (padded by 4 each side) covers uneven window counts; the pads let n be 1.
+  Tensor w2 = weight({8, 3, 3, 3}, 0.25f), b2 = weight({8}, 0.5f);
+  Tensor w1 = weight({4, 2, 5}, 0.125f);
+  ConvOptions padded;
+  padded.padding = {1, 1, 1, 1};
+  ConvOptions strided;
+  strided.stride = {2};
+  strided.dilation = {2};
+  strided.padding = {4, 4};
+  PoolOptions pool;
+  pool.kernel = {2, 3};
+  pool.stride = {2, 2};
+  pool.padding = {0, 1, 0, 1};
+  check_at_sizes(
+      [&](const std::vector<Tensor>& x) {
+        Tensor features = x[0].conv(w2, b2, padded).relu();
+        // Average pools that count per window (padding left out; a ceil_mode tail) and one that
+        // counts the padding; a ceil_mode max pool.
+        PoolOptions ceil_pool = pool, counted = pool;
+        ceil_pool.ceil_mode = true;
+        counted.count_include_pad = true;
+        return std::vector<Tensor>{features, features.max_pool(pool), features.max_pool(ceil_pool),
+                                   features.avg_pool(pool), features.avg_pool(ceil_pool), features.avg_pool(counted),
+                                   x[1].conv(w1, Tensor(), strided)};
+      },
+      {{{1, 3, 6, -1}}, {{1, 2, -1}}}, {5, 18, 39}, 40);
+}
+
 TEST_CASE("an embedding lookup of a symbolic number of token ids, pooled") {
   Tensor table = weight({5, 4}, 0.75f);
   check_at_sizes(
