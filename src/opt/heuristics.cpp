@@ -1139,7 +1139,10 @@ std::vector<Opt> tile_opts_of(const UOpPtr& kernel, const TargetCaps& caps);
 // A symbolic contiguous axis in blocks of one vector: PADTO(lanes) runs it to a whole number of
 // vectors (the iterations past its end masked: masked vector loads and stores, where a SPLIT's
 // clamp would gather the lanes), SPLIT(lanes) makes the block a constant loop, which the rest of
-// the heuristics vectorise and tile like any other. Kept only when the tile's vector is that block.
+// the heuristics vectorise and tile like any other. Kept when the tile's vector is that block, or
+// its rows are: a strided conv over a signal of any length reads its input with a step of 2 along
+// the windows, so its vector is the filters (a panel of them) and the windows its rows, as in a
+// fixed-size one.
 std::optional<std::vector<Opt>> vector_block_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   const UOp* columns = symbolic_vector_loop(kernel);
   int lanes = kernel_lanes(kernel, caps);
@@ -1152,7 +1155,9 @@ std::optional<std::vector<Opt>> vector_block_opts(const UOpPtr& kernel, const Ta
     return std::nullopt;
   }
   std::vector<Opt> tiles = tile_opts_of(blocked, caps);
-  if (upcast_axis(tiles) != innermost_output_axis(blocked)) return std::nullopt;
+  int64_t block = innermost_output_axis(blocked);
+  bool block_rows = std::ranges::any_of(tiles, [&](const Opt& opt) { return opt.op == OptOp::Unroll && opt.axis == block; });
+  if (upcast_axis(tiles) != block && !block_rows) return std::nullopt;
   prefix.insert(prefix.end(), tiles.begin(), tiles.end());
   return prefix;
 }

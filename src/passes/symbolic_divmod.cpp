@@ -13,6 +13,11 @@ namespace {
 
 const UPat xn = UPat::var("x").index(), yn = UPat::var("y").index();
 const UPat c = UPat::cvar("c"), c1 = UPat::cvar("c1"), c2 = UPat::cvar("c2");
+// A divisor that is a size known only when the plan runs (a sequence length): (b·s + j) / s and
+// % s, a flattened (batch, sequence) position split again, must fold as they do for a constant s,
+// or every element pays two 64-bit divisions (BERT's attention mask gathered from its flattened
+// batch·sequence form).
+const UPat sn = UPat::var("s").index();
 
 int128 absolute(int128 value) { return value < 0 ? -value : value; }
 
@@ -149,6 +154,19 @@ const PatternMatcher& divmod_rules() {
        "(x+y*c)%c → x%c when x, y >= 0"),
       Rule((xn + yn * c) / c, when(val("c") > 0 && vmin("x") >= 0 && vmin("y") >= 0),
        [](auto& m) { return m["x"] / m["c"] + m["y"]; }, "(x+y*c)/c → x/c+y when x, y >= 0"),
+      Rule((xn + yn * sn) / sn, when(vmin("s") > 0 && vmin("x") >= 0 && vmin("y") >= 0),
+       [](auto& m) { return m["x"] / m["s"] + m["y"]; }, "(x+y*s)/s → x/s+y when s > 0 and x, y >= 0"),
+      Rule((xn + yn * sn) % sn, when(vmin("s") > 0 && vmin("x") >= 0 && vmin("y") >= 0),
+       [](auto& m) { return m["x"] % m["s"]; }, "(x+y*s)%s → x%s when s > 0 and x, y >= 0"),
+      Rule((yn * sn) / sn, when(vmin("s") > 0), [](auto& m) { return m["y"]; }, "(y*s)/s → y when s > 0"),
+      Rule((yn * sn) % sn, when(vmin("s") > 0), [](auto& m) { return const_like(m["y"], 0); }, "(y*s)%s → 0 when s > 0"),
+      // A loop variable over [0, s) divided by its own end: the bounds say only r <= max(s) - 1.
+      Rule(UPat(Ops::IDIV, {UPat(Ops::RANGE, {sn}).named("r"), sn}), [](auto& m) { return const_like(m["r"], 0); },
+           "r/s → 0 for r a loop over [0, s)")
+          .opaque("a loop variable's bound is its RANGE's end, which the Z3 translation does not model; test_symbolic_rules cases"),
+      Rule(UPat(Ops::MOD, {UPat(Ops::RANGE, {sn}).named("r"), sn}), [](auto& m) { return m["r"]; },
+           "r%s → r for r a loop over [0, s)")
+          .opaque("a loop variable's bound is its RANGE's end, which the Z3 translation does not model; test_symbolic_rules cases"),
       Rule(xn % c, when(val("c") < 0), [](auto& m) { return m["x"] % (-m["c"]); }, "x%c → x%(-c) when c < 0"),
       Rule(xn / c, when(val("c") < 0), [](auto& m) { return -(m["x"] / (-m["c"])); }, "x/c → -(x/(-c)) when c < 0"),
       Rule(UPat(OpSet{Ops::IDIV, Ops::MOD}, {xn, c}).named("op"), fold_sum_by_divisor,
