@@ -682,6 +682,12 @@ Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const {
   return shrink_to(*this, full);
 }
 
+Tensor reshape_within(const Tensor& t, const Dims& shape) {
+  require_defined(t);
+  if (!has_symbolic_shape(t) && all_known(shape)) return t.reshape(known_sizes(shape));
+  return make_tensor_dims(movement(Ops::RESHAPE, t.data().node, encode_dims(shape)), shape, t.data().dtype, {&t});
+}
+
 Tensor shrink_within(const Tensor& t, const DimRanges& ranges) {
   require_defined(t);
   Dims out = dims_of(t);

@@ -42,6 +42,10 @@ Tensor shrink_to(const Tensor& t, const DimRanges& ranges);
 // variables, which shrink_to cannot prove from bounds alone (x[:, :-1] on a symbolic axis: the end
 // is the axis' length less a constant). Begins must be known.
 Tensor shrink_within(const Tensor& t, const DimRanges& ranges);
+// reshape_to for a shape whose caller has shown that it holds t's element count for every value of
+// the variables, where the simplifier writes the two products differently (a·8·h·2·w against
+// a·8·(h·2)·w: an axis merged with a new one), so reshape_to's structural check cannot see it.
+Tensor reshape_within(const Tensor& t, const Dims& shape);
 // reshape and expand to shapes that may be symbolic (a -1 is inferred).
 Tensor reshape_to(const Tensor& t, const Dims& shape);
 Tensor expand_to(const Tensor& t, const Dims& shape);

@@ -944,6 +944,26 @@ Tensor interleave_phases(const Tensor& input, const Tensor& weight, int64_t grou
 // Stride 1 everywhere: a direct convolution with the flipped kernel (channel axes swapped per
 // group), padded by d·(K-1) - pad (negative pads crop) plus output_padding at the end. Any stride
 // above 1: the phase split above.
+namespace {
+
+// x with `stride` - 1 zeros after each element along `axis` but the last: length (n - 1)·stride + 1.
+Tensor spread_with_zeros(const Tensor& x, int64_t axis, int64_t stride) {
+  Tensor column = x.unsqueeze(axis + 1);
+  Dims pads(2 * static_cast<size_t>(axis) + 4, 0);
+  pads.back() = stride - 1;
+  Dims merged = dims_of(x);
+  Dim length = merged[static_cast<size_t>(axis)];
+  merged[static_cast<size_t>(axis)] = length * Dim(stride);
+  // (…, n, stride, …) → (…, n·stride, …)
+  Tensor spread = reshape_within(pad_zero_dims(column, pads), merged);
+  DimRanges kept;
+  for (const Dim& size : merged) kept.emplace_back(0, size);
+  kept[static_cast<size_t>(axis)] = {0, length * Dim(stride) - Dim(stride - 1)};
+  return shrink_within(spread, kept);
+}
+
+}  // namespace
+
 Tensor Tensor::conv_transpose(const Tensor& weight, const Tensor& bias, const ConvOptions& options) const {
   require_defined(*this, "conv_transpose", "the input");
   require_defined(weight, "conv_transpose", "the weight");
@@ -952,17 +972,31 @@ Tensor Tensor::conv_transpose(const Tensor& weight, const Tensor& bias, const Co
   int64_t channels = dim(1), groups = options.groups;
   if (weight.ndim() != ndim())
     throw UserError(str_cat("conv_transpose: weight of shape ", shape_string(weight.shape()), " must have ", ndim(),
-                            " axes (C, F/groups, K…) for input ", shape_string(shape())));
+                            " axes (C, F/groups, K…) for input ", dims_string(dims_of(*this))));
   if (groups < 1 || channels % groups != 0 || weight.dim(0) != channels)
-    throw UserError(str_cat("conv_transpose: input ", shape_string(shape()), " and weight ", shape_string(weight.shape()),
+    throw UserError(str_cat("conv_transpose: input ", dims_string(dims_of(*this)), " and weight ", shape_string(weight.shape()),
                             " do not fit groups = ", groups, " (need weight axis 0 = C, divisible by groups)"));
   std::vector<int64_t> stride = per_axis(options.stride, n, 1, 1, "conv_transpose", "stride");
   std::vector<int64_t> dilation = per_axis(options.dilation, n, 1, 1, "conv_transpose", "dilation");
   std::vector<int64_t> output_padding = per_axis(options.output_padding, n, 0, 0, "conv_transpose", "output_padding");
   auto [pad_begin, pad_end] = begin_end_pads(options.padding, n, false, "conv_transpose");
-  for (size_t i = 0; i < n; ++i)
-    if (dim(static_cast<int64_t>(i) + 2) == 0)
-      throw UserError(str_cat("conv_transpose: input of shape ", shape_string(shape()), " has an empty spatial axis"));
+  bool symbolic_image = false;
+  for (size_t i = 0; i < n; ++i) {
+    Dim size = dim_of(*this, static_cast<int64_t>(i) + 2);
+    if (size.is(0))
+      throw UserError(str_cat("conv_transpose: input of shape ", dims_string(dims_of(*this)), " has an empty spatial axis"));
+    symbolic_image = symbolic_image || !size.is_known();
+  }
+  // Over an image of any size the phases below (known lengths) are not available: a strided axis
+  // is spread instead, s - 1 zeros after each element, and the stride-1 form below runs over it.
+  // Correct for every size, at s times the multiply-adds per strided axis (the zeros' products).
+  Tensor source = *this;
+  if (symbolic_image)
+    for (size_t i = 0; i < n; ++i)
+      if (stride[i] > 1) {
+        source = spread_with_zeros(source, static_cast<int64_t>(i) + 2, stride[i]);
+        stride[i] = 1;
+      }
 
   int64_t group_channels = channels / groups, group_filters = weight.dim(1), filters = groups * group_filters;
   Shape kernel(weight.shape().begin() + 2, weight.shape().end());
@@ -986,7 +1020,7 @@ Tensor Tensor::conv_transpose(const Tensor& weight, const Tensor& bias, const Co
     }
     direct.padding = begin;
     direct.padding.insert(direct.padding.end(), end.begin(), end.end());
-    return conv(regrouped.flip(last_axes(static_cast<int64_t>(n), ndim())), bias, direct);
+    return source.conv(regrouped.flip(last_axes(static_cast<int64_t>(n), ndim())), bias, direct);
   }
 
   if (bias.defined() && bias.shape() != Shape{filters})

@@ -2,7 +2,8 @@
 torchvision's classifiers and detectors are exported with dynamic height and width. One model holds
 a strided stem conv, a max pool (padded, and in ceil_mode), same-padded convs (explicit and
 auto_pad SAME_UPPER at stride 1), a depthwise conv, average pools that count per window (padding
-left out, a ceil_mode tail) or count the padding, an LpPool and a global average pool; it is
+left out, a ceil_mode tail) or count the padding, an LpPool, a global average pool and strided
+transposed convs (grouped, dilated, with output padding); it is
 compiled once over a batch, height and width range and run at several sizes against onnxruntime.
 Refused forms (a stride-2 SAME pad, which depends on the size; a kernel larger than the smallest
 image) must name the node.
@@ -34,7 +35,8 @@ def weight(*shape):
 
 constants = [("stem_w", weight(8, 3, 7, 7)), ("stem_b", weight(8)),
              ("same_w", weight(8, 8, 3, 3)), ("auto_w", weight(8, 8, 3, 3)),
-             ("depthwise_w", weight(8, 1, 3, 3))]
+             ("depthwise_w", weight(8, 1, 3, 3)), ("up_w", weight(8, 4, 4, 4)), ("up_b", weight(4)),
+             ("up_group_w", weight(8, 2, 3, 2))]
 nodes = [
     node("Conv", ["x", "stem_w", "stem_b"], ["stem"], name="stem", strides=[2, 2], pads=[3, 3, 3, 3]),
     node("Relu", ["stem"], ["stem_relu"]),
@@ -49,8 +51,13 @@ nodes = [
          pads=[1, 1, 0, 1], count_include_pad=1),
     node("LpPool", ["same"], ["lp"], name="lp", kernel_shape=[2, 2], strides=[2, 2], p=2),
     node("GlobalAveragePool", ["depthwise"], ["pooled"]),
+    # Transposed convs (a decoder's upsampling): stride 2 with padding, and grouped with an output
+    # padding, uneven strides and a dilation.
+    node("ConvTranspose", ["same", "up_w", "up_b"], ["up"], name="up", strides=[2, 2], pads=[1, 1, 1, 1]),
+    node("ConvTranspose", ["same", "up_group_w"], ["up_group"], name="up_group", group=2, strides=[3, 2],
+         output_padding=[1, 0], dilations=[1, 2]),
 ]
-output_names = ["max", "auto", "depthwise", "max_ceil", "avg_ceil", "avg_counted", "lp", "pooled"]
+output_names = ["max", "auto", "depthwise", "max_ceil", "avg_ceil", "avg_counted", "lp", "pooled", "up", "up_group"]
 outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [None] * 4) for name in output_names]
 inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, "height", "width"])]
 RANGES = ["--shape", "batch=1..2", "--shape", "height=16..64", "--shape", "width=16..64"]
