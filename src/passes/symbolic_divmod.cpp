@@ -158,6 +158,7 @@ const PatternMatcher& divmod_rules() {
        [](auto& m) { return m["x"] / m["s"] + m["y"]; }, "(x+y*s)/s → x/s+y when s > 0 and x, y >= 0"),
       Rule((xn + yn * sn) % sn, when(vmin("s") > 0 && vmin("x") >= 0 && vmin("y") >= 0),
        [](auto& m) { return m["x"] % m["s"]; }, "(x+y*s)%s → x%s when s > 0 and x, y >= 0"),
+      Rule((xn / sn) * sn + xn % sn, when(vmin("s") > 0), [](auto& m) { return m["x"]; }, "(x/s)*s+x%s → x when s > 0"),
       Rule((yn * sn) / sn, when(vmin("s") > 0), [](auto& m) { return m["y"]; }, "(y*s)/s → y when s > 0"),
       Rule((yn * sn) % sn, when(vmin("s") > 0), [](auto& m) { return const_like(m["y"], 0); }, "(y*s)%s → 0 when s > 0"),
       // A loop variable over [0, s) divided by its own end: the bounds say only r <= max(s) - 1.

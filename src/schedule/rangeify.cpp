@@ -944,13 +944,20 @@ class Rangeifier {
                            source_shape.end() - static_cast<std::ptrdiff_t>(back));
         std::vector<Dim> strides = strides_of(source_middle);
         Index source_index(index.begin(), index.begin() + static_cast<std::ptrdiff_t>(front));
+        // With symbolic sizes the first axis longer than 1 takes the whole quotient: flat is below
+        // the element count, so a remainder by its size would change nothing, but by a symbolic
+        // size the simplifier cannot tell ((1, batch·seq) read as (batch, seq) divided by
+        // batch·seq at run time). Fixed shapes keep a remainder after axis 0 (their plans as before).
+        bool symbolic = !all_known(shape) || !all_known(source_shape);
+        bool outer_axis = false;
         for (size_t i = 0; i < source_middle.size(); ++i) {
           if (source_middle[i].is(1)) {
             source_index.push_back(index_const(0));
             continue;
           }
           UOpPtr component = strides[i].is(1) ? flat : flat / strides[i].expression();
-          if (i > 0) component = component % source_middle[i].expression();
+          if (symbolic ? outer_axis : i > 0) component = component % source_middle[i].expression();
+          outer_axis = true;
           source_index.push_back(simplify(component));
         }
         source_index.insert(source_index.end(), index.end() - static_cast<std::ptrdiff_t>(back), index.end());

@@ -249,6 +249,23 @@ TEST_CASE("convs and pools over a symbolic image width and signal length (window
       {{{1, 3, 6, -1}}, {{1, 2, -1}}}, {5, 18, 39}, 40);
 }
 
+TEST_CASE("a (3, n) tensor stored flat as (1, 3·n) and read back divides by nothing at run time") {
+  // (torch's dynamo export gathers BERT's mask from its flattened batch·sequence form.) The read
+  // of the flat buffer as (3, n) needs no remainder by 3·n, which the simplifier cannot drop.
+  Graph graph = [](const std::vector<Tensor>& x) {
+    Dims dims = dims_of(x[0]);
+    Tensor flat = contiguous(reshape_to(x[0] * 2.0f, {1, dims_numel(dims)}));
+    return std::vector<Tensor>{reshape_to(flat, dims) + x[0]};
+  };
+  check_at_sizes(graph, {{{3, -1}}}, {1, 5, 17});
+  SymbolicProgram program(graph, {{{3, -1}}}, 64);
+  for (const ScheduledKernel& kernel : program.schedule().kernels)
+    for (const UOp* node : toposort(kernel.ast)) {
+      CHECK(node->op() != Ops::IDIV);
+      CHECK(node->op() != Ops::MOD);
+    }
+}
+
 TEST_CASE("an embedding lookup of a symbolic number of token ids, pooled") {
   Tensor table = weight({5, 4}, 0.75f);
   check_at_sizes(
