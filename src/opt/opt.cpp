@@ -178,9 +178,13 @@ UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
     if (opt.op == OptOp::Swap)
       return simplify(substitute(kernel, {{target, range(target->src(0), opt.amount)},
                                           {*other, range((*other)->src(0), opt.axis)}}));
-    if (!target->src(0)->is_const() || !(*other)->src(0)->is_const()) throw invalid("the extents are not constants");
+    if (!(*other)->src(0)->is_const()) throw invalid("the inner extent is not a constant");
     auto inner_extent = static_cast<int64_t>((*other)->src(0)->const_int());
-    UOpPtr merged = range(static_cast<int64_t>(target->src(0)->const_int()) * inner_extent, opt.axis);
+    // The outer extent may be symbolic (a batch of any size merged with the channels, so that
+    // threads split batch × channels: heuristics.cpp, with_parallel_axis).
+    UOpPtr merged = target->src(0)->is_const()
+                        ? range(static_cast<int64_t>(target->src(0)->const_int()) * inner_extent, opt.axis)
+                        : range(simplify(target->src(0) * inner_extent), opt.axis);
     return simplify(substitute(kernel, {{target, merged / inner_extent}, {*other, merged % inner_extent}}));
   }
   if (kind != AxisKind::Loop && kind != AxisKind::Reduce) throw invalid("only loop and reduce axes can be split");

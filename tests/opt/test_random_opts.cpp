@@ -765,6 +765,29 @@ TEST_CASE("a conv over a symbolic image width: its pixels in padded vector block
   CHECK_NOTHROW(apply_opts(ast, opts));
 }
 
+TEST_CASE("a symbolic batch as axis 0 is merged with the channels, so that threads have work at batch 1") {
+  // (An elementwise kernel over a contiguous tensor runs as one loop of batch × 4704 already.)
+  Tensor x = symbolic_graph_input("x", {size_variable("batch", 1, 8), 24, 14, 14}, ScalarType::Float32);
+  Schedule schedule = create_schedule({x.conv(f32({32, 24, 1, 1}, 16)).data().node});
+  auto conv = std::ranges::find_if(schedule.kernels, [](const ScheduledKernel& kernel) {
+    return std::ranges::any_of(toposort(kernel.ast), [](const UOp* node) { return node->op() == Ops::REDUCE; });
+  });
+  REQUIRE(conv != schedule.kernels.end());
+  const UOpPtr& ast = conv->ast;
+  std::vector<Opt> opts = hand_coded_opts(ast, host_cpu_caps());
+  REQUIRE(!opts.empty());
+  CHECK(opts.back().op == OptOp::Merge);
+  CHECK(opts.back().axis == 0);
+  Dim parallel = parallel_extent_of(apply_opts(ast, opts));
+  CHECK(!parallel.is_known());
+  CHECK(parallel.min() >= 2);
+  // A batch that may reach past kSmallSymbolicAxis (rows of batch × sequence) keeps its axis 0.
+  Tensor rows = symbolic_graph_input("x", {size_variable("rows", 1, 512), 24}, ScalarType::Float32);
+  Schedule row_schedule = create_schedule({(rows * 2.0f).data().node});
+  REQUIRE(row_schedule.kernels.size() == 1);
+  for (const Opt& opt : hand_coded_opts(row_schedule.kernels[0].ast, host_cpu_caps())) CHECK(opt.op != OptOp::Merge);
+}
+
 TEST_CASE("a kernel with symbolic rows: a SPLIT of them into blocks, then the heuristics' opts on constant loops") {
   // (n, 64) · (64, 32) with n a size variable: the rows are split into ceil(n / 8) blocks of 8,
   // whose constant inner loop is the register tile's rows; the columns are vectorised and tiled as
