@@ -15,7 +15,8 @@
 //  3. Loop order: the tile's columns outermost (SWAP) when their strip fits in half the L2.
 //  4. The threads' split (axis 0): a conv whose axis 0 would be its filter tiles splits its pixel
 //     rows in blocks instead (row blocks), so that chained kernels read what the same core wrote;
-//     otherwise axis 0 is given enough iterations for the threads (SWAP or MERGE).
+//     otherwise axis 0 is given enough iterations for the threads (SWAP or MERGE); a small
+//     symbolic axis 0 (a batch) is merged with the widest constant output loop.
 //  0. First, in a kernel with a reduction whose rows are a symbolic loop (a matmul over
 //     `batch·sequence` tokens), that loop is SPLIT into a symbolic outer loop and a constant inner
 //     loop of kRowBlock (8) rows, which 1-3 tile like any constant loop; kept only when the
