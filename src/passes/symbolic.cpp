@@ -6,6 +6,7 @@
 #include "ir/evaluate.h"
 #include "ir/substitute.h"
 #include "passes/linear_terms.h"
+#include "passes/loop_end_bounds.h"
 #include "rewrite/graph_rewrite.h"
 
 namespace kiln {
@@ -158,6 +159,14 @@ const PatternMatcher& comparison_rules() {
       Rule(lt(xi, c1) & lt(c2, xi), when(val("c2") >= val("c1") - 1), [](auto&) { return const_bool(false); },
        "(x<c1) & (c2<x) → false when c2 >= c1-1"),
       Rule(logical_not(lt(xn, yn)), [](auto& m) { return lt(m["y"] + -1, m["x"]); }, "!(x<y) → y-1 < x (index)"),
+      Rule(lt(xn, yn),
+           [](auto& m) -> UOpPtr {
+             std::optional<bool> decided = compare_over_loop_ends(m["x"], m["y"]);
+             return decided ? const_bool(*decided) : nullptr;
+           },
+           "x < y → true/false when decided with each loop variable below its symbolic end")
+          .opaque("uses that a RANGE is below its end, which no formula of its operands states; "
+                  "tests/unit/test_loop_end_bounds.cpp"),
   });
   return table;
 }

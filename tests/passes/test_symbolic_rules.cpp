@@ -217,6 +217,9 @@ UOpPtr f() { return cast(variable("a", -3, 3, dtypes::i32), dtypes::f32); }
 UOpPtr g() { return cast(variable("b", -3, 3, dtypes::i32), dtypes::f32); }
 UOpPtr fc(double value) { return const_float(dtypes::f32, value); }
 UOpPtr ic(int64_t value) { return const_int(dtypes::index, value); }
+// A signal of any length from 10 to 3199 and the loop over the windows of a 3-tap stride-2 conv.
+UOpPtr signal() { return variable("n", 10, 3199); }
+UOpPtr signal_window() { return range((signal() + 1) / 2 + -1, 0); }
 UOpPtr i32c(int64_t value) { return const_int(dtypes::i32, value); }
 UOpPtr pq() { return lt(variable("p", 0, 9), variable("q", 0, 9)); }
 
@@ -545,6 +548,17 @@ std::vector<RuleCase> comparison_cases() {
        "j+-1<i"},
       {"i32 stays: y-1 may wrap", comparisons, "!(x<y) → y-1 < x (index)", with_folding,
        [] { return logical_not(lt(a32(), b32())); }, "!(a<b)", false},
+      // A strided conv over a signal of any length n: o < (n+1)/2 - 1 windows, t < 3 taps, every
+      // read 2·o + t lies inside n; one more and an odd n reads past it.
+      {"a window's read is inside the signal", comparisons,
+       "x < y → true/false when decided with each loop variable below its symbolic end", with_folding,
+       [] { return lt(signal_window() * 2 + range(3, 1), signal()); }, "true"},
+      {"a window's read lies after its start", comparisons,
+       "x < y → true/false when decided with each loop variable below its symbolic end", with_folding,
+       [] { return lt(signal_window() + signal(), signal()); }, "false"},
+      {"one past the window may read past the signal: stays", comparisons,
+       "x < y → true/false when decided with each loop variable below its symbolic end", with_folding,
+       [] { return lt(signal_window() * 2 + range(3, 1) + 1, signal()); }, "r0*2+r1+1<n", false},
   };
 }
 
