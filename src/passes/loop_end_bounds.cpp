@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ir/build.h"
 #include "passes/linear_terms.h"
 
 namespace kiln {
@@ -29,6 +30,40 @@ void add_scaled(Affine& into, const UOpPtr& node, int128 scale) {
 
 bool is_loop_of_symbolic_end(const UOp& node) { return node.op() == Ops::RANGE && !node.src(0)->is_const(); }
 
+int128 constant_divisor(const UOp& node) {
+  bool divides = node.op() == Ops::IDIV && node.src(1)->is_const() && node.src(1)->const_int() > 0 &&
+                 node.src(0)->vmin() >= 0;
+  return divides ? node.src(1)->const_int() : 0;
+}
+
+// A term k·(y/c) whose k the divisor does not divide, next to a term of y/d with d dividing c (the
+// lengths of two stacked strided convs: n/10 and n/5), is rewritten k·((y/d)/(c/d)), exact for
+// y >= 0, and queued for expansion when c/d divides k: 2·(n/10) becomes n/5 - (n/5)%2, which
+// cancels against the other term.
+void regroup_divisions(Affine& sum, std::vector<LinearTerm>& to_expand) {
+  std::vector<std::pair<const UOp*, LinearTerm>> regrouped;
+  for (const auto& [base, term] : sum.terms) {
+    int128 divisor = constant_divisor(*base);
+    if (divisor == 0 || term.coefficient % divisor == 0) continue;
+    for (const auto& [other, unused] : sum.terms) {
+      int128 inner = constant_divisor(*other);
+      if (other == base || inner == 0 || other->src(0) != base->src(0) || divisor % inner != 0) continue;
+      int128 outer = divisor / inner;
+      if (term.coefficient % outer != 0) continue;
+      UOpPtr nested = other->self() / const_int(dtypes::index, static_cast<int64_t>(outer));
+      regrouped.push_back({base, LinearTerm{nested, term.coefficient}});
+      break;
+    }
+  }
+  for (const auto& [old_base, term] : regrouped) {
+    sum.terms.erase(old_base);
+    LinearTerm& entry = sum.terms[term.base.get()];
+    if (!entry.base) entry.base = term.base;
+    entry.coefficient += term.coefficient;
+    to_expand.push_back(entry);
+  }
+}
+
 // The largest value of `sum`: loop variables counted at their ends less one, divisions by a
 // constant that divides their coefficient rewritten as above when `expand_divisions` (which helps
 // when the dividend's terms cancel others, and loosens the bound by up to the remainder when not,
@@ -45,6 +80,7 @@ int128 upper_bound(Affine sum, bool expand_divisions) {
                      base->src(0)->vmin() >= 0 && term.coefficient % base->src(1)->const_int() == 0;
       if (expand_divisions && divides && term.coefficient != 0) to_expand.push_back(term);
     }
+    if (expand_divisions) regroup_divisions(sum, to_expand);
     if (to_expand.empty()) break;
     for (const LinearTerm& term : to_expand) {
       sum.terms.erase(term.base.get());

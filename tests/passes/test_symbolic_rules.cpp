@@ -556,6 +556,10 @@ std::vector<RuleCase> comparison_cases() {
       {"a window's read lies after its start", comparisons,
        "x < y → true/false when decided with each loop variable below its symbolic end", with_folding,
        [] { return lt(signal_window() + signal(), signal()); }, "false"},
+      // The second of two stacked strided convs: its input has n/5 - 1 samples, its windows n/10 - 1.
+      {"a window's read is inside the first conv's output", comparisons,
+       "x < y → true/false when decided with each loop variable below its symbolic end", with_folding,
+       [] { return lt(range(signal() / 10 + -1, 0) * 2 + range(3, 1), signal() / 5 + -1); }, "true"},
       {"one past the window may read past the signal: stays", comparisons,
        "x < y → true/false when decided with each loop variable below its symbolic end", with_folding,
        [] { return lt(signal_window() * 2 + range(3, 1) + 1, signal()); }, "r0*2+r1+1<n", false},
