@@ -104,7 +104,8 @@ std::vector<int64_t> spatial_pad_list(const std::vector<int64_t>& begin, const s
 // padded with zeros to its largest length, a known one, and windowed as above for the windows of
 // that length; the windows axis is then cut to the count at i. No window that is kept reads the
 // zeros, and the index stays j·d + o·s, which the simplifier reduces as for a known length from
-// known bounds; the loads of x keep one compare against i (the padding's), as a padded conv's do.
+// known bounds; the padding's compare against i on each load of x is decided true by the
+// simplifier where the windows' loop end proves it (passes/loop_end_bounds.h), else it stays.
 Tensor window_axis(const Tensor& x, int64_t axis, int64_t kernel, int64_t stride, int64_t dilation,
                    const Dim& window_count);
 
