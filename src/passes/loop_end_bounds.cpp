@@ -51,16 +51,18 @@ void regroup_divisions(Affine& sum, std::vector<LinearTerm>& to_expand) {
       int128 outer = divisor / inner;
       if (term.coefficient % outer != 0) continue;
       UOpPtr nested = other->self() / const_int(dtypes::index, static_cast<int64_t>(outer));
+      // A term of that very node is already in the sum (and may be queued): leave this one, so
+      // that no term is expanded twice.
+      if (sum.terms.count(nested.get())) continue;
       regrouped.push_back({base, LinearTerm{nested, term.coefficient}});
       break;
     }
   }
   for (const auto& [old_base, term] : regrouped) {
+    if (sum.terms.count(term.base.get())) continue;  // two terms regrouped into one node: keep the first
     sum.terms.erase(old_base);
-    LinearTerm& entry = sum.terms[term.base.get()];
-    if (!entry.base) entry.base = term.base;
-    entry.coefficient += term.coefficient;
-    to_expand.push_back(entry);
+    sum.terms[term.base.get()] = term;
+    to_expand.push_back(term);
   }
 }
 
@@ -76,9 +78,9 @@ int128 upper_bound(Affine sum, bool expand_divisions) {
     for (const auto& [base, term] : sum.terms) {
       if (term.coefficient > 0 && is_loop_of_symbolic_end(*base) && !loops_expanded.count(base))
         to_expand.push_back(term);
-      bool divides = base->op() == Ops::IDIV && base->src(1)->is_const() && base->src(1)->const_int() > 0 &&
-                     base->src(0)->vmin() >= 0 && term.coefficient % base->src(1)->const_int() == 0;
-      if (expand_divisions && divides && term.coefficient != 0) to_expand.push_back(term);
+      int128 divisor = constant_divisor(*base);
+      if (expand_divisions && divisor != 0 && term.coefficient != 0 && term.coefficient % divisor == 0)
+        to_expand.push_back(term);
     }
     if (expand_divisions) regroup_divisions(sum, to_expand);
     if (to_expand.empty()) break;

@@ -166,7 +166,7 @@ const PatternMatcher& comparison_rules() {
            },
            "x < y → true/false when decided with each loop variable below its symbolic end")
           .opaque("uses that a RANGE is below its end, which no formula of its operands states; "
-                  "tests/unit/test_loop_end_bounds.cpp"),
+                  "tests/passes/test_symbolic_rules.cpp"),
   });
   return table;
 }

@@ -553,7 +553,7 @@ std::vector<RuleCase> comparison_cases() {
       {"a window's read is inside the signal", comparisons,
        "x < y → true/false when decided with each loop variable below its symbolic end", with_folding,
        [] { return lt(signal_window() * 2 + range(3, 1), signal()); }, "true"},
-      {"a window's read lies after its start", comparisons,
+      {"o + n < n is false for a loop variable o", comparisons,
        "x < y → true/false when decided with each loop variable below its symbolic end", with_folding,
        [] { return lt(signal_window() + signal(), signal()); }, "false"},
       // The second of two stacked strided convs: its input has n/5 - 1 samples, its windows n/10 - 1.
