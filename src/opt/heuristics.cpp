@@ -348,7 +348,8 @@ std::vector<Opt> reduction_vector_opts(const UOpPtr& kernel, int lanes) {
   return {};
 }
 
-std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
+// `rows_only`: the id of an output axis that may be the tile's rows but not its vector (-1: none).
+std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps, int64_t rows_only = -1) {
   std::vector<Opt> opts;
   if (!caps.supports_vector_ops) return opts;
   std::vector<const UOp*> ranges = tunable_ranges(kernel);
@@ -412,6 +413,7 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   for (Search search : searches) {
     Pass pass = search.pass;
     for (const UOp* range : outputs) {
+      if (range->arg_int() == rows_only) continue;
       for (int64_t w = lanes; w >= 4 && vector_axis == nullptr; w /= 2) {
         if (extent_of(range) % w != 0 || (search.full_width_only && w != lanes)) continue;
         UOpPtr candidate = apply_opt(kernel, {OptOp::Upcast, range->arg_int(), w});
@@ -1165,6 +1167,13 @@ const UOp* symbolic_vector_loop(const UOpPtr& kernel) {
   return nullptr;
 }
 
+// Whether a kernel reduces over more than one axis: a conv's input channels and its kernel taps.
+bool reduces_over_taps(const UOpPtr& kernel) {
+  int64_t axes = 0;
+  for (const UOp* range : kernel_ranges(kernel)) axes += axis_kind(range->arg_int()) == AxisKind::Reduce ? 1 : 0;
+  return axes > 1;
+}
+
 // The innermost output loop's axis id (a SPLIT's new inner loop).
 int64_t innermost_output_axis(const UOpPtr& kernel) {
   int64_t axis = 0;
@@ -1182,6 +1191,18 @@ std::vector<Opt> tile_opts_of(const UOpPtr& kernel, const TargetCaps& caps);
 // its rows are: a strided conv over a signal of any length reads its input with a step of 2 along
 // the windows, so its vector is the filters (a panel of them) and the windows its rows, as in a
 // fixed-size one.
+// A conv with kernel taps (a reduction over more than one axis) takes a full vector of its filters
+// with the block's pixels as rows even where the block itself would vectorise: the choice a fixed
+// plan makes for an image whose rows do not fill whole vectors (constant_loop_opts: ResNet-50's
+// 3x3 convs at 14×14 and 7×7 ran at 26-53 GFLOP/s over padded pixels, 84-104 over filters), and a
+// symbolic row is padded to whole vectors at every size that is not a multiple of the lanes.
+// DeepLabV3's dilated 3x3 ASPP convs (480 -> 32 channels), one thread, AVX-512 Xeon: at 224×224
+// (14×14 there) 4.1, 3.4 and 2.2 ms -> 1.8, 1.4 and 1.0 (the fixed plan's 1.8, 1.1, 0.8); at
+// 512×512 (32×32, whole vectors) 11.8, 8.4 and 5.7 -> 8.2, 7.0 and 4.5 (fixed: 8.3, 7.2, 4.5).
+// 1x1 convs keep the pixels: with the filters they ran slower (DeepLabV3's 16 -> 64 at 112×112
+// 0.44 -> 0.81 ms, 480-channel expansions at 14×14 0.79 -> 1.14). So do max pools, whose other
+// vector would gather NCHW channels (max_pool_tile); depthwise convs have no such vector (their
+// input varies with both channels and pixels, so no rows share a channel vector's loads).
 std::optional<std::vector<Opt>> vector_block_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   const UOp* columns = symbolic_vector_loop(kernel);
   int lanes = kernel_lanes(kernel, caps);
@@ -1195,8 +1216,14 @@ std::optional<std::vector<Opt>> vector_block_opts(const UOpPtr& kernel, const Ta
   }
   std::vector<Opt> tiles = tile_opts_of(blocked, caps);
   int64_t block = innermost_output_axis(blocked);
-  bool block_rows = std::ranges::any_of(tiles, [&](const Opt& opt) { return opt.op == OptOp::Unroll && opt.axis == block; });
-  if (upcast_axis(tiles) != block && !block_rows) return std::nullopt;
+  auto block_rows = [&](const std::vector<Opt>& opts) {
+    return std::ranges::any_of(opts, [&](const Opt& opt) { return opt.op == OptOp::Unroll && opt.axis == block; });
+  };
+  if (upcast_axis(tiles) == block && reduces_over_taps(kernel) && !only_max_reductions(kernel)) {
+    std::vector<Opt> filters = tile_opts(blocked, caps, block);
+    if (upcast_width(filters) == lanes && block_rows(filters)) tiles = filters;
+  }
+  if (upcast_axis(tiles) != block && !block_rows(tiles)) return std::nullopt;
   prefix.insert(prefix.end(), tiles.begin(), tiles.end());
   return prefix;
 }

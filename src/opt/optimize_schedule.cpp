@@ -59,18 +59,20 @@ bool optimize_kernel(ScheduledKernel& kernel, const TargetCaps& caps, const Opti
   } else if (enabled) {
     opts = hand_coded_opts(kernel.ast, caps);
   }
-  if (debug_level() >= 3) {
-    std::string text;
-    for (const Opt& opt : opts) text += (text.empty() ? "" : ", ") + opt.text();
-    debug_print(str_cat("opts ", kernel.name(), " (", caps.name, tuned ? ", tuning database" : "", "): ",
-                        text.empty() ? "none" : text));
-  }
+  std::string name = kernel.name();
   try {
     apply_kernel_opts(kernel, opts);
   } catch (const InvalidOpt& error) {
     if (tuned == nullptr) throw;  // the heuristics' own choice: a bug, reported as it is
-    throw TuningDbError(str_cat(options.tuning->source(), ":", tuned->line, ": the entry for kernel ", kernel.name(),
+    throw TuningDbError(str_cat(options.tuning->source(), ":", tuned->line, ": the entry for kernel ", name,
                                 " does not apply to it: ", error.what()));
+  }
+  if (debug_level() >= 3) {
+    // Both names: the opts change the kernel's name, and the later lines (compile, profile) use the new one.
+    std::string text;
+    for (const Opt& opt : opts) text += (text.empty() ? "" : ", ") + opt.text();
+    debug_print(str_cat("opts ", name, " -> ", kernel.name(), " (", caps.name, tuned ? ", tuning database" : "", "): ",
+                        text.empty() ? "none" : text));
   }
   if (caps.output_grid && opts.empty()) {
     TensorCoreKernel cores =

@@ -512,7 +512,8 @@ class Rangeifier {
       pad = pad->src(0).get();
     }
     if (pad->op() != Ops::PAD || consumers_[pad].size() != 1) return std::nullopt;
-    if (!all_known(shapes_.of(node))) return std::nullopt;
+    // Outer sizes may be symbolic (a CNN's batch, an image's height); the pads are known, and so is
+    // the row (below).
     for (int64_t bound : pad->arg_list())
       if (!decode_dim(bound).is_known()) return std::nullopt;
     const UOp* value = pad->src(0).get();
@@ -531,9 +532,12 @@ class Rangeifier {
     // Rows of whole 64-byte lines only. Stored at a padded row pitch, the value's rows can no longer
     // merge into one long vector axis; a row of 56 or 14 floats then ends in a part vector, and the
     // producer lost what the copy cost (MobileNetV2's 1x1 convs at 56x56 and 14x14 took 30-50 %
-    // longer, while its 112-wide stage, 7 vectors a row, ran as fast as before).
-    int64_t row = interior[static_cast<size_t>(order.back())].value();
-    if (row * node->dtype().scalar_bytes() % kLineBytes != 0) return std::nullopt;
+    // longer, while its 112-wide stage, 7 vectors a row, ran as fast as before). A row of symbolic
+    // length (an image of any width) keeps the copy: it is a whole number of lines at few of its
+    // sizes, and DeepLabV3 over images of 224 to 512 ran no faster with its padded stores (within
+    // this machine's noise, 5 % either way).
+    const Dim& row = interior[static_cast<size_t>(order.back())];
+    if (!row.is_known() || row.value() * node->dtype().scalar_bytes() % kLineBytes != 0) return std::nullopt;
     return PaddedStore{pad, value, std::move(order)};
   }
 
@@ -554,7 +558,8 @@ class Rangeifier {
   // inputs tile the result), so an input that is computed and read by nothing else (YOLOX's SiLU
   // after each branch's conv) is stored straight into the concatenation and never gets a buffer of
   // its own. The parts, or none: when `node` (or the value it copies, for a CONTIGUOUS) is not such
-  // a chain, when its sizes are symbolic, when the inputs do not tile the concatenated axis, or
+  // a chain, when the concatenated axis or an axis after it is symbolic (a batch before it may be),
+  // when the inputs do not tile the concatenated axis, or
   // when a part's rows (the elements after that axis) are shorter than kConcatRow: a concatenation
   // along the innermost axis would become narrow strided stores.
   static constexpr int64_t kConcatRow = 16;
@@ -565,8 +570,9 @@ class Rangeifier {
     if (env_integer("KILN_CONCAT_STORES", 1) == 0) return std::nullopt;
     const UOp* chain = node->op() == Ops::CONTIGUOUS ? node->src(0).get() : node;
     if (chain->op() != Ops::WHERE || (chain != node && consumers_[chain].size() != 1)) return std::nullopt;
+    // Axes before the concatenated one may be symbolic (a CNN's batch); that axis and the rest of
+    // each row are known (checked below).
     const Dims& shape = shapes_.of(node);
-    if (!all_known(shape)) return std::nullopt;
     std::vector<PaddedStore> parts;
     std::vector<int64_t> identity(shape.size());
     std::iota(identity.begin(), identity.end(), int64_t{0});
@@ -596,7 +602,7 @@ class Rangeifier {
       for (size_t a = 0; a < shape.size(); ++a) {
         int64_t before = decode_dim(pads[2 * a]).value(), after = decode_dim(pads[2 * a + 1]).value();
         if (before == 0 && after == 0) continue;
-        if (before < 0 || after < 0 || (axis && *axis != a)) return std::nullopt;
+        if (before < 0 || after < 0 || (axis && *axis != a) || !shape[a].is_known()) return std::nullopt;
         axis = a;
         spans.emplace_back(before, shape[a].value() - after);
       }
@@ -610,7 +616,10 @@ class Rangeifier {
     }
     if (next != shape[*axis].value()) return std::nullopt;
     int64_t row = 1;
-    for (size_t a = *axis + 1; a < shape.size(); ++a) row *= shape[a].value();
+    for (size_t a = *axis + 1; a < shape.size(); ++a) {
+      if (!shape[a].is_known()) return std::nullopt;
+      row *= shape[a].value();
+    }
     if (row < kConcatRow) return std::nullopt;
     return parts;
   }
@@ -638,10 +647,11 @@ class Rangeifier {
       Index index = output_ranges(faces, name);
       // Position p of the faces: p before the interior, or past it.
       UOpPtr position = index[axis];
+      UOpPtr length = interior[source_axis].expression();  // (a CONST when known)
       if (before == 0) {
-        index[axis] = position + index_const(interior[source_axis].value());
+        index[axis] = position + length;
       } else if (after != 0) {
-        index[axis] = where(lt(position, before), position, position + index_const(interior[source_axis].value()));
+        index[axis] = where(lt(position, before), position, position + length);
       }
       add_kernel(kernel, node, store_into(kernel, output_buffer, flatten_index(index, shape), zero), name);
     }

@@ -735,34 +735,61 @@ TEST_CASE("a loop that ends at a symbolic variable is neither upcast nor unrolle
   CHECK_NOTHROW(apply_opt(ast, {OptOp::Split, 0, 64}));
 }
 
-TEST_CASE("a conv over a symbolic image width: its pixels in padded vector blocks, the block upcast") {
+namespace {
+
+// The heuristics' opts for the conv kernel (the first kernel with a reduction) of `x` convolved
+// with a (32, 16, k, k) weight, zero-padded by k / 2 on every side.
+std::vector<Opt> symbolic_width_conv_opts(int64_t k, UOpPtr& ast) {
+  Tensor x = symbolic_graph_input("x", {1, 16, 14, size_variable("w", 1, 200)}, ScalarType::Float32);
+  ConvOptions same;
+  same.padding = std::vector<int64_t>(4, k / 2);
+  Schedule schedule = create_schedule({x.conv(f32({32, 16, k, k}, 14), f32({32}, 15), same).data().node});
+  auto conv = std::ranges::find_if(schedule.kernels, [](const ScheduledKernel& kernel) {
+    return std::ranges::any_of(toposort(kernel.ast), [](const UOp* node) { return node->op() == Ops::REDUCE; });
+  });
+  REQUIRE(conv != schedule.kernels.end());
+  ast = conv->ast;
+  return hand_coded_opts(ast, host_cpu_caps());
+}
+
+// The axis id of the block loop that opts' PADTO and SPLIT of the symbolic width make (-1 when
+// they are not there, as a pair on the same axis by at least 4 lanes).
+int64_t width_block_axis(const UOpPtr& ast, const std::vector<Opt>& opts) {
+  auto padto = std::ranges::find_if(opts, [](const Opt& opt) { return opt.op == OptOp::Padto; });
+  if (padto == opts.end() || padto + 1 == opts.end() || padto->amount < 4) return -1;
+  const Opt& split = *(padto + 1);
+  if (split.op != OptOp::Split || split.axis != padto->axis || split.amount != padto->amount) return -1;
+  int64_t block_axis = -1;
+  UOpPtr blocked = apply_opts(ast, {*padto, split});  // (alive while its ranges are read)
+  for (const UOp* range : kernel_ranges(blocked))
+    if (axis_kind(range->arg_int()) == AxisKind::Loop) block_axis = std::max(block_axis, range->arg_int());
+  return block_axis;
+}
+
+}  // namespace
+
+TEST_CASE("a conv over a symbolic image width: its pixels in padded vector blocks; the block is a 1x1 conv's vector, a 3x3 conv's rows") {
   // The stores run along the width, which is symbolic: PADTO(lanes) then SPLIT(lanes) make a
   // constant block loop of one vector, which the heuristics vectorise and tile.
   // tests/tensor/test_symbolic_tensor.cpp runs such convs at several widths.
-  Tensor x = symbolic_graph_input("x", {1, 16, 14, size_variable("w", 1, 200)}, ScalarType::Float32);
-  ConvOptions same;
-  same.padding = {1, 1, 1, 1};
-  Schedule schedule = create_schedule({x.conv(f32({32, 16, 3, 3}, 14), f32({32}, 15), same).data().node});
-  // (the padded input and the windows at the largest width are kernels of their own)
-  auto reduces = [](const ScheduledKernel& kernel) {
-    return std::ranges::any_of(toposort(kernel.ast), [](const UOp* node) { return node->op() == Ops::REDUCE; });
-  };
-  auto conv = std::ranges::find_if(schedule.kernels, reduces);
-  REQUIRE(conv != schedule.kernels.end());
-  const UOpPtr& ast = conv->ast;
-  std::vector<Opt> opts = hand_coded_opts(ast, host_cpu_caps());
-  REQUIRE(opts.size() >= 3);
-  CHECK(opts[0].op == OptOp::Padto);
-  CHECK(opts[1].op == OptOp::Split);
-  CHECK(opts[1].axis == opts[0].axis);
-  CHECK(opts[1].amount == opts[0].amount);
-  CHECK(opts[0].amount >= 4);
-  UOpPtr blocked = apply_opts(ast, {opts[0], opts[1]});
-  int64_t block_axis = -1;
-  for (const UOp* range : kernel_ranges(blocked))
-    if (axis_kind(range->arg_int()) == AxisKind::Loop) block_axis = std::max(block_axis, range->arg_int());
-  CHECK(std::any_of(opts.begin() + 2, opts.end(), [&](const Opt& opt) { return opt.op == OptOp::Upcast && opt.axis == block_axis; }));
-  CHECK_NOTHROW(apply_opts(ast, opts));
+  UOpPtr pointwise;
+  std::vector<Opt> opts = symbolic_width_conv_opts(1, pointwise);
+  int64_t block = width_block_axis(pointwise, opts);
+  REQUIRE(block >= 0);
+  CHECK(std::ranges::any_of(opts, [&](const Opt& opt) { return opt.op == OptOp::Upcast && opt.axis == block; }));
+  CHECK_NOTHROW(apply_opts(pointwise, opts));
+  // With kernel taps the filters are the vector, a full one, and the block's pixels the tile's rows
+  // (heuristics.cpp, vector_block_opts).
+  UOpPtr taps;
+  opts = symbolic_width_conv_opts(3, taps);
+  block = width_block_axis(taps, opts);
+  REQUIRE(block >= 0);
+  auto upcast = std::ranges::find_if(opts, [](const Opt& opt) { return opt.op == OptOp::Upcast; });
+  REQUIRE(upcast != opts.end());
+  CHECK(upcast->axis != block);
+  CHECK(upcast->amount == host_cpu_caps().vector_lanes(dtypes::f32));
+  CHECK(std::ranges::any_of(opts, [&](const Opt& opt) { return opt.op == OptOp::Unroll && opt.axis == block; }));
+  CHECK_NOTHROW(apply_opts(taps, opts));
 }
 
 TEST_CASE("a symbolic batch as axis 0 is merged with the channels, so that threads have work at batch 1") {

@@ -249,6 +249,34 @@ TEST_CASE("convs and pools over a symbolic image width and signal length (window
       {{{1, 3, 6, -1}}, {{1, 2, -1}}}, {5, 18, 39}, 40);
 }
 
+TEST_CASE("a symbolic batch: a computed conv input stored into its padded buffer, a concatenation part by part") {
+  // As in a CNN exported with a dynamic batch: the activation before a padded conv is stored
+  // straight into the padded buffer by its producer, with kernels that zero the border (rangeify's
+  // padded stores, 16-float rows), and the two branches of a channel concatenation store into
+  // their slices; as the fixed plan does, at any batch.
+  Tensor w = weight({16, 16, 3, 3}, 0.125f), b = weight({16}, 0.5f), w2 = weight({16, 16, 1, 1}, 0.25f);
+  ConvOptions same;
+  same.padding = {1, 1, 1, 1};
+  Graph graph = [&](const std::vector<Tensor>& x) {
+    Tensor activation = (x[0] * 2.0).relu();
+    Tensor left = activation.conv(w, b, same).relu(), right = x[0].conv(w2).relu();
+    return std::vector<Tensor>{Tensor::concat({left, right}, 1)};
+  };
+  std::vector<InputSpec> inputs{{{-1, 16, 5, 16}}};
+  check_at_sizes(graph, inputs, {1, 3, 8}, 8);
+  // The border kernels store a constant and load nothing.
+  SymbolicProgram program(graph, inputs, 8);
+  int border_kernels = 0;
+  for (const ScheduledKernel& kernel : program.schedule().kernels) {
+    std::vector<const UOp*> nodes = toposort(kernel.ast);
+    bool loads = std::ranges::any_of(nodes, [](const UOp* node) { return node->op() == Ops::LOAD; });
+    bool stores_constant = std::ranges::any_of(
+        nodes, [](const UOp* node) { return node->op() == Ops::STORE && node->src(1)->op() == Ops::CONST; });
+    border_kernels += !loads && stores_constant ? 1 : 0;
+  }
+  CHECK(border_kernels == 2);
+}
+
 TEST_CASE("a (3, n) tensor stored flat as (1, 3·n) and read back divides by nothing at run time") {
   // (torch's dynamo export gathers BERT's mask from its flattened batch·sequence form.) The read
   // of the flat buffer as (3, n) needs no remainder by 3·n, which the simplifier cannot drop.
