@@ -264,17 +264,21 @@ TEST_CASE("a symbolic batch: a computed conv input stored into its padded buffer
   };
   std::vector<InputSpec> inputs{{{-1, 16, 5, 16}}};
   check_at_sizes(graph, inputs, {1, 3, 8}, 8);
-  // The border kernels store a constant and load nothing.
+  // The border kernels store a constant and load nothing; each branch stores into the output (a
+  // kernel's slot 0 is the buffer it stores), where one kernel would select between them.
   SymbolicProgram program(graph, inputs, 8);
-  int border_kernels = 0;
+  REQUIRE(program.schedule().outputs.size() == 1);
+  int border_kernels = 0, output_kernels = 0;
   for (const ScheduledKernel& kernel : program.schedule().kernels) {
     std::vector<const UOp*> nodes = toposort(kernel.ast);
     bool loads = std::ranges::any_of(nodes, [](const UOp* node) { return node->op() == Ops::LOAD; });
     bool stores_constant = std::ranges::any_of(
         nodes, [](const UOp* node) { return node->op() == Ops::STORE && node->src(1)->op() == Ops::CONST; });
     border_kernels += !loads && stores_constant ? 1 : 0;
+    output_kernels += kernel.buffers.at(0) == program.schedule().outputs[0] ? 1 : 0;
   }
   CHECK(border_kernels == 2);
+  CHECK(output_kernels == 2);
 }
 
 TEST_CASE("a (3, n) tensor stored flat as (1, 3·n) and read back divides by nothing at run time") {
