@@ -15,7 +15,8 @@
 // vectorises; a symbolic batch and the channels become one axis that threads split). PADTO rounds an output loop's
 // extent E (constant or symbolic: ⌈E / amount⌉·amount) up to a multiple of `amount`: every store and
 // every load that depends on the loop gets the valid `r < E` (loads yield 0 there), so the extra
-// iterations read and write nothing.
+// iterations read and write nothing. (optimize_schedule then lets some of those loads read at a
+// valid point instead, without the mask: opt/padded_loads.h. The Opt itself always masks.)
 // SPLIT makes output loop r (extent E, constant or symbolic) two output loops, r = outer·amount +
 // inner: the outer keeps r's id and position, the inner is a new output loop of extent `amount`
 // (the next free id, so innermost among the output loops). When `amount` does not provably divide E

@@ -10,6 +10,7 @@
 #include "opt/gpu_tiles.h"
 #include "opt/heuristics.h"
 #include "opt/mma_layout.h"
+#include "opt/padded_loads.h"
 #include "passes/symbolic.h"
 #include "support/debug.h"
 #include "support/error.h"
@@ -40,7 +41,7 @@ void apply_kernel_opts(ScheduledKernel& kernel, const std::vector<Opt>& opts) {
     kernel.opts.clear();
     return;
   }
-  replace_kernel_ast(kernel, apply_opts(kernel.ast, opts));
+  replace_kernel_ast(kernel, unmask_padded_loads(apply_opts(kernel.ast, opts)));
   kernel.opts = opts;
 }
 
