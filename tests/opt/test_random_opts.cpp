@@ -815,6 +815,37 @@ TEST_CASE("a symbolic batch as axis 0 is merged with the channels, so that threa
   for (const Opt& opt : hand_coded_opts(row_schedule.kernels[0].ast, host_cpu_caps())) CHECK(opt.op != OptOp::Merge);
 }
 
+TEST_CASE("over an image of any size, a symbolic batch gives axis 0 to the rows when the filters leave threads too little") {
+  // Both convs read an image of symbolic height and width, batch 1..2. 32 filters with kernel taps
+  // are one tile (a full vector, unrolled twice): no constant loop is left to merge the batch with.
+  // 24 filters of a 1x1 conv are 3 tiles, which two threads split 2 + 1. In both the image's rows,
+  // at least 14 at every size, become axis 0.
+  auto conv_opts = [](int64_t filters, int64_t k, UOpPtr& ast) {
+    Tensor x = symbolic_graph_input("x", {size_variable("batch", 1, 2), 24, size_variable("h", 14, 32), size_variable("w", 14, 32)},
+                                    ScalarType::Float32);
+    ConvOptions same;
+    same.padding = std::vector<int64_t>(4, k / 2);
+    Schedule schedule = create_schedule({x.conv(f32({filters, 24, k, k}, 17), f32({filters}, 18), same).data().node});
+    auto conv = std::ranges::find_if(schedule.kernels, [](const ScheduledKernel& kernel) {
+      return std::ranges::any_of(toposort(kernel.ast), [](const UOp* node) { return node->op() == Ops::REDUCE; });
+    });
+    REQUIRE(conv != schedule.kernels.end());
+    ast = conv->ast;
+    return hand_coded_opts(ast, host_cpu_caps());
+  };
+  for (auto [filters, k] : {std::pair<int64_t, int64_t>{32, 3}, {24, 1}}) {
+    CAPTURE(filters);
+    UOpPtr ast;
+    std::vector<Opt> opts = conv_opts(filters, k, ast);
+    REQUIRE(!opts.empty());
+    CHECK(opts.back().op == OptOp::Swap);
+    CHECK(opts.back().axis == 0);
+    Dim parallel = parallel_extent_of(apply_opts(ast, opts));
+    CHECK(!parallel.is_known());
+    CHECK(parallel.min() >= 8);
+  }
+}
+
 TEST_CASE("a kernel with symbolic rows: a SPLIT of them into blocks, then the heuristics' opts on constant loops") {
   // (n, 64) · (64, 32) with n a size variable: the rows are split into ceil(n / 8) blocks of 8,
   // whose constant inner loop is the register tile's rows; the columns are vectorised and tiled as
