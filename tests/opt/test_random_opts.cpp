@@ -818,8 +818,9 @@ TEST_CASE("a symbolic batch as axis 0 is merged with the channels, so that threa
 TEST_CASE("over an image of any size, a symbolic batch gives axis 0 to the rows when the filters leave threads too little") {
   // Both convs read an image of symbolic height and width, batch 1..2. 32 filters with kernel taps
   // are one tile (a full vector, unrolled twice): no constant loop is left to merge the batch with.
-  // 24 filters of a 1x1 conv are 3 tiles, which two threads split 2 + 1. In both the image's rows,
-  // at least 14 at every size, become axis 0.
+  // 24 filters of a 1x1 conv are 3 tiles, which two threads split 2 + 1. In both the image's rows
+  // become axis 0: at least 14 at every size, or 7 pairs of them where the 1x1 conv's tile takes
+  // two rows as its columns.
   auto conv_opts = [](int64_t filters, int64_t k, UOpPtr& ast) {
     Tensor x = symbolic_graph_input("x", {size_variable("batch", 1, 2), 24, size_variable("h", 14, 32), size_variable("w", 14, 32)},
                                     ScalarType::Float32);
@@ -842,7 +843,7 @@ TEST_CASE("over an image of any size, a symbolic batch gives axis 0 to the rows 
     CHECK(opts.back().axis == 0);
     Dim parallel = parallel_extent_of(apply_opts(ast, opts));
     CHECK(!parallel.is_known());
-    CHECK(parallel.min() >= 8);
+    CHECK(parallel.min() >= 7);
   }
 }
 

@@ -53,8 +53,8 @@ Shape concrete_shape(const InputSpec& spec, int64_t n) {
 // The graph compiled once over a variable n in [1, max_n].
 class SymbolicProgram {
  public:
-  SymbolicProgram(const Graph& graph, const std::vector<InputSpec>& inputs, int64_t max_n) {
-    Dim n = size_variable("n", 1, max_n);
+  SymbolicProgram(const Graph& graph, const std::vector<InputSpec>& inputs, int64_t max_n, int64_t min_n = 1) {
+    Dim n = size_variable("n", min_n, max_n);
     std::vector<Tensor> placeholders;
     for (size_t i = 0; i < inputs.size(); ++i)
       placeholders.push_back(symbolic_graph_input("x" + std::to_string(i), symbolic_dims(inputs[i], n), ScalarType::Float32));
@@ -128,8 +128,8 @@ std::vector<std::vector<float>> run_concrete(const Graph& graph, const std::vect
 
 // Compiles `graph` once with n symbolic and checks it against the fixed-size graph at each n.
 void check_at_sizes(const Graph& graph, const std::vector<InputSpec>& inputs, const std::vector<int64_t>& sizes,
-                    int64_t max_n = 64) {
-  SymbolicProgram program(graph, inputs, max_n);
+                    int64_t max_n = 64, int64_t min_n = 1) {
+  SymbolicProgram program(graph, inputs, max_n, min_n);
   for (int64_t n : sizes) {
     CAPTURE(n);
     std::vector<std::vector<float>> data;
@@ -329,6 +329,24 @@ TEST_CASE("a strided conv over a symbolic signal: its padded windows read withou
     unmasked_convs += 1;
   }
   CHECK(unmasked_convs == 1);
+}
+
+TEST_CASE("a 1x1 conv over an n×n image takes two image rows as its tile's columns, odd n padded") {
+  // The pixels' block of one vector is the tile's vector and the filters its rows; with n at least
+  // 2 the image's rows are SPLIT in pairs, unrolled as a second column (heuristics.cpp,
+  // with_row_pairs). An odd n pads the last pair (its second row recomputed, stored nowhere).
+  Tensor w = weight({32, 24, 1, 1}, 0.125f), b = weight({32}, 0.5f);
+  Graph graph = [&](const std::vector<Tensor>& x) { return std::vector<Tensor>{x[0].conv(w, b).relu()}; };
+  std::vector<InputSpec> inputs{{{1, 24, -1, -1}}};
+  check_at_sizes(graph, inputs, {2, 5, 14, 17, 32}, 32, 2);
+  SymbolicProgram program(graph, inputs, 32, 2);
+  int paired = 0;
+  for (const ScheduledKernel& kernel : program.schedule().kernels) {
+    bool splits_pairs = std::ranges::any_of(kernel.opts, [](const Opt& opt) { return opt.op == OptOp::Split && opt.amount == 2; });
+    bool unrolls_pairs = std::ranges::any_of(kernel.opts, [](const Opt& opt) { return opt.op == OptOp::Unroll && opt.amount == 2; });
+    paired += splits_pairs && unrolls_pairs ? 1 : 0;
+  }
+  CHECK(paired == 1);
 }
 
 TEST_CASE("a (3, n) tensor stored flat as (1, 3·n) and read back divides by nothing at run time") {
