@@ -223,11 +223,7 @@ class Linearizer {
       UOpPtr lane = identity_of(op, dtype.base());
       return UOp::make(Ops::VECTORIZE, dtype, std::vector<UOpPtr>(static_cast<size_t>(dtype.count()), lane));
     }
-    if (op == Ops::ADD) return const_int(dtype, 0);
-    if (op == Ops::MUL) return const_int(dtype, 1);
-    if (dtype.is_bool()) return const_bool(false);
-    if (dtype.is_float()) return const_float(dtype, -std::numeric_limits<double>::infinity());
-    return const_int(dtype, static_cast<int64_t>(min_value(dtype)));
+    return reduction_identity(op, dtype);
   }
 
   // The REDUCEs lowered together with `reduce`: those over the same ranges that can be computed in

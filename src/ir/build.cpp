@@ -1,6 +1,8 @@
 // Builders for common UOps; see build.h.
 #include "ir/build.h"
 
+#include <cmath>
+
 #include "ir/evaluate.h"
 #include "support/error.h"
 
@@ -85,6 +87,15 @@ UOpPtr minimum(const UOpPtr& a, const UOpPtr& b) {
 }
 UOpPtr where(const UOpPtr& condition, const UOpPtr& if_true, const UOpPtr& if_false) {
   return alu(Ops::WHERE, condition, if_true, if_false);
+}
+
+UOpPtr reduction_identity(Ops op, DType type) {
+  if (op == Ops::ADD) return type.is_float() ? const_float(type, 0.0) : type.is_bool() ? const_bool(false) : const_int(type, 0);
+  if (op == Ops::MUL) return type.is_float() ? const_float(type, 1.0) : type.is_bool() ? const_bool(true) : const_int(type, 1);
+  KILN_ASSERT(op == Ops::MAX, str_cat("unknown reduction ", op_name(op)));
+  if (type.is_float()) return const_float(type, -INFINITY);
+  if (type.is_bool()) return const_bool(false);
+  return UOp::make(Ops::CONST, type, {}, static_cast<int64_t>(min_value(type)));
 }
 UOpPtr logical_not(const UOpPtr& a) { return alu(Ops::NOT, a); }
 UOpPtr cast(const UOpPtr& a, DType dtype) { return UOp::make(Ops::CAST, dtype, {a}); }

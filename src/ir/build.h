@@ -64,6 +64,9 @@ UOpPtr eq(const UOpPtr& a, const UOpPtr& b);       // a == b
 UOpPtr maximum(const UOpPtr& a, const UOpPtr& b);  // max(a, b)
 UOpPtr minimum(const UOpPtr& a, const UOpPtr& b);  // min(a, b): -max(-a, -b) for index and floats, a WHERE for fixed-width ints
 UOpPtr where(const UOpPtr& condition, const UOpPtr& if_true, const UOpPtr& if_false);
+// The value of a reduction over nothing, of scalar type `type`: 0 for ADD, 1 for MUL, the type's
+// lowest value for MAX (-inf for floats, false for bool). Throws for other ops.
+UOpPtr reduction_identity(Ops op, DType type);
 UOpPtr logical_not(const UOpPtr& a);
 UOpPtr cast(const UOpPtr& a, DType dtype);
 inline UOpPtr lt(const UOpPtr& a, int64_t b) { return lt(a, const_like(a, b)); }

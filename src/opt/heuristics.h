@@ -26,7 +26,10 @@
 //     over an image of any size, attention's keys over a sequence of any length) is PADTO'd to the
 //     vector lanes and SPLIT by them, so that its inner block is a constant loop that 1-3 vectorise;
 //     the iterations past its end are masked, not clamped, so the block's loads stay vectors. Kept
-//     only when the tile's UPCAST is that block.
+//     only when the tile's UPCAST is that block (or its rows are; a 1x1 conv's tile then takes the
+//     image's next row as a second column). A reduction with no vector among its output axes whose
+//     loads are contiguous along a symbolic reduce loop (a global average pool over an image of any
+//     size) gets that loop in padded vector blocks the same way (PADTO, SPLIT, UPCAST of the block).
 // docs/optimisation.md gives the reasons and measurements for each rule.
 // The Opt list, the new AST and the new extent of axis 0 (the thread split) replace the kernel's.
 #pragma once

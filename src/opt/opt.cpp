@@ -133,6 +133,30 @@ UOpPtr pad_range(const UOpPtr& kernel, const UOp* target, const UOpPtr& padded) 
   return simplify(rebuilt.at(kernel.get()));
 }
 
+// `kernel` with reduce loop `target` running to `padded` (PADTO on a reduce axis, opt.h): every
+// load that depends on it gets the valid `r < E` (loads give 0 there, so no memory is touched),
+// and every REDUCE over it reduces `where(r < E, value, identity)`, so the extra iterations add
+// nothing (a 0 load can still become a nonzero value: HardSwish(0 + bias)).
+UOpPtr pad_reduce_range(const UOpPtr& kernel, const UOp* target, const UOpPtr& padded) {
+  UOpPtr masked = pad_range(kernel, target, padded);  // the loads masked, the range longer
+  const int64_t axis = target->arg_int();
+  std::vector<const UOp*> ranges = kernel_ranges(masked);
+  auto longer = std::find_if(ranges.begin(), ranges.end(), [&](const UOp* r) { return r->arg_int() == axis; });
+  KILN_ASSERT(longer != ranges.end(), "PADTO lost the reduce range");
+  UOpPtr inside = lt((*longer)->self(), target->src(0));
+  std::unordered_map<const UOp*, UOpPtr> reductions;
+  for (const UOp* node : toposort(masked)) {
+    if (node->op() != Ops::REDUCE) continue;
+    bool over_target = false;
+    for (size_t i = 1; i < node->src_count(); ++i) over_target = over_target || node->src(i).get() == *longer;
+    if (!over_target) continue;
+    std::vector<UOpPtr> sources = node->srcs();
+    sources[0] = where(inside, sources[0], reduction_identity(node->arg_op(), node->dtype()));
+    reductions[node] = node->with_srcs(std::move(sources));
+  }
+  return simplify(substitute(masked, reductions));
+}
+
 // `kernel` with output loop `target` split into outer·amount + inner (SPLIT in opt.h): `inner` a new
 // output loop with id `inner_axis`; a remainder the simplifier cannot rule out pads the outer part.
 UOpPtr split_output_loop(const UOpPtr& kernel, const UOp* target, int64_t amount, int64_t inner_axis) {
@@ -188,8 +212,19 @@ UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
     return simplify(substitute(kernel, {{target, merged / inner_extent}, {*other, merged % inner_extent}}));
   }
   if (kind != AxisKind::Loop && kind != AxisKind::Reduce) throw invalid("only loop and reduce axes can be split");
+  if (opt.op == OptOp::Split && kind == AxisKind::Reduce) {
+    // A reduce loop splits only where `amount` provably divides it (after a PADTO): an extra
+    // iteration of a clamped split would add the last term twice.
+    if (opt.amount < 2) throw invalid("the inner extent must be at least 2");
+    UOpPtr remainder = simplify(target->src(0) % opt.amount);
+    if (!remainder->is_const() || remainder->const_int() != 0)
+      throw invalid("a reduce loop splits only by an amount that divides it (PADTO it first)");
+    int64_t inner_axis = next_axis_in_band(ranges, kFirstReduceAxis);
+    if (inner_axis >= kFirstUpcastAxis) throw invalid("the kernel has no free reduce axis id");
+    return split_range(kernel, target, range(simplify(target->src(0) / opt.amount), opt.axis), range(opt.amount, inner_axis));
+  }
   if (opt.op == OptOp::Split) {
-    if (kind != AxisKind::Loop) throw invalid("only output loops can be split into two output loops");
+    if (kind != AxisKind::Loop) throw invalid("only output and reduce loops can be split");
     if (opt.amount < 2) throw invalid("the inner extent must be at least 2");
     // Past the loop's largest extent a split only adds padded iterations (a tuning database's
     // SPLIT by 2^40 would run that many).
@@ -200,14 +235,14 @@ UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
     return split_output_loop(kernel, target, opt.amount, inner_axis);
   }
   if (opt.op == OptOp::Padto) {
-    if (kind != AxisKind::Loop) throw invalid("only output loops can be padded");
+    if (kind != AxisKind::Loop && kind != AxisKind::Reduce) throw invalid("only output and reduce loops can be padded");
     if (opt.amount < 2) throw invalid("the multiple must be at least 2");
     // A symbolic extent E runs to ⌈E / amount⌉·amount, an expression a SPLIT by `amount` divides
     // (a symbolic contiguous axis in vector blocks: heuristics.h, step 0).
     const UOpPtr& end = target->src(0);
     UOpPtr padded = simplify((end + (opt.amount - 1)) / opt.amount * opt.amount);
     if (padded == end) throw invalid("the extent is a multiple already");
-    return pad_range(kernel, target, padded);
+    return kind == AxisKind::Reduce ? pad_reduce_range(kernel, target, padded) : pad_range(kernel, target, padded);
   }
   if (!target->src(0)->is_const()) throw invalid("the range's extent is not a constant");
   auto extent = static_cast<int64_t>(target->src(0)->const_int());

@@ -16,7 +16,11 @@
 // extent E (constant or symbolic: ⌈E / amount⌉·amount) up to a multiple of `amount`: every store and
 // every load that depends on the loop gets the valid `r < E` (loads yield 0 there), so the extra
 // iterations read and write nothing. (optimize_schedule then lets some of those loads read at a
-// valid point instead, without the mask: opt/padded_loads.h. The Opt itself always masks.)
+// valid point instead, without the mask: opt/padded_loads.h. The Opt itself always masks.) On a
+// reduce loop PADTO also makes every REDUCE over it reduce `where(r < E, value, identity)`: a load
+// of 0 can still give a value (ReLU(0·w + b)), which the padded steps must not add.
+// SPLIT of a reduce loop makes two reduce loops the same way, only where `amount` provably divides E
+// (a symbolic one after its PADTO), the inner a new reduce range that UPCAST can take.
 // SPLIT makes output loop r (extent E, constant or symbolic) two output loops, r = outer·amount +
 // inner: the outer keeps r's id and position, the inner is a new output loop of extent `amount`
 // (the next free id, so innermost among the output loops). When `amount` does not provably divide E

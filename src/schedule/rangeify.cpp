@@ -764,16 +764,6 @@ class Rangeifier {
                                   {UOp::make(Ops::INDEX, global->dtype(), {global, flat, valid}), zero_of(info.dtype)}));
   }
 
-  // The value of a reduction over nothing.
-  static UOpPtr reduce_identity(Ops op, DType type) {
-    if (op == Ops::ADD) return type.is_float() ? const_float(type, 0.0) : type.is_bool() ? const_bool(false) : const_int(type, 0);
-    if (op == Ops::MUL) return type.is_float() ? const_float(type, 1.0) : type.is_bool() ? const_bool(true) : const_int(type, 1);
-    KILN_ASSERT(op == Ops::MAX, str_cat("rangeify: unknown reduction ", op_name(op)));
-    if (type.is_float()) return const_float(type, -INFINITY);
-    if (type.is_bool()) return const_bool(false);
-    return UOp::make(Ops::CONST, type, {}, static_cast<int64_t>(min_value(type)));
-  }
-
   // Whether `node` is elementwise work on exactly one reduction (a conv's BatchNorm, with its
   // per-channel constants) that nothing else reads: the reduction is stored anyway when a
   // broadcast reaches it, so storing `node` instead costs the same bytes and runs the epilogue once
@@ -1036,7 +1026,7 @@ class Rangeifier {
         Index source_index = index;
         std::vector<UOpPtr> ranges;
         for (size_t i = 1; i < arg.size(); ++i)
-          if (source_shape[static_cast<size_t>(arg[i])].is(0)) return reduce_identity(static_cast<Ops>(arg[0]), node->dtype());
+          if (source_shape[static_cast<size_t>(arg[i])].is(0)) return reduction_identity(static_cast<Ops>(arg[0]), node->dtype());
         for (size_t i = 1; i < arg.size(); ++i) {
           auto axis = static_cast<size_t>(arg[i]);
           if (source_shape[axis].is(1)) {

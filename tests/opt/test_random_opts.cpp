@@ -735,6 +735,35 @@ TEST_CASE("a loop that ends at a symbolic variable is neither upcast nor unrolle
   CHECK_NOTHROW(apply_opt(ast, {OptOp::Split, 0, 64}));
 }
 
+TEST_CASE("PADTO and SPLIT on a reduce loop of symbolic extent: the padded steps add the identity, the split is exact") {
+  // out[0] = sum over i < n of (x[i]·2 + 1): a padded step loads 0, whose value 1 must not count.
+  UOpPtr n = variable("n", 1, 64);
+  UOpPtr x = UOp::make(Ops::DEFINE_GLOBAL, dtypes::f32.ptr(AddrSpace::Global, 64), {}, int64_t{1});
+  UOpPtr out = UOp::make(Ops::DEFINE_GLOBAL, dtypes::f32.ptr(AddrSpace::Global, 1), {}, int64_t{0});
+  UOpPtr i = range(n, kFirstReduceAxis);
+  UOpPtr load = UOp::make(Ops::LOAD, dtypes::f32, {UOp::make(Ops::INDEX, x->dtype(), {x, i})});
+  UOpPtr term = load * const_float(dtypes::f32, 2.0) + const_float(dtypes::f32, 1.0);
+  UOpPtr sum = UOp::make(Ops::REDUCE, dtypes::f32, {term, i}, Ops::ADD);
+  UOpPtr zero = const_int(dtypes::index, 0);
+  UOpPtr ast = UOp::make(Ops::SINK, dtypes::void_, {UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, out->dtype(), {out, zero}), sum})},
+                         std::string("sum_n"));
+  // Not divisible before the PADTO: a clamped extra step would add the last term twice.
+  CHECK_THROWS_AS(apply_opt(ast, {OptOp::Split, kFirstReduceAxis, 8}), InvalidOpt);
+  UOpPtr padded = apply_opt(ast, {OptOp::Padto, kFirstReduceAxis, 8});
+  std::vector<const UOp*> nodes = toposort(padded);
+  auto reduce = std::ranges::find_if(nodes, [](const UOp* node) { return node->op() == Ops::REDUCE; });
+  REQUIRE(reduce != nodes.end());
+  CHECK((*reduce)->src(0)->op() == Ops::WHERE);  // the identity past n
+  auto masked_load = std::ranges::find_if(nodes, [](const UOp* node) { return node->op() == Ops::LOAD; });
+  REQUIRE(masked_load != nodes.end());
+  CHECK((*masked_load)->src(0)->src_count() == 3);  // no read past n
+  UOpPtr vectorised = apply_opts(ast, {{OptOp::Padto, kFirstReduceAxis, 8}, {OptOp::Split, kFirstReduceAxis, 8},
+                                       {OptOp::Upcast, kFirstReduceAxis + 1, 8}});
+  std::vector<const UOp*> ranges = kernel_ranges(vectorised);
+  CHECK(std::ranges::any_of(ranges, [](const UOp* r) { return axis_kind(r->arg_int()) == AxisKind::Upcast; }));
+  CHECK(std::ranges::any_of(ranges, [](const UOp* r) { return r->arg_int() == kFirstReduceAxis && !r->src(0)->is_const(); }));
+}
+
 namespace {
 
 // The heuristics' opts for the conv kernel (the first kernel with a reduction) of `x` convolved

@@ -201,6 +201,27 @@ TEST_CASE("views: permute, reshape with an inferred size, unsqueeze, expand, fli
       {{{-1, 6}}}, {1, 4, 9});
 }
 
+TEST_CASE("reductions along a symbolic contiguous axis in vector blocks: the padded lanes add nothing") {
+  // Each row of n values is reduced in padded vector blocks (heuristics.cpp,
+  // symbolic_reduce_vector_opts): the padded lanes load 0, which the sum's computed value (ReLU(0.5·0
+  // + 1) = 1) and the max of values below 0 would take in, unless the reduction adds its identity
+  // there. n = 1, 5, 16, 17 and 40 end the rows inside and at the end of a block.
+  Graph graph = [](const std::vector<Tensor>& x) {
+    Tensor shifted = x[0] * 0.5f + 1.0f;
+    return std::vector<Tensor>{shifted.relu().sum({1}), (x[0] + (-3.0f)).max({1}), shifted.relu().mean({1}),
+                               x[0].softmax(-1)};
+  };
+  std::vector<InputSpec> inputs{{{6, -1}}};
+  check_at_sizes(graph, inputs, {1, 5, 16, 17, 40});
+  SymbolicProgram program(graph, inputs, 64);
+  int padded_reductions = 0;
+  for (const ScheduledKernel& kernel : program.schedule().kernels)
+    padded_reductions += std::ranges::any_of(kernel.opts, [](const Opt& opt) {
+      return opt.op == OptOp::Padto && axis_kind(opt.axis) == AxisKind::Reduce;
+    }) ? 1 : 0;
+  CHECK(padded_reductions >= 3);
+}
+
 TEST_CASE("attention over a symbolic sequence: matmuls, softmax, layer norm, mean pooling") {
   const int64_t d = 8;
   Tensor wq = weight({d, d}, 0.25f), wk = weight({d, d}, -0.125f), wv = weight({d, d}, 0.375f);
