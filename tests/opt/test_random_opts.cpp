@@ -837,6 +837,19 @@ TEST_CASE("a symbolic batch as axis 0 is merged with the channels, so that threa
   Dim parallel = parallel_extent_of(apply_opts(ast, opts));
   CHECK(!parallel.is_known());
   CHECK(parallel.min() >= 2);
+  // With 116 filters (wider than order_output_axes's kWideEnoughToSplit) the batch stays outermost
+  // too: filters first would have each filter tile read every image of the batch.
+  Schedule wide = create_schedule({x.conv(f32({116, 24, 1, 1}, 19)).data().node});
+  auto wide_conv = std::ranges::find_if(wide.kernels, [](const ScheduledKernel& kernel) {
+    return std::ranges::any_of(toposort(kernel.ast), [](const UOp* node) { return node->op() == Ops::REDUCE; });
+  });
+  REQUIRE(wide_conv != wide.kernels.end());
+  for (const UOp* range : kernel_ranges(wide_conv->ast))
+    if (range->arg_int() == 0) CHECK(!range->src(0)->is_const());
+  std::vector<Opt> wide_opts = hand_coded_opts(wide_conv->ast, host_cpu_caps());
+  REQUIRE(!wide_opts.empty());
+  CHECK(wide_opts.back().op == OptOp::Merge);
+  CHECK(wide_opts.back().axis == 0);
   // A batch that may reach past kSmallSymbolicAxis (rows of batch × sequence) keeps its axis 0.
   Tensor rows = symbolic_graph_input("x", {size_variable("rows", 1, 512), 24}, ScalarType::Float32);
   Schedule row_schedule = create_schedule({(rows * 2.0f).data().node});
