@@ -850,6 +850,17 @@ TEST_CASE("a symbolic batch as axis 0 is merged with the channels, so that threa
   REQUIRE(!wide_opts.empty());
   CHECK(wide_opts.back().op == OptOp::Merge);
   CHECK(wide_opts.back().axis == 0);
+  // An elementwise kernel's batch is merged with a loop other than its store-contiguous one (a
+  // channels-last copy, (batch, 7, 7, 24)): merged, a loop runs outermost, and the vector is inside.
+  Tensor small = symbolic_graph_input("x", {size_variable("batch", 1, 8), 24, 7, 7}, ScalarType::Float32);
+  Schedule copy = create_schedule({(small.permute({0, 2, 3, 1}) * 2.0f).data().node});
+  REQUIRE(copy.kernels.size() == 1);
+  std::vector<Opt> copy_opts = hand_coded_opts(copy.kernels[0].ast, host_cpu_caps());
+  REQUIRE(!copy_opts.empty());
+  CHECK(copy_opts.back().op == OptOp::Merge);
+  UOpPtr before_merge = apply_opts(copy.kernels[0].ast, {copy_opts.begin(), copy_opts.end() - 1});
+  for (const UOp* range : kernel_ranges(before_merge))
+    if (range->arg_int() == copy_opts.back().amount) CHECK(range->src(0)->const_int() == 7);
   // A batch that may reach past kSmallSymbolicAxis (rows of batch × sequence) keeps its axis 0.
   Tensor rows = symbolic_graph_input("x", {size_variable("rows", 1, 512), 24}, ScalarType::Float32);
   Schedule row_schedule = create_schedule({(rows * 2.0f).data().node});
