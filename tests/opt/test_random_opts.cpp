@@ -766,6 +766,15 @@ TEST_CASE("PADTO and SPLIT on a reduce loop of symbolic extent: the padded steps
 
 namespace {
 
+// The AST of the first kernel of `schedule` that has a reduction (a conv after its weight copies).
+UOpPtr first_reduction_ast(const Schedule& schedule) {
+  auto kernel = std::ranges::find_if(schedule.kernels, [](const ScheduledKernel& candidate) {
+    return std::ranges::any_of(toposort(candidate.ast), [](const UOp* node) { return node->op() == Ops::REDUCE; });
+  });
+  REQUIRE(kernel != schedule.kernels.end());
+  return kernel->ast;
+}
+
 // The heuristics' opts for the conv kernel (the first kernel with a reduction) of `x` convolved
 // with a (32, 16, k, k) weight, zero-padded by k / 2 on every side.
 std::vector<Opt> symbolic_width_conv_opts(int64_t k, UOpPtr& ast) {
@@ -773,11 +782,8 @@ std::vector<Opt> symbolic_width_conv_opts(int64_t k, UOpPtr& ast) {
   ConvOptions same;
   same.padding = std::vector<int64_t>(4, k / 2);
   Schedule schedule = create_schedule({x.conv(f32({32, 16, k, k}, 14), f32({32}, 15), same).data().node});
-  auto conv = std::ranges::find_if(schedule.kernels, [](const ScheduledKernel& kernel) {
-    return std::ranges::any_of(toposort(kernel.ast), [](const UOp* node) { return node->op() == Ops::REDUCE; });
-  });
-  REQUIRE(conv != schedule.kernels.end());
-  ast = conv->ast;
+  UOpPtr conv_ast = first_reduction_ast(schedule);
+  ast = conv_ast;
   return hand_coded_opts(ast, host_cpu_caps());
 }
 
@@ -825,11 +831,8 @@ TEST_CASE("a symbolic batch as axis 0 is merged with the channels, so that threa
   // (An elementwise kernel over a contiguous tensor runs as one loop of batch × 4704 already.)
   Tensor x = symbolic_graph_input("x", {size_variable("batch", 1, 8), 24, 14, 14}, ScalarType::Float32);
   Schedule schedule = create_schedule({x.conv(f32({32, 24, 1, 1}, 16)).data().node});
-  auto conv = std::ranges::find_if(schedule.kernels, [](const ScheduledKernel& kernel) {
-    return std::ranges::any_of(toposort(kernel.ast), [](const UOp* node) { return node->op() == Ops::REDUCE; });
-  });
-  REQUIRE(conv != schedule.kernels.end());
-  const UOpPtr& ast = conv->ast;
+  UOpPtr conv_ast = first_reduction_ast(schedule);
+  const UOpPtr& ast = conv_ast;
   std::vector<Opt> opts = hand_coded_opts(ast, host_cpu_caps());
   REQUIRE(!opts.empty());
   CHECK(opts.back().op == OptOp::Merge);
@@ -840,13 +843,10 @@ TEST_CASE("a symbolic batch as axis 0 is merged with the channels, so that threa
   // With 116 filters (wider than order_output_axes's kWideEnoughToSplit) the batch stays outermost
   // too: filters first would have each filter tile read every image of the batch.
   Schedule wide = create_schedule({x.conv(f32({116, 24, 1, 1}, 19)).data().node});
-  auto wide_conv = std::ranges::find_if(wide.kernels, [](const ScheduledKernel& kernel) {
-    return std::ranges::any_of(toposort(kernel.ast), [](const UOp* node) { return node->op() == Ops::REDUCE; });
-  });
-  REQUIRE(wide_conv != wide.kernels.end());
-  for (const UOp* range : kernel_ranges(wide_conv->ast))
+  UOpPtr wide_conv_ast = first_reduction_ast(wide);
+  for (const UOp* range : kernel_ranges(wide_conv_ast))
     if (range->arg_int() == 0) CHECK(!range->src(0)->is_const());
-  std::vector<Opt> wide_opts = hand_coded_opts(wide_conv->ast, host_cpu_caps());
+  std::vector<Opt> wide_opts = hand_coded_opts(wide_conv_ast, host_cpu_caps());
   REQUIRE(!wide_opts.empty());
   CHECK(wide_opts.back().op == OptOp::Merge);
   CHECK(wide_opts.back().axis == 0);
@@ -880,11 +880,8 @@ TEST_CASE("over an image of any size, a symbolic batch gives axis 0 to the rows 
     ConvOptions same;
     same.padding = std::vector<int64_t>(4, k / 2);
     Schedule schedule = create_schedule({x.conv(f32({filters, 24, k, k}, 17), f32({filters}, 18), same).data().node});
-    auto conv = std::ranges::find_if(schedule.kernels, [](const ScheduledKernel& kernel) {
-      return std::ranges::any_of(toposort(kernel.ast), [](const UOp* node) { return node->op() == Ops::REDUCE; });
-    });
-    REQUIRE(conv != schedule.kernels.end());
-    ast = conv->ast;
+    UOpPtr conv_ast = first_reduction_ast(schedule);
+    ast = conv_ast;
     return hand_coded_opts(ast, host_cpu_caps());
   };
   for (auto [filters, k] : {std::pair<int64_t, int64_t>{32, 3}, {24, 1}}) {
