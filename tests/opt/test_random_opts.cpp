@@ -766,6 +766,18 @@ TEST_CASE("PADTO and SPLIT on a reduce loop of symbolic extent: the padded steps
 
 namespace {
 
+// How far the store of `kernel` moves in memory per step of `range` (nullopt: not a constant).
+std::optional<int64_t> store_step(const UOpPtr& kernel, const UOp* range) {
+  for (const UOp* node : toposort(kernel)) {
+    if (node->op() != Ops::STORE) continue;
+    const UOpPtr& offset = node->src(0)->src(1);
+    UOpPtr step = simplify(substitute(offset, {{range, range->self() + 1}}) - offset);
+    if (step->is_const()) return static_cast<int64_t>(step->const_int());
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 // The AST of the first kernel of `schedule` that has a reduction (a conv after its weight copies).
 UOpPtr first_reduction_ast(const Schedule& schedule) {
   auto kernel = std::ranges::find_if(schedule.kernels, [](const ScheduledKernel& candidate) {
@@ -825,6 +837,31 @@ TEST_CASE("a conv over a symbolic image width: its pixels in padded vector block
   CHECK(upcast->amount == host_cpu_caps().vector_lanes(dtypes::f32));
   CHECK(std::ranges::any_of(opts, [&](const Opt& opt) { return opt.op == OptOp::Unroll && opt.axis == block; }));
   CHECK_NOTHROW(apply_opts(taps, opts));
+}
+
+TEST_CASE("a stem conv over a symbolic image keeps its pixels as the vector: a scatter of symbolic stride needs a long reduction") {
+  // 3 -> 16 channels, 3x3, stride 2 (27 reduction steps). With a known image the filters are the
+  // vector, stored lane by lane into planes a constant stride apart; over an image of any size
+  // the planes lie a symbolic stride apart, and the pixels' block is the vector instead.
+  ConvOptions stem;
+  stem.stride = {2, 2};
+  stem.padding = {1, 1, 1, 1};
+  Tensor weight = f32({16, 3, 3, 3}, 20), bias = f32({16}, 21);
+  auto upcast_store_stride = [&](const Tensor& x) -> std::optional<int64_t> {
+    Schedule schedule = create_schedule({x.conv(weight, bias, stem).data().node});
+    UOpPtr ast = first_reduction_ast(schedule);
+    std::vector<Opt> opts = hand_coded_opts(ast, host_cpu_caps());
+    auto upcast = std::ranges::find_if(opts, [](const Opt& opt) { return opt.op == OptOp::Upcast; });
+    REQUIRE(upcast != opts.end());
+    // The UPCAST's range before it was applied: its step in the store.
+    UOpPtr before = apply_opts(ast, {opts.begin(), upcast});
+    for (const UOp* range : kernel_ranges(before))
+      if (range->arg_int() == upcast->axis) return store_step(before, range);
+    return std::nullopt;
+  };
+  Tensor symbolic = symbolic_graph_input("x", {1, 3, size_variable("h", 64, 512), size_variable("w", 64, 512)}, ScalarType::Float32);
+  CHECK(upcast_store_stride(symbolic) == int64_t{1});
+  CHECK(upcast_store_stride(f32({1, 3, 64, 64}, 22)) != int64_t{1});
 }
 
 TEST_CASE("a symbolic batch as axis 0 is merged with the channels, so that threads have work at batch 1") {
