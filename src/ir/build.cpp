@@ -89,6 +89,15 @@ UOpPtr where(const UOpPtr& condition, const UOpPtr& if_true, const UOpPtr& if_fa
   return alu(Ops::WHERE, condition, if_true, if_false);
 }
 
+void collect_conjuncts(const UOpPtr& condition, std::vector<UOpPtr>& out) {
+  if (condition->op() == Ops::AND && condition->dtype().is_bool()) {
+    collect_conjuncts(condition->src(0), out);
+    collect_conjuncts(condition->src(1), out);
+    return;
+  }
+  out.push_back(condition);
+}
+
 UOpPtr reduction_identity(Ops op, DType type) {
   if (op == Ops::ADD) return type.is_float() ? const_float(type, 0.0) : type.is_bool() ? const_bool(false) : const_int(type, 0);
   if (op == Ops::MUL) return type.is_float() ? const_float(type, 1.0) : type.is_bool() ? const_bool(true) : const_int(type, 1);

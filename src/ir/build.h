@@ -5,6 +5,8 @@
 // Comparisons are named methods rather than operators: `==` on UOpPtr keeps its meaning of identity.
 #pragma once
 
+#include <vector>
+
 #include <cstdint>
 #include <string>
 
@@ -64,6 +66,10 @@ UOpPtr eq(const UOpPtr& a, const UOpPtr& b);       // a == b
 UOpPtr maximum(const UOpPtr& a, const UOpPtr& b);  // max(a, b)
 UOpPtr minimum(const UOpPtr& a, const UOpPtr& b);  // min(a, b): -max(-a, -b) for index and floats, a WHERE for fixed-width ints
 UOpPtr where(const UOpPtr& condition, const UOpPtr& if_true, const UOpPtr& if_false);
+// Appends the conditions the bool `condition` is the conjunction of (AND nodes split, others as
+// they are) to `out`.
+void collect_conjuncts(const UOpPtr& condition, std::vector<UOpPtr>& out);
+
 // The value of a reduction over nothing, of scalar type `type`: 0 for ADD, 1 for MUL, the type's
 // lowest value for MAX (-inf for floats, false for bool). Throws for other ops.
 UOpPtr reduction_identity(Ops op, DType type);

@@ -14,16 +14,6 @@
 namespace kiln {
 namespace {
 
-// The conditions `gate` is the conjunction of.
-void collect_conjuncts(const UOpPtr& gate, std::vector<UOpPtr>& conjuncts) {
-  if (gate->op() == Ops::AND && gate->dtype().is_bool()) {
-    collect_conjuncts(gate->src(0), conjuncts);
-    collect_conjuncts(gate->src(1), conjuncts);
-    return;
-  }
-  conjuncts.push_back(gate);
-}
-
 std::vector<UOpPtr> conjuncts_of(const UOp* index) {
   std::vector<UOpPtr> conjuncts;
   if (index->src_count() == 3) collect_conjuncts(index->src(2), conjuncts);

@@ -44,15 +44,6 @@ bool is_range_value(const UOp* value, const UOp* range) {
   return value == range;
 }
 
-void collect_conjuncts(const UOpPtr& condition, std::vector<UOpPtr>& out) {
-  if (condition->op() == Ops::AND && condition->dtype().is_bool()) {
-    collect_conjuncts(condition->src(0), out);
-    collect_conjuncts(condition->src(1), out);
-    return;
-  }
-  out.push_back(condition);
-}
-
 struct Selection {
   size_t range;           // position in the reduce's ranges
   UOpPtr index;           // the selected iteration, as `index`
