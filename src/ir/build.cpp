@@ -106,6 +106,7 @@ UOpPtr reduction_identity(Ops op, DType type) {
   if (type.is_bool()) return const_bool(false);
   return UOp::make(Ops::CONST, type, {}, static_cast<int64_t>(min_value(type)));
 }
+
 UOpPtr logical_not(const UOpPtr& a) { return alu(Ops::NOT, a); }
 UOpPtr cast(const UOpPtr& a, DType dtype) { return UOp::make(Ops::CAST, dtype, {a}); }
 

@@ -5,10 +5,9 @@
 // Comparisons are named methods rather than operators: `==` on UOpPtr keeps its meaning of identity.
 #pragma once
 
-#include <vector>
-
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ir/uop.h"
 

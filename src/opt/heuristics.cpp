@@ -973,8 +973,9 @@ constexpr int64_t kFewParallelTiles = 8;
 // tile took all 32 filters of DeepLabV3's dilated ASPP convs) or the widest has fewer than
 // kFewParallelTiles iterations and the rows more at every size (24 filters in 3 tiles, which two
 // threads split 2 + 1, against 7 pairs of a 14×14 image's rows at least), the rows become axis 0
-// (SWAP) and the batch runs inside them. DeepLabV3 at 224×224, two threads, alternating runs: 7.90 -> 6.08 ms for the first rule
-// (its ASPP convs had run on one thread), 6.20 -> 5.73 for the second (fixed plan: 4.4-4.5).
+// (SWAP) and the batch runs inside them. DeepLabV3 at 224×224, two threads, alternating runs:
+// 7.90 -> 6.08 ms for the first rule (its ASPP convs had run on one thread), 6.20 -> 5.73 for the
+// second (fixed plan: 4.4-4.5).
 constexpr int64_t kSmallSymbolicAxis = 64;
 
 std::vector<Opt> with_symbolic_axis_merged(const UOpPtr& kernel, const UOpPtr& tiled, std::vector<Opt> opts) {

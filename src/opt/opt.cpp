@@ -237,6 +237,11 @@ UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
   if (opt.op == OptOp::Padto) {
     if (kind != AxisKind::Loop && kind != AxisKind::Reduce) throw invalid("only output and reduce loops can be padded");
     if (opt.amount < 2) throw invalid("the multiple must be at least 2");
+    // Past a reduce loop's largest extent the padding only adds steps (a tuning database's PADTO by
+    // 2^40 would run that many).
+    if (kind == AxisKind::Reduce && opt.amount > target->src(0)->vmax())
+      throw invalid(str_cat("the multiple is larger than the reduce loop's largest extent ",
+                            static_cast<int64_t>(target->src(0)->vmax())));
     // A symbolic extent E runs to ⌈E / amount⌉·amount, an expression a SPLIT by `amount` divides
     // (a symbolic contiguous axis in vector blocks: heuristics.h, step 0).
     const UOpPtr& end = target->src(0);

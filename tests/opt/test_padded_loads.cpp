@@ -37,12 +37,10 @@ std::vector<const UOp*> nodes_of(const UOpPtr& kernel, Ops op) {
   return found;
 }
 
-// The conditions `gate` is the conjunction of.
-std::vector<const UOp*> conjuncts(const UOp* gate) {
-  if (gate->op() != Ops::AND) return {gate};
-  std::vector<const UOp*> left = conjuncts(gate->src(0).get()), right = conjuncts(gate->src(1).get());
-  left.insert(left.end(), right.begin(), right.end());
-  return left;
+std::vector<UOpPtr> conjuncts(const UOpPtr& gate) {
+  std::vector<UOpPtr> conditions;
+  collect_conjuncts(gate, conditions);
+  return conditions;
 }
 
 bool masked(const UOp* access) { return access->src(0)->src_count() == 3; }
@@ -104,9 +102,9 @@ TEST_CASE("a load whose own mask has other conditions keeps them, read at the ch
   REQUIRE(masked(loads[0]));
   CHECK(loads[0]->src_count() == 2);
   // None of the stores' conditions is among the load's.
-  std::vector<const UOp*> store_conditions = conjuncts(nodes_of(unmasked, Ops::STORE)[0]->src(0)->src(2).get());
+  std::vector<UOpPtr> store_conditions = conjuncts(nodes_of(unmasked, Ops::STORE)[0]->src(0)->src(2));
   REQUIRE(!store_conditions.empty());
-  for (const UOp* condition : conjuncts(loads[0]->src(0)->src(2).get()))
+  for (const UOpPtr& condition : conjuncts(loads[0]->src(0)->src(2)))
     CHECK(std::ranges::find(store_conditions, condition) == store_conditions.end());
 }
 

@@ -749,6 +749,7 @@ TEST_CASE("PADTO and SPLIT on a reduce loop of symbolic extent: the padded steps
                          std::string("sum_n"));
   // Not divisible before the PADTO: a clamped extra step would add the last term twice.
   CHECK_THROWS_AS(apply_opt(ast, {OptOp::Split, kFirstReduceAxis, 8}), InvalidOpt);
+  CHECK_THROWS_AS(apply_opt(ast, {OptOp::Padto, kFirstReduceAxis, 65}), InvalidOpt);  // n is at most 64
   UOpPtr padded = apply_opt(ast, {OptOp::Padto, kFirstReduceAxis, 8});
   std::vector<const UOp*> nodes = toposort(padded);
   auto reduce = std::ranges::find_if(nodes, [](const UOp* node) { return node->op() == Ops::REDUCE; });

@@ -13,6 +13,7 @@
 
 #include "codegen/target.h"
 #include "driver/compile_kernels.h"
+#include "ir/build.h"
 #include "opt/optimize_schedule.h"
 #include "runtime/host_buffer.h"
 #include "schedule/schedule.h"
@@ -151,19 +152,9 @@ void check_at_sizes(const Graph& graph, const std::vector<InputSpec>& inputs, co
 }
 
 // The conditions an INDEX's mask is the conjunction of (none when it has no mask).
-std::vector<const UOp*> mask_conditions(const UOp* index) {
-  std::vector<const UOp*> conditions, pending;
-  if (index->src_count() == 3) pending.push_back(index->src(2).get());
-  while (!pending.empty()) {
-    const UOp* condition = pending.back();
-    pending.pop_back();
-    if (condition->op() == Ops::AND) {
-      pending.push_back(condition->src(0).get());
-      pending.push_back(condition->src(1).get());
-    } else {
-      conditions.push_back(condition);
-    }
-  }
+std::vector<UOpPtr> mask_conditions(const UOp* index) {
+  std::vector<UOpPtr> conditions;
+  if (index->src_count() == 3) collect_conjuncts(index->src(2), conditions);
   return conditions;
 }
 
@@ -341,11 +332,11 @@ TEST_CASE("a strided conv over a symbolic signal: its padded windows read withou
     for (const UOp* node : nodes)
       if (node->op() == Ops::STORE) stored = node->src(0).get();
     REQUIRE(stored != nullptr);
-    std::vector<const UOp*> padding = mask_conditions(stored);
+    std::vector<UOpPtr> padding = mask_conditions(stored);
     REQUIRE(!padding.empty());  // the padded windows are not stored
     for (const UOp* node : nodes) {
       if (node->op() != Ops::LOAD) continue;
-      for (const UOp* condition : mask_conditions(node->src(0).get()))
+      for (const UOpPtr& condition : mask_conditions(node->src(0).get()))
         CHECK(std::ranges::find(padding, condition) == padding.end());
     }
     unmasked_convs += 1;
