@@ -1093,6 +1093,19 @@ std::vector<Opt> with_parallel_axis(const UOpPtr& kernel, std::vector<Opt> opts)
 // 112), so 2 or 4 threads split every blocked kernel of a chain at the same rows; an odd extent
 // gets 2. KILN_ROW_BLOCKS=0 turns this off, for comparisons.
 constexpr int64_t kRowBlocks = 8;
+constexpr int64_t kSymbolicRowBlocks = 2;
+
+// The least step of `expression` along `range`: a constant, or a size's smallest value (an NCHW
+// image's row stride is its width), nullopt where the step depends on a loop.
+std::optional<int64_t> least_step(const UOpPtr& expression, const UOp* range) {
+  if (std::optional<int64_t> step = constant_step(expression, range)) return step;
+  UOpPtr step = simplify(substitute(expression, {{range, range->self() + 1}}) - expression);
+  for (const UOp* node : toposort(step))
+    if (node->op() == Ops::RANGE) return std::nullopt;
+  if (step->vmin() > 0) return static_cast<int64_t>(step->vmin());
+  if (step->vmax() < 0) return static_cast<int64_t>(step->vmax());
+  return std::nullopt;
+}
 
 std::optional<std::vector<Opt>> with_row_blocks(const UOpPtr& kernel, const std::vector<Opt>& opts,
                                                 const TargetCaps& caps) {
@@ -1102,10 +1115,15 @@ std::optional<std::vector<Opt>> with_row_blocks(const UOpPtr& kernel, const std:
   } catch (const InvalidOpt&) {
     return std::nullopt;
   }
+  // The output loops of two iterations or more, and the symbolic ones that have at least one row
+  // for every block at every size (a signal's windows over a recording of any length: see below;
+  // not a batch that may be 1).
   std::vector<const UOp*> ranges = kernel_ranges(tiled), loops;
-  for (const UOp* range : ranges)
-    if (axis_kind(range->arg_int()) == AxisKind::Loop && range->src(0)->is_const() && extent_of(range) >= 2)
+  for (const UOp* range : ranges) {
+    const UOpPtr& end = range->src(0);
+    if (axis_kind(range->arg_int()) == AxisKind::Loop && (end->is_const() ? extent_of(range) >= 2 : end->vmin() >= kSymbolicRowBlocks))
       loops.push_back(range);
+  }
   struct Read {
     const UOp* index;
     std::vector<const UOp*> loops;  // the output loops it depends on
@@ -1143,33 +1161,48 @@ std::optional<std::vector<Opt>> with_row_blocks(const UOpPtr& kernel, const std:
   if (weight_bytes > caps.l2_bytes / 4) return std::nullopt;
   const UOp* rows = nullptr;
   int64_t rows_stride = 0;
+  bool unknown_step = false;
   for (const UOp* loop : reads[0].loops) {
     bool weight_loop = std::any_of(reads.begin() + 1, reads.end(), [&](const Read& read) {
       return std::find(read.loops.begin(), read.loops.end(), loop) != read.loops.end();
     });
-    std::optional<int64_t> stride = constant_step(store->src(1), loop);
-    if (weight_loop || !stride || *stride == 0) continue;
+    if (weight_loop) continue;
+    std::optional<int64_t> stride = least_step(store->src(1), loop);
+    unknown_step = unknown_step || !stride;
+    if (!stride || *stride == 0) continue;
     if (rows == nullptr || std::abs(*stride) > rows_stride) rows = loop, rows_stride = std::abs(*stride);
   }
   // Only an axis 0 that the activation load does not depend on (filters) makes each thread read the
   // whole input. Rows already outermost (a depthwise conv over channels-last pixels) need nothing;
   // a depthwise conv over NCHW channels reads only its own channels, and with row blocks
-  // MobileNetV2's took 1.2-1.6x longer at two threads.
+  // MobileNetV2's took 1.2-1.6x longer at two threads. The old axis 0 is merged into the blocks,
+  // which takes a constant extent.
   auto axis_0 = std::find_if(loops.begin(), loops.end(), [](const UOp* loop) { return loop->arg_int() == 0; });
-  if (rows == nullptr || axis_0 == loops.end() || *axis_0 == rows) return std::nullopt;
+  if (rows == nullptr || axis_0 == loops.end() || *axis_0 == rows || !(*axis_0)->src(0)->is_const()) return std::nullopt;
   if (std::find(reads[0].loops.begin(), reads[0].loops.end(), *axis_0) != reads[0].loops.end()) return std::nullopt;
-  int64_t extent = extent_of(rows), blocks = 1;
-  while (blocks < kRowBlocks && extent % (2 * blocks) == 0) blocks *= 2;
-  // An odd extent of 8 or more (YOLOX's 26×26 pixels, merged and unrolled by 4: 169) gets two
-  // blocks, the second one iteration short (SPLIT pads it: one row computed twice, stored once).
-  if (blocks < 2 && extent >= 8) blocks = 2;
-  if (blocks < 2) return std::nullopt;
-  // SPLIT makes the rows' id the block loop and a new innermost loop the rows inside a block; the
-  // first SWAP puts the rows back where they were, the second makes the blocks axis 0, and MERGE
-  // folds the old axis 0 (now innermost) into it, blocks outermost.
   int64_t axis = rows->arg_int();
   std::vector<Opt> blocked = opts;
-  blocked.push_back({OptOp::Split, axis, (extent + blocks - 1) / blocks});
+  if (rows->src(0)->is_const()) {
+    int64_t extent = extent_of(rows), blocks = 1;
+    while (blocks < kRowBlocks && extent % (2 * blocks) == 0) blocks *= 2;
+    // An odd extent of 8 or more (YOLOX's 26×26 pixels, merged and unrolled by 4: 169) gets two
+    // blocks, the second one iteration short (SPLIT pads it: one row computed twice, stored once).
+    if (blocks < 2 && extent >= 8) blocks = 2;
+    if (blocks < 2) return std::nullopt;
+    blocked.push_back({OptOp::Split, axis, (extent + blocks - 1) / blocks});
+  } else {
+    // Rows of symbolic extent E (wav2vec2's strided convs over a recording of any length, their
+    // windows in blocks of a vector) are cut into a constant number of blocks of ⌈E / B⌉ rows
+    // (BLOCKS), the last one padded by up to B - 1 rows that are computed and not stored. Only where
+    // every pixel loop's step is known: the image rows of DeepLabV3's 1x1 convs, split in pairs
+    // (with_row_pairs) and so read through a clamp, are not, and blocks of its columns instead made
+    // them slower.
+    if (unknown_step) return std::nullopt;
+    blocked.push_back({OptOp::Blocks, axis, kSymbolicRowBlocks});
+  }
+  // SPLIT (BLOCKS) makes the rows' id the block loop and a new innermost loop the rows inside a
+  // block; the first SWAP puts the rows back where they were, the second makes the blocks axis 0,
+  // and MERGE folds the old axis 0 (now innermost) into it, blocks outermost.
   try {
     UOpPtr split = apply_opts(kernel, blocked);
     int64_t inner = 0;

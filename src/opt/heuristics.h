@@ -14,7 +14,8 @@
 //     conv's output rows with its kernel rows unrolled).
 //  3. Loop order: the tile's columns outermost (SWAP) when their strip fits in half the L2.
 //  4. The threads' split (axis 0): a conv whose axis 0 would be its filter tiles splits its pixel
-//     rows in blocks instead (row blocks), so that chained kernels read what the same core wrote;
+//     rows in blocks instead (row blocks; a symbolic row count into a constant number of them by
+//     BLOCKS), so that chained kernels read what the same core wrote;
 //     otherwise axis 0 is given enough iterations for the threads (SWAP or MERGE); a small
 //     symbolic axis 0 (a batch) is merged with the widest constant output loop.
 //  0. First, in a kernel with a reduction whose rows are a symbolic loop (a matmul over

@@ -26,6 +26,7 @@ std::string Opt::text() const {
                      : op == OptOp::Swap   ? "SWAP"
                      : op == OptOp::Merge  ? "MERGE"
                      : op == OptOp::Padto  ? "PADTO"
+                     : op == OptOp::Blocks ? "BLOCKS"
                                            : "SPLIT";
   return str_cat(name, "(axis ", axis, ", ", amount, ")");
 }
@@ -90,10 +91,10 @@ int64_t next_axis_in_band(const std::vector<const UOp*>& ranges, int64_t band) {
   return next;
 }
 
-// `kernel` with `target` running to `padded`; the iterations past its extent touch no memory.
-UOpPtr pad_range(const UOpPtr& kernel, const UOp* target, const UOpPtr& padded) {
-  UOpPtr longer = range(padded, target->arg_int());
-  UOpPtr inside = lt(longer, target->src(0));
+// `kernel` with every use of `target` reading `replacement` instead, and every load and store that
+// depends on it masked by `inside` (loads give 0 where it fails), so points past the loop's end
+// touch no memory.
+UOpPtr masked_substitute(const UOpPtr& kernel, const UOp* target, const UOpPtr& replacement, const UOpPtr& inside) {
   std::unordered_map<const UOp*, UOpPtr> rebuilt;
   std::vector<const UOp*> order = toposort(kernel);
   std::unordered_set<const UOp*> depends;
@@ -104,7 +105,7 @@ UOpPtr pad_range(const UOpPtr& kernel, const UOp* target, const UOpPtr& padded) 
   }
   for (const UOp* node : order) {
     if (node == target) {
-      rebuilt[node] = longer;
+      rebuilt[node] = replacement;
       continue;
     }
     std::vector<UOpPtr> sources;
@@ -131,6 +132,12 @@ UOpPtr pad_range(const UOpPtr& kernel, const UOp* target, const UOpPtr& padded) 
     rebuilt[node] = result;
   }
   return simplify(rebuilt.at(kernel.get()));
+}
+
+// `kernel` with `target` running to `padded`; the iterations past its extent touch no memory.
+UOpPtr pad_range(const UOpPtr& kernel, const UOp* target, const UOpPtr& padded) {
+  UOpPtr longer = range(padded, target->arg_int());
+  return masked_substitute(kernel, target, longer, lt(longer, target->src(0)));
 }
 
 // `kernel` with reduce loop `target` running to `padded` (PADTO on a reduce axis, opt.h): every
@@ -180,6 +187,22 @@ UOpPtr split_output_loop(const UOpPtr& kernel, const UOp* target, int64_t amount
     outputs.push_back(store->with_srcs(std::move(sources)));
   }
   return simplify(clamped->with_srcs(std::move(outputs)));
+}
+
+// `kernel` with output loop `target` split into `opt.amount` blocks (BLOCKS in opt.h): the outer
+// loop, of that constant extent, keeps the id; the inner, ⌈E / amount⌉ long, gets `inner_axis`.
+UOpPtr block_output_loop(const UOpPtr& kernel, const UOp* target, const Opt& opt, int64_t inner_axis) {
+  const UOpPtr& end = target->src(0);
+  UOpPtr outer = range(opt.amount, target->arg_int());
+  UOpPtr remainder = simplify(end % opt.amount);
+  if (remainder->is_const() && remainder->const_int() == 0)
+    return split_range(kernel, target, outer, range(simplify(end / opt.amount), inner_axis));
+  // The last block's extra rows are masked as PADTO masks them (loads and stores), not clamped as a
+  // SPLIT's are: the rows' index stays affine, so its step along the block is a constant (the
+  // next tile's prefetch needs that), and unmask_padded_loads drops the loads' masks where it can.
+  UOpPtr inner = range(simplify((end + (opt.amount - 1)) / opt.amount), inner_axis);
+  UOpPtr joined = outer * inner->src(0) + inner;
+  return masked_substitute(kernel, target, joined, lt(joined, end));
 }
 
 }  // namespace
@@ -233,6 +256,16 @@ UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
     int64_t inner_axis = next_axis_in_band(ranges, 0);
     if (inner_axis >= kFirstReduceAxis) throw invalid("the kernel has no free output axis id");
     return split_output_loop(kernel, target, opt.amount, inner_axis);
+  }
+  if (opt.op == OptOp::Blocks) {
+    if (kind != AxisKind::Loop) throw invalid("only output loops are cut into blocks");
+    if (opt.amount < 2) throw invalid("the number of blocks must be at least 2");
+    // More blocks than the loop ever has iterations would only add padded ones.
+    if (opt.amount > target->src(0)->vmax())
+      throw invalid(str_cat("more blocks than the loop's largest extent ", static_cast<int64_t>(target->src(0)->vmax())));
+    int64_t inner_axis = next_axis_in_band(ranges, 0);
+    if (inner_axis >= kFirstReduceAxis) throw invalid("the kernel has no free output axis id");
+    return block_output_loop(kernel, target, opt, inner_axis);
   }
   if (opt.op == OptOp::Padto) {
     if (kind != AxisKind::Loop && kind != AxisKind::Reduce) throw invalid("only output and reduce loops can be padded");

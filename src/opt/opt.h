@@ -28,6 +28,11 @@
 // reads min(r, E - 1), so loads stay in bounds without a mask inside the reduction) and its stores
 // are masked off. That gives the heuristics a constant loop to tile inside a symbolic one (a
 // matmul's `batch·sequence` rows: docs/symbolic-shapes.md, decision 7).
+// BLOCKS is SPLIT the other way round: output loop r (extent E) becomes r = outer·⌈E / amount⌉ +
+// inner, the outer a loop of `amount` iterations keeping r's id, the inner a new output loop of
+// ⌈E / amount⌉ (symbolic where E is), padded past E as SPLIT pads. It cuts a symbolic loop into a
+// constant number of blocks, which a SPLIT cannot: the threads' share of an image's rows
+// (heuristics.h, row blocks).
 #pragma once
 
 #include <cstdint>
@@ -59,13 +64,14 @@ enum class OptOp {
   Merge,   // output loop `axis` absorbs the inner output loop `amount` (a·E + b becomes one range)
   Padto,   // output loop `axis` runs to the next multiple of `amount`; the extra iterations are masked
   Split,   // output loop `axis` becomes outer × a new inner output loop of `amount` (padded, see above)
+  Blocks,  // output loop `axis` becomes `amount` blocks × a new inner output loop (padded, see above)
 };
 
 struct Opt {
   OptOp op = OptOp::Upcast;
   int64_t axis = 0;    // axis id of the RANGE to split
   int64_t amount = 1;  // extent of the new inner range (divides the range's extent); SWAP: the other axis
-  std::string text() const;  // "UPCAST(axis 1, 16)", "SWAP(axis 0, 1)", "MERGE(axis 1, 2)", "PADTO(axis 1, 16)", "SPLIT(axis 1, 8)"
+  std::string text() const;  // "UPCAST(axis 1, 16)", "SWAP(axis 0, 1)", "MERGE(axis 1, 2)", "PADTO(axis 1, 16)", "SPLIT(axis 1, 8)", "BLOCKS(axis 2, 4)"
   friend bool operator==(const Opt&, const Opt&) = default;
 };
 

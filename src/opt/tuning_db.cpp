@@ -32,6 +32,7 @@ const char* op_name(OptOp op) {
     case OptOp::Merge: return "MERGE";
     case OptOp::Padto: return "PADTO";
     case OptOp::Split: return "SPLIT";
+    case OptOp::Blocks: return "BLOCKS";
   }
   return "?";
 }
@@ -105,7 +106,8 @@ Opt parse_opt(const LineReader& reader, const std::vector<std::string>& words) {
   else if (name == "MERGE") opt.op = OptOp::Merge;
   else if (name == "PADTO") opt.op = OptOp::Padto;
   else if (name == "SPLIT") opt.op = OptOp::Split;
-  else reader.fail(str_cat("unknown Opt '", name, "' (UPCAST, UNROLL, SWAP, MERGE, PADTO or SPLIT)"));
+  else if (name == "BLOCKS") opt.op = OptOp::Blocks;
+  else reader.fail(str_cat("unknown Opt '", name, "' (UPCAST, UNROLL, SWAP, MERGE, PADTO, SPLIT or BLOCKS)"));
   opt.axis = parse_int(reader, words[2], "axis");
   opt.amount = parse_int(reader, words[3], "amount");
   // Opts split output loops (0…) and reduce loops (1000…), never the UPCAST/UNROLL ranges they make.
@@ -116,10 +118,12 @@ Opt parse_opt(const LineReader& reader, const std::vector<std::string>& words) {
     if (opt.amount < 0 || axis_kind(opt.amount) != AxisKind::Loop || opt.amount == opt.axis)
       reader.fail(str_cat("bad other axis ", opt.amount, " for ", name, " (another output loop: 0 to 999)"));
   } else {
-    if (opt.op == OptOp::Unroll ? !splittable : !loop)
+    // UPCAST, UNROLL, PADTO and SPLIT take reduce loops too (a symbolic reduction in vector blocks).
+    bool output_only = opt.op == OptOp::Blocks;
+    if (output_only ? !loop : !splittable)
       reader.fail(str_cat("bad axis ", opt.axis, " for ", name,
-                          opt.op == OptOp::Unroll ? " (an output loop, 0 to 999, or a reduce loop, 1000 to 1999)"
-                                                  : " (an output loop: 0 to 999)"));
+                          output_only ? " (an output loop: 0 to 999)"
+                                      : " (an output loop, 0 to 999, or a reduce loop, 1000 to 1999)"));
     if (opt.amount < 2) reader.fail(str_cat("bad amount ", opt.amount, " for ", name, " (at least 2)"));
   }
   return opt;

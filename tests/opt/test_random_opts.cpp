@@ -492,8 +492,8 @@ class KernelOracle {
 
 // Every Opt the oracle may draw for `ast` now: UPCAST of an output or reduce axis by 2/4/8/16, UNROLL of an
 // output or reduce axis by 2/3/4/5/7/8, each dividing the axis and within the expansion budget;
-// PADTO of an output axis to a multiple of 4/8/16; SPLIT of an output axis by 3 or 8 (padded where
-// that does not divide it); SWAP and MERGE of two output axes.
+// PADTO of an output axis to a multiple of 4/8/16; SPLIT of an output axis by 3 or 8 and BLOCKS of
+// one into 2 or 3 blocks (padded where that does not divide it); SWAP and MERGE of two output axes.
 std::vector<Opt> candidate_opts(const UOpPtr& ast, int64_t expansion) {
   std::vector<Opt> candidates;
   for (const UOp* range : kernel_ranges(ast)) {
@@ -513,6 +513,8 @@ std::vector<Opt> candidate_opts(const UOpPtr& ast, int64_t expansion) {
       if (extent % multiple != 0 && extent < 4096) candidates.push_back({OptOp::Padto, range->arg_int(), multiple});
     for (int64_t amount : {3, 8})
       if (amount < extent) candidates.push_back({OptOp::Split, range->arg_int(), amount});
+    for (int64_t blocks : {2, 3})
+      if (blocks < extent) candidates.push_back({OptOp::Blocks, range->arg_int(), blocks});
     for (const UOp* other : kernel_ranges(ast))
       if (other != range && axis_kind(other->arg_int()) == AxisKind::Loop && other->src(0)->is_const()) {
         candidates.push_back({OptOp::Swap, range->arg_int(), other->arg_int()});

@@ -125,9 +125,14 @@ TEST_CASE("a damaged database gets a message naming the file and the line") {
   // Line numbers: 1 comment, 2 header, 3 blank, 4 entry, 5 target, 6 opt-version, 7 kernel-lines,
   // 8-9 kernel, 10 opt, 11 time-us, 12 end.
   CHECK(parse_error(replace(good, "opt UPCAST", "opt UPCASTX")) ==
-        "bad.db:10: unknown Opt 'UPCASTX' (UPCAST, UNROLL, SWAP, MERGE, PADTO or SPLIT)");
-  CHECK(parse_error(replace(good, "opt UPCAST 0 4", "opt UPCAST 1000 4")) ==
-        "bad.db:10: bad axis 1000 for UPCAST (an output loop: 0 to 999)");
+        "bad.db:10: unknown Opt 'UPCASTX' (UPCAST, UNROLL, SWAP, MERGE, PADTO, SPLIT or BLOCKS)");
+  // UPCAST, PADTO and SPLIT take reduce loops (the checks that need the kernel come at compile
+  // time); BLOCKS takes output loops only.
+  CHECK(parse_error(replace(good, "opt UPCAST 0 4", "opt UPCAST 1000 4")) == "");
+  CHECK(parse_error(replace(good, "opt UPCAST 0 4", "opt PADTO 1000 16")) == "");
+  CHECK(parse_error(replace(good, "opt UPCAST 0 4", "opt BLOCKS 1000 4")) ==
+        "bad.db:10: bad axis 1000 for BLOCKS (an output loop: 0 to 999)");
+  CHECK(parse_error(replace(good, "opt UPCAST 0 4", "opt BLOCKS 0 4")) == "");
   CHECK(parse_error(replace(good, "opt UPCAST 0 4", "opt UNROLL 2001 4")).find("bad.db:10: bad axis 2001 for UNROLL") == 0);
   CHECK(parse_error(replace(good, "opt UPCAST 0 4", "opt SWAP 0 0")).find("bad.db:10: bad other axis 0") == 0);
   CHECK(parse_error(replace(good, "opt UPCAST 0 4", "opt UPCAST x 4")) == "bad.db:10: bad axis 'x' (an integer)");

@@ -344,6 +344,31 @@ TEST_CASE("a strided conv over a symbolic signal: its padded windows read withou
   CHECK(unmasked_convs == 1);
 }
 
+TEST_CASE("a strided conv over a long symbolic signal: threads split its windows into a constant number of blocks") {
+  // wav2vec2's feature extractor over a recording of 256 to 1024 samples: the filter tiles were axis
+  // 0, so each thread read the whole signal. BLOCKS cuts the windows (in blocks of a vector, a
+  // symbolic count) into a constant number of blocks, merged with the filter tiles as axis 0
+  // (heuristics.cpp, with_row_blocks); the last block is padded where the count does not divide,
+  // at n = 257, 300 and 1000 (and not at 256, 1024: 128, 512 windows).
+  Tensor w = weight({64, 32, 3}, 0.125f), b = weight({64}, 0.5f);
+  ConvOptions strided;
+  strided.stride = {2};
+  strided.padding = {1, 1};
+  Graph graph = [&](const std::vector<Tensor>& x) { return std::vector<Tensor>{x[0].conv(w, b, strided).relu()}; };
+  std::vector<InputSpec> inputs{{{1, 32, -1}}};
+  check_at_sizes(graph, inputs, {256, 257, 300, 1000, 1024}, 1024, 256);
+  SymbolicProgram program(graph, inputs, 1024, 256);
+  int blocked_convs = 0;
+  for (const ScheduledKernel& kernel : program.schedule().kernels) {
+    if (std::ranges::none_of(kernel.opts, [](const Opt& opt) { return opt.op == OptOp::Blocks; })) continue;
+    // Axis 0 is constant (blocks × filter tiles): the runner needs no size to split it.
+    CHECK(kernel.parallel_extent.is_known());
+    CHECK(kernel.parallel_extent.value() >= 2);
+    blocked_convs += 1;
+  }
+  CHECK(blocked_convs == 1);
+}
+
 TEST_CASE("a 1x1 conv over an n×n image takes two image rows as its tile's columns, odd n padded") {
   // The pixels' block of one vector is the tile's vector and the filters its rows; with n at least
   // 2 the image's rows are SPLIT in pairs, unrolled as a second column (heuristics.cpp,
