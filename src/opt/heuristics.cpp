@@ -1247,6 +1247,27 @@ int64_t innermost_output_axis(const UOpPtr& kernel) {
 
 std::vector<Opt> tile_opts_of(const UOpPtr& kernel, const TargetCaps& caps);
 
+// Whether a tiled 1x1 conv over an image of any size, whose filter tiles are outermost, should run
+// its image rows outermost instead: each filter tile reads the whole input, which at the largest
+// image leaves the L2 (DeepLabV3's 672 -> 112 at 32×32 pixels: 2.75 MB, re-read from the L3 by 14
+// tiles), while its weights stay there (300 KB), to be re-read by each pair of rows. The bytes are
+// counted at the sizes' maxima: a loop that is small at some sizes costs little either way.
+bool image_outgrows_l2(const UOpPtr& tiled, const TargetCaps& caps) {
+  const UOp* lanes = nullptr;
+  for (const UOp* range : kernel_ranges(tiled))
+    if (axis_kind(range->arg_int()) == AxisKind::Upcast) lanes = range;
+  if (lanes == nullptr) return false;
+  double input_bytes = 0, weight_bytes = 0;
+  for (const Access& access : global_accesses(tiled)) {
+    if (access.is_store || !access.in_reduction) continue;
+    double bytes = access.index->src(0)->dtype().base().scalar_bytes();
+    for (const UOp* range : kernel_ranges(tiled))
+      if (depends_on(access.index, range)) bytes *= range->src(0)->vmax();
+    (depends_on(access.index, lanes) ? input_bytes : weight_bytes) += bytes;
+  }
+  return input_bytes > static_cast<double>(caps.l2_bytes) / 2 && weight_bytes <= static_cast<double>(caps.l2_bytes) / 2;
+}
+
 // A tile whose vector is the block of a symbolic row (a 1x1 conv over an image of any size: 16
 // pixels by 8 filters) has one vector column, where a fixed plan's tiles have two or more: each
 // reduction step loads one vector and 8 broadcasts for 8 FMAs, more loads than the two load ports
@@ -1284,7 +1305,11 @@ std::optional<std::vector<Opt>> with_row_pairs(const UOpPtr& kernel, const std::
     int64_t pair = innermost_output_axis(apply_opts(kernel, paired));
     paired.insert(paired.end(), tiles.begin(), tiles.end());
     paired.push_back({OptOp::Unroll, pair, 2});
-    (void)apply_opts(kernel, paired);
+    UOpPtr tiled = apply_opts(kernel, paired);
+    if (image_rows->arg_int() != 0 && image_outgrows_l2(tiled, caps)) {
+      paired.push_back({OptOp::Swap, 0, image_rows->arg_int()});
+      (void)apply_opts(kernel, paired);
+    }
   } catch (const InvalidOpt&) {
     return std::nullopt;
   }

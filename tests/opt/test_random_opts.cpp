@@ -1125,6 +1125,35 @@ TEST_CASE("the heuristics: a 1x1 conv keeps its filter tiles outermost when its 
   CHECK(columns_outermost(256, 128, 56));
 }
 
+TEST_CASE("the heuristics: a 1x1 conv over an image of any size runs its image rows outermost when the largest input leaves the L2") {
+  TargetCaps caps = avx512_with_fixed_caches();
+  // DeepLabV3's 672 -> 112 (300 KB of weights) over a batch of 1 or 2 images of up to 32×32 (up to
+  // 5.5 MB of input, which each of 14 filter tiles re-read from the L3) and of up to 12×12 (774 KB).
+  auto rows_outermost = [&](int64_t largest) {
+    Tensor x = symbolic_graph_input("x", {size_variable("batch", 1, 2), 672, size_variable("h", 7, largest), size_variable("w", 7, largest)},
+                                    ScalarType::Float32);
+    Schedule schedule = create_schedule({x.conv(f32({112, 672, 1, 1}, 34), f32({112}, 35)).data().node});
+    UOpPtr ast = first_reduction_ast(schedule);
+    std::vector<Opt> opts = hand_coded_opts(ast, caps);
+    std::string chosen;
+    for (const Opt& opt : opts) chosen += opt.text() + " ";
+    CAPTURE(chosen);
+    // Axis 0 of the tiled conv is then a symbolic loop that the weights do not depend on.
+    UOpPtr tiled = apply_opts(ast, opts);
+    const UOp* axis_0 = nullptr;
+    for (const UOp* range : kernel_ranges(tiled))
+      if (range->arg_int() == 0) axis_0 = range;
+    REQUIRE(axis_0 != nullptr);
+    bool weight_reads_axis_0 = false;
+    for (const UOp* node : toposort(tiled))
+      if (node->op() == Ops::INDEX && node->src(0)->dtype().pointer_size() == 112 * 672)
+        weight_reads_axis_0 = weight_reads_axis_0 || std::ranges::count(toposort(node->self()), axis_0) != 0;
+    return !axis_0->src(0)->is_const() && !weight_reads_axis_0;
+  };
+  CHECK(rows_outermost(32));
+  CHECK_FALSE(rows_outermost(12));
+}
+
 TEST_CASE("the heuristics: a conv split by filters gets pixel-row blocks as axis 0 when its weights are small") {
   TargetCaps caps = avx512_with_fixed_caches();
   auto last_kernel = [](const Tensor& t) {
