@@ -3,6 +3,8 @@
 // time by the Opt oracle (tests/opt), whose stride-2 pool and conv kernels take this path.
 #include "codegen/llvm/strided_gather.h"
 
+#include <functional>
+
 #include "codegen_test_helpers.h"
 
 namespace kiln {
@@ -62,6 +64,29 @@ TEST_CASE("strided gathers: masked lanes keep their own valid and alternative") 
   REQUIRE(gather);
   CHECK(gather->stride == 2);
   for (size_t lane = 0; lane < 4; ++lane) CHECK(gather->loads[lane] == loads[lane].get());
+  CHECK_FALSE(gather->valids);  // a constant bound: LLVM folds the lanes' compares
+}
+
+TEST_CASE("strided gathers: lanes valid below a size variable are one vector compare") {
+  // A block of an image row of any width: lane k valid while x + k < (w + 1) / 2.
+  UOpPtr buffer = global(dtypes::f32, 1024, 0);
+  UOpPtr x = range(27, 0) * idx(4);
+  UOpPtr bound = variable("w", 1, 500) + idx(1);
+  auto gather_of = [&](const std::function<UOpPtr(int64_t)>& valid_of) {
+    std::vector<UOpPtr> loads;
+    for (int64_t lane = 0; lane < 4; ++lane)
+      loads.push_back(testing::load(index(buffer, x * idx(2) + idx(2 * lane), valid_of(lane)), const_float(dtypes::f32, 0.0)));
+    return match_strided_gather(*UOp::make(Ops::VECTORIZE, dtypes::f32.vec(4), loads));
+  };
+  std::optional<StridedGather> gather = gather_of([&](int64_t lane) { return alu(Ops::CMPLT, x + idx(lane), bound); });
+  REQUIRE(gather);
+  REQUIRE(gather->valids);
+  CHECK(gather->valids->term == x);
+  CHECK(gather->valids->bound == bound);
+  CHECK(gather->valids->offsets == std::vector<int64_t>{0, 1, 2, 3});
+  // Lanes with different bounds, or not all compared: lane by lane.
+  CHECK_FALSE(gather_of([&](int64_t lane) { return alu(Ops::CMPLT, x + idx(lane), bound + idx(lane)); })->valids);
+  CHECK_FALSE(gather_of([&](int64_t lane) { return lane == 3 ? const_bool(true) : alu(Ops::CMPLT, x + idx(lane), bound); })->valids);
 }
 
 }  // namespace

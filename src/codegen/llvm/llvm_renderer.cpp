@@ -141,6 +141,26 @@ class Renderer {
       if (uses[load] == count) gathered_loads_.insert(load);
   }
 
+  // `term + offsets[k] < bound` for every lane k at once: one vector add and compare.
+  llvm::Value* lane_bound_compare(const LaneBoundCompare& compare) {
+    llvm::Value* term = value_of(compare.term);
+    auto* integer = llvm::cast<llvm::IntegerType>(term->getType());
+    std::vector<llvm::Constant*> offsets;
+    for (int64_t offset : compare.offsets) offsets.push_back(llvm::ConstantInt::get(integer, static_cast<uint64_t>(offset), true));
+    auto lanes = static_cast<unsigned>(compare.offsets.size());
+    llvm::Value* points = builder_.CreateAdd(builder_.CreateVectorSplat(lanes, term), llvm::ConstantVector::get(offsets));
+    llvm::Value* bound = builder_.CreateVectorSplat(lanes, value_of(compare.bound));
+    return compare.term->dtype().is_signed() ? builder_.CreateICmpSLT(points, bound) : builder_.CreateICmpULT(points, bound);
+  }
+
+  // A vector of `lanes` i1 spread `stride` apart over lanes·stride, false between.
+  llvm::Value* spread_lanes(llvm::Value* lane_mask, unsigned stride) {
+    auto lanes = static_cast<unsigned>(llvm::cast<llvm::FixedVectorType>(lane_mask->getType())->getNumElements());
+    std::vector<int> positions(static_cast<size_t>(lanes) * stride, static_cast<int>(lanes));  // lanes: a false
+    for (unsigned lane = 0; lane < lanes; ++lane) positions[static_cast<size_t>(lane) * stride] = static_cast<int>(lane);
+    return builder_.CreateShuffleVector(lane_mask, llvm::Constant::getNullValue(lane_mask->getType()), positions);
+  }
+
   // One masked load of lanes*stride contiguous elements, then every stride-th of them. Only the
   // elements the lanes read are unmasked (each with its lane's valid), so nothing outside what the
   // scalar loads would have read is touched; masked-off lanes take the LOADs' alternative values.
@@ -157,13 +177,14 @@ class Renderer {
         builder_.getInt64(static_cast<uint64_t>(gather.first)));
     llvm::Value* pointer = builder_.CreateGEP(element, value_of(first_index.src(0)), offset);
     llvm::Value* mask = llvm::Constant::getNullValue(llvm::FixedVectorType::get(builder_.getInt1Ty(), wide));
+    if (gather.valids) mask = spread_lanes(lane_bound_compare(*gather.valids), stride);
     llvm::Value* passthrough = llvm::Constant::getNullValue(wide_type);
     std::vector<int> keep;
     for (unsigned lane = 0; lane < lanes; ++lane) {
       const UOp& load = *gather.loads[lane];
       const UOp& index = *load.src(0);
       llvm::Value* valid = index.src_count() == 3 ? value_of(index.src(2)) : builder_.getTrue();
-      mask = builder_.CreateInsertElement(mask, valid, builder_.getInt64(lane * stride));
+      if (!gather.valids) mask = builder_.CreateInsertElement(mask, valid, builder_.getInt64(lane * stride));
       if (load.src_count() == 2)
         passthrough = builder_.CreateInsertElement(passthrough, llvm_to_memory(builder_, value_of(load.src(1)), scalar),
                                                    builder_.getInt64(lane * stride));

@@ -25,6 +25,34 @@ bool is_gatherable_load(const UOp& load) {
   return true;
 }
 
+bool reads_a_variable(const UOpPtr& node) {
+  for (const UOp* source : toposort(node))
+    if (source->op() == Ops::DEFINE_VAR) return true;
+  return false;
+}
+
+// The lanes' valids as `term + offset_k < bound` (LaneBoundCompare), if every lane has one of
+// that form with the same term and bound, and the bound reads a size variable.
+std::optional<LaneBoundCompare> match_lane_bound_compare(const std::vector<const UOp*>& loads) {
+  LaneBoundCompare compare;
+  for (const UOp* load : loads) {
+    const UOp& index = *load->src(0);
+    if (index.src_count() != 3 || index.src(2)->op() != Ops::CMPLT) return std::nullopt;
+    const UOpPtr& valid = index.src(2);
+    if (!valid->src(0)->dtype().is_int() || valid->src(0)->dtype().count() != 1) return std::nullopt;
+    auto [term, offset] = split_constant(valid->src(0));
+    if (compare.offsets.empty()) {
+      compare.term = term;
+      compare.bound = valid->src(1);
+    } else if (term != compare.term || valid->src(1) != compare.bound) {
+      return std::nullopt;
+    }
+    compare.offsets.push_back(offset);
+  }
+  if (!reads_a_variable(compare.bound)) return std::nullopt;
+  return compare;
+}
+
 }  // namespace
 
 std::optional<StridedGather> match_strided_gather(const UOp& vectorize) {
@@ -50,6 +78,7 @@ std::optional<StridedGather> match_strided_gather(const UOp& vectorize) {
   if (gather.stride < 2 || gather.stride > max_gather_stride) return std::nullopt;
   for (size_t lane = 1; lane < offsets.size(); ++lane)
     if (offsets[lane] - offsets[lane - 1] != gather.stride) return std::nullopt;
+  gather.valids = match_lane_bound_compare(gather.loads);
   return gather;
 }
 

@@ -14,12 +14,24 @@
 
 namespace kiln {
 
+// Lane k's valid is `term + offsets[k] < bound`, with `bound` computed from a size variable: the
+// lanes of a block of an image row of any width, valid while inside the row. Rendered as one
+// vector compare; lane by lane, each lane's compare was a scalar compare and a mask-register insert
+// every time round the loop (DeepLabV3's stride-2 depthwise conv over an image of any size ran 2.7x
+// slower than its fixed twin, whose bound is a constant that LLVM folds).
+struct LaneBoundCompare {
+  UOpPtr term;
+  std::vector<int64_t> offsets;
+  UOpPtr bound;
+};
+
 struct StridedGather {
   const UOp* loads_from;          // the buffer (the INDEX's pointer source), the same for every lane
   UOpPtr base;                    // lane k reads element base + first + k * stride
   int64_t first = 0;
   int64_t stride = 0;
   std::vector<const UOp*> loads;  // one scalar LOAD per lane, in lane order
+  std::optional<LaneBoundCompare> valids;  // the lanes' valids as one compare, where they are one
 };
 
 // The widest stride read this way: wider ones would load more unused elements than they save.
