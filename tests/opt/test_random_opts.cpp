@@ -979,6 +979,15 @@ TEST_CASE("a kernel with symbolic rows: a SPLIT of them into blocks, then the he
   Schedule small = create_schedule({few.matmul(f32({64, 32}, 6)).data().node});
   REQUIRE(small.kernels.size() == 1);
   for (const Opt& opt : hand_coded_opts(small.kernels[0].ast, host_cpu_caps())) CHECK(opt.op != OptOp::Split);
+  // Sums of integer products (a quantized model's matmuls, compute-bound even over few rows) take
+  // blocks of 4: over 9 rows they compute 12, not 16.
+  Tensor ints = symbolic_graph_input("x", {size_variable("n", 1, 512), 64}, ScalarType::Int32);
+  Schedule integer = create_schedule({ints.matmul(input({64, 32}, S::Int32, 9)).data().node});
+  REQUIRE(integer.kernels.size() == 1);
+  std::vector<Opt> integer_opts = hand_coded_opts(integer.kernels[0].ast, host_cpu_caps());
+  REQUIRE(!integer_opts.empty());
+  CHECK(integer_opts[0].op == OptOp::Split);
+  CHECK(integer_opts[0].amount == 4);
 }
 
 TEST_CASE("the heuristics leave threads an axis 0 to split when a tile takes all the filters") {
