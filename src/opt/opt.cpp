@@ -225,12 +225,12 @@ UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
     if (opt.op == OptOp::Swap)
       return simplify(substitute(kernel, {{target, range(target->src(0), opt.amount)},
                                           {*other, range((*other)->src(0), opt.axis)}}));
-    if (!(*other)->src(0)->is_const()) throw invalid("the inner extent is not a constant");
-    auto inner_extent = static_cast<int64_t>((*other)->src(0)->const_int());
-    // The outer extent may be symbolic (a batch of any size merged with the channels, so that
-    // threads split batch × channels: heuristics.cpp, with_parallel_axis).
-    UOpPtr merged = target->src(0)->is_const()
-                        ? range(static_cast<int64_t>(target->src(0)->const_int()) * inner_extent, opt.axis)
+    // Either extent may be symbolic: a batch of any size merged with the channels, so that threads
+    // split batch × channels (heuristics.cpp, with_parallel_axis); an image's rows and columns, of
+    // any size, as one contiguous loop (the simplifier folds (m / w)·w + m % w back to m).
+    const UOpPtr& inner_extent = (*other)->src(0);
+    UOpPtr merged = target->src(0)->is_const() && inner_extent->is_const()
+                        ? range(static_cast<int64_t>(target->src(0)->const_int() * inner_extent->const_int()), opt.axis)
                         : range(simplify(target->src(0) * inner_extent), opt.axis);
     return simplify(substitute(kernel, {{target, merged / inner_extent}, {*other, merged % inner_extent}}));
   }

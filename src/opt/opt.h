@@ -10,9 +10,10 @@
 // same Opt list to the same kernel always gives the same AST, so a plan and the kernel cache, which
 // key on the optimised AST, cover the choices and compiles stay reproducible. SWAP renumbers two output
 // loops, which changes their nesting and which of them the runtime splits over threads. MERGE joins
-// two output loops a (outer, extent constant or symbolic) and b (inner, constant extent E) into one
+// two output loops a (outer) and b (inner, extent E), either extent constant or symbolic, into one
 // range m of a's id: a = m / E, b = m % E (a 1x1 conv's 14×14 pixels become one axis of 196 that
-// vectorises; a symbolic batch and the channels become one axis that threads split). PADTO rounds an output loop's
+// vectorises; a symbolic batch and the channels become one axis that threads split; an image's rows
+// and columns of any size one contiguous loop, where every index folds a·E + b back to m). PADTO rounds an output loop's
 // extent E (constant or symbolic: ⌈E / amount⌉·amount) up to a multiple of `amount`: every store and
 // every load that depends on the loop gets the valid `r < E` (loads yield 0 there), so the extra
 // iterations read and write nothing. (optimize_schedule then lets some of those loads read at a

@@ -52,11 +52,38 @@ bool is_quotient_of(const UOp* quotient, const UOp* remainder) {
   return inner > 0 && outer > 0 && quotient->src(1)->const_int() == inner * outer;
 }
 
+// Whether `product` is (y / d) * d (either order) for the `y % d` of `remainder`, d not a constant
+// (a row of an image of any width: a MERGE of its rows and columns reads them back as m / w and
+// m % w, whose h·w + w is then m again).
+bool is_symbolic_quotient_product_of(const UOp* product, const UOp* remainder) {
+  if (product->op() != Ops::MUL) return false;
+  const UOpPtr& divisor = remainder->src(1);
+  for (int side = 0; side < 2; ++side) {
+    const UOp* quotient = product->src(side).get();
+    if (product->src(1 - side) == divisor && quotient->op() == Ops::IDIV && quotient->src(0) == remainder->src(0) &&
+        quotient->src(1) == divisor)
+      return true;
+  }
+  return false;
+}
+
 // Finds `y % c` (coefficient k) and `y / c` (coefficient k*c) among the terms and merges each
-// such pair into (y, k): (y/c)*c + y%c = y holds for truncating division of any sign.
+// such pair into (y, k): (y/c)*c + y%c = y holds for truncating division of any sign. For a divisor
+// d that is not a constant, the pair is `y % d` and `(y / d) * d`, both of coefficient k.
 bool fold_division_remainder_pairs(std::vector<LinearTerm>& terms) {
   for (size_t i = 0; i < terms.size(); ++i) {
     const UOp* remainder = terms[i].base.get();
+    if (remainder->op() == Ops::MOD && remainder->src(1)->op() != Ops::CONST) {
+      for (size_t j = 0; j < terms.size(); ++j) {
+        if (j == i || terms[j].coefficient != terms[i].coefficient ||
+            !is_symbolic_quotient_product_of(terms[j].base.get(), remainder))
+          continue;
+        terms[i] = {remainder->src(0), terms[i].coefficient};
+        terms.erase(terms.begin() + static_cast<std::ptrdiff_t>(j));
+        return true;
+      }
+      continue;
+    }
     if (remainder->op() != Ops::MOD || remainder->src(1)->op() != Ops::CONST) continue;
     int128 divisor = remainder->src(1)->const_int();
     for (size_t j = 0; j < terms.size(); ++j) {

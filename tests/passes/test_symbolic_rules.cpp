@@ -416,6 +416,11 @@ std::vector<RuleCase> canonical_cases() {
       {"(x/c)*c + x%c is x, any sign", canonical, sum, with_folding, [] { return (s() / 4) * 4 + s() % 4; }, "s"},
       {"(x/c)*k + x%c with k ≠ c keeps both terms", canonical, sum, with_folding,
        [] { return (s() / 4) * 5 + s() % 4; }, "s/4*5+s%4", false},
+      // A divisor that is not a constant (a MERGE of an image's rows and columns of any width).
+      {"(x/d)*d + x%d is x, d a variable", canonical, sum, with_folding, [] { return (s() / n()) * n() + s() % n(); }, "s"},
+      {"d*(x/d) + x%d is x", canonical, sum, with_folding, [] { return n() * (s() / n()) + s() % n() + j(); }, "j+s"},
+      {"(x/d)*d + x%e with e ≠ d keeps both terms", canonical, sum, with_folding,
+       [] { return (s() / n()) * n() + s() % (n() + 1); }, "s/n*n+s%(n+1)", false},
       {"f32 sums keep their order", canonical, sum, with_folding, [] { return g() + f(); }, "(f32)b+(f32)a", false},
   };
 }

@@ -369,6 +369,28 @@ TEST_CASE("a strided conv over a long symbolic signal: threads split its windows
   CHECK(blocked_convs == 1);
 }
 
+TEST_CASE("an elementwise kernel over an n×n image runs its rows and columns as one loop, with no division left") {
+  // DeepLabV3's squeeze-excite scaling: a per-channel scale times a HardSwish of the image. Its rows
+  // and columns are one MERGE (heuristics.cpp, symbolic_rows_merged), whose m / n and m % n every
+  // index folds back to m; n = 1, 5, 14 and 17 (odd, under a vector, over one).
+  Tensor bias = weight({8, 1, 1}, 0.5f);
+  Graph graph = [&](const std::vector<Tensor>& x) {
+    Tensor shifted = x[0] + bias;
+    return std::vector<Tensor>{x[1] * (shifted * ((shifted + 3.0f).relu() - (shifted - 3.0f).relu()))};
+  };
+  std::vector<InputSpec> inputs{{{1, 8, -1, -1}}, {{1, 8, 1, 1}}};
+  check_at_sizes(graph, inputs, {1, 5, 14, 17}, 32);
+  SymbolicProgram program(graph, inputs, 32);
+  int merged = 0;
+  for (const ScheduledKernel& kernel : program.schedule().kernels) {
+    if (std::ranges::none_of(kernel.opts, [](const Opt& opt) { return opt.op == OptOp::Merge; })) continue;
+    for (const UOp* node : toposort(kernel.ast))
+      CHECK_FALSE(((node->op() == Ops::IDIV || node->op() == Ops::MOD) && !node->src(1)->is_const()));
+    merged += 1;
+  }
+  CHECK(merged == 1);
+}
+
 TEST_CASE("a 1x1 conv over an n×n image takes two image rows as its tile's columns, odd n padded") {
   // The pixels' block of one vector is the tile's vector and the filters its rows; with n at least
   // 2 the image's rows are SPLIT in pairs, unrolled as a second column (heuristics.cpp,
