@@ -8,6 +8,7 @@
 #include "op_helpers.h"
 #include "op_registry.h"
 #include "support/error.h"
+#include "tensor/tensor_internal.h"  // reads_graph_input: whether a value is known when the model is built
 
 namespace kiln::onnx_import {
 namespace {
@@ -73,7 +74,13 @@ Outputs pow(const OnnxNode& node) {
                                              Tensor::scalar(1e-12, ScalarType::Float64));
     return {close.where(nearest, wide).trunc().cast(base.dtype())};
   }
-  Tensor result = base.pow(exponent);
+  // A one-element exponent known when the model is built (an initializer, a Constant) enters the
+  // graph as a constant, so that Tensor::pow can take a multiplication or a square root for the
+  // small powers (x^2 of a spectrogram, x^0.5 of a norm) instead of the general exp2/log2 form.
+  Tensor known_exponent = exponent;
+  if (is_floating(base.dtype()) && !has_symbolic_shape(exponent) && exponent.numel() == 1 && !reads_graph_input(exponent))
+    known_exponent = Tensor::scalar(node.input_doubles(1).at(0), exponent.dtype()).reshape(exponent.shape());
+  Tensor result = base.pow(known_exponent);
   return {result.dtype() == base.dtype() ? result : result.cast(base.dtype())};
 }
 

@@ -9,10 +9,12 @@ compile`, described with `kiln inspect` and run with `kiln run`, against numpy r
   - MatMul by a constant (K, N) weight is one kernel: the transposed weight is stored, not made
     on every run;
   - Gather with negative and out-of-range indices: negative ones wrap once, ones still out of range
-    give zeros (the documented result).
+    give zeros (the documented result);
+  - Pow by a constant 2 or 0.5 is a multiplication or a square root, with pow's values.
 
 usage: test_compile_folding.py --source-root DIR --kiln KILN_CLI [--python VENV_PYTHON]
 """
+import math
 import os
 import re
 import sys
@@ -48,6 +50,14 @@ def compile_and_run(work, name, feeds):
         run_args += ["--input", f"{input_name}={path}"]
     check(kiln(*run_args).returncode == 0, f"kiln run {name}")
     return kernels, weights, os.path.join(work, name)
+
+
+def c99_pow(base, exponent):
+    """C99's pow (math.pow raises where C returns NaN: a negative base, a non-integer exponent)."""
+    try:
+        return math.pow(base, exponent)
+    except ValueError:
+        return math.nan
 
 
 def aligned(size):
@@ -164,5 +174,32 @@ with tempfile.TemporaryDirectory(prefix="kiln_folding_test_") as work:
         if 0 <= wrapped < rows:
             expected[0, i] = table[wrapped]
     check(np.array_equal(produced, expected), "Gather: in-range rows exact, negative wrap once, out of range is 0")
+
+    # Pow by a constant exponent (a Constant node: RMSNorm's x^2; an initializer: a square root):
+    # one multiplication per element, or a square root and the selects that give pow's values at
+    # -0 and -inf, instead of exp2(y*log2|x|) with its special cases (6 ops per element).
+    x = np.concatenate([rng.standard_normal(4093), [-0.0, -np.inf, np.inf]]).astype(np.float32)
+    for label, exponent, expected_ops in [("square", 2.0, 1), ("root", 0.5, 3)]:
+        e = np.array(exponent, np.float32)
+        nodes = [helper.make_node("Pow", ["x", "e"], ["y"], name="pow")]
+        initializers = [("e", e)]
+        if label == "square":
+            nodes.insert(0, helper.make_node("Constant", [], ["e"], value=numpy_helper.from_array(e)))
+            initializers = []
+        save_model(os.path.join(work, f"pow_{label}.onnx"), nodes,
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [x.size])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [x.size])], initializers)
+        kernels, weights, out_dir = compile_and_run(work, f"pow_{label}", {"x": x})
+        inspect = kiln("inspect", os.path.join(work, f"pow_{label}.kiln")).stdout
+        mflop = float(re.search(r"~([0-9.]+) MFLOP", inspect).group(1))
+        check(abs(mflop - expected_ops * x.size / 1e6) < 0.00051,
+              f"Pow by {exponent}: {expected_ops} ops per element, not the general pow ({mflop} MFLOP)")
+        produced = np.load(os.path.join(out_dir, "y.npy"))
+        # C99's pow, as kiln's general pow (numpy's power takes sqrt for 0.5: -0 at -0, NaN at -inf).
+        reference = np.array([c99_pow(v, exponent) for v in x.astype(np.float64)]).astype(np.float32)
+        numbers = ~np.isnan(reference)  # a NaN's sign is not pow's to decide
+        check(np.array_equal(produced, reference, equal_nan=True) and
+              np.array_equal(np.signbit(produced[numbers]), np.signbit(reference[numbers])),
+              f"Pow by {exponent}: pow's values, -0 and infinities included")
 
 checks.finish()

@@ -20,6 +20,8 @@
 #include <cstdlib>
 #include <numbers>
 
+#include "ir/uop.h"
+#include "tensor/tensor_data.h"
 #include "tensor_test_helpers.h"
 
 namespace kiln::test {
@@ -253,6 +255,39 @@ TEST_CASE("elementwise: signed zeros and NaN of abs, neg, floor, ceil, round, re
   // relu keeps NaN (it is not max(x, 0) on a backend whose MAX drops NaN).
   CHECK(std::isnan(Tensor::full({1}, NAN).relu().item()));
   CHECK(Tensor::full({1}, -3, S::Int32).relu().item() == 0);
+}
+
+// A constant exponent of 0, ±1/2, 1, 2, 3 or -1 takes multiplications or a square root
+// (tensor_math.cpp, pow_by_small_constant); the values must be pow's, special ones included.
+TEST_CASE("elementwise: pow by a small constant exponent is strength-reduced and keeps pow's values") {
+  const std::vector<long double> xs = {-INFINITY, -3.5L, -1.0L, -0.0L, 0.0L, 1e-30L, 0.3L, 1.0L, 2.0L, 7.25L,
+                                       1e15L, INFINITY, NAN};
+  Tolerance exact;
+  exact.signed_zero = true;
+  Tolerance one_rounding_more = exact;  // computed in the wider type, then rounded: double rounding
+  one_rounding_more.ulps = 1;
+  for (S t : kFloatTypes)
+    for (long double y : {0.0L, 1.0L, 2.0L, 3.0L, -1.0L, 0.5L, -0.5L}) {
+      INFO(type_name(t), " ^ ", static_cast<double>(y));
+      HostTensor x = host(t, {static_cast<int64_t>(xs.size())}, xs);
+      std::vector<long double> expected;
+      for (long double v : x.values) expected.push_back(std::pow(v, y));
+      Tensor power = to_tensor(x).pow(Tensor::scalar(static_cast<double>(y), t));
+      // Strength-reduced: neither exp2 nor log2 in the graph.
+      for (const UOp* node : toposort(power.data().node)) CHECK(node->op() != Ops::EXP2);
+      bool rounds_twice = y == 3.0L || y == -0.5L;
+      CHECK_TENSOR(power, host(t, x.shape, expected), rounds_twice ? one_rounding_more : exact, &x);
+    }
+  // An exponent it does not reduce, and a tensor exponent, take the general form.
+  Tensor general = Tensor::full({2}, 2.0).pow(Tensor::scalar(4.0));
+  bool has_exp2 = false;
+  for (const UOp* node : toposort(general.data().node)) has_exp2 = has_exp2 || node->op() == Ops::EXP2;
+  CHECK(has_exp2);
+  CHECK(general.to_vector<float>() == std::vector<float>{16.0f, 16.0f});
+  // Broadcasting: a [2, 1] constant exponent against a [3] base gives [2, 3].
+  Tensor wide = Tensor::full({3}, 3.0).pow(Tensor::full({2, 1}, 2.0));
+  CHECK(wide.shape() == Shape{2, 3});
+  CHECK(wide.to_vector<float>() == std::vector<float>(6, 9.0f));
 }
 
 // ---- casts ----
