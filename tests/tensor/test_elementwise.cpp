@@ -15,6 +15,7 @@
 //   softplus 5   rsqrt 2   gelu 8 ulp, or 80 eps relative + 1e-14 (f32) / 1e-30 (f64) absolute
 //   (the rounding of x/√2 is amplified by erfc's slope, ~x^2 ulp, for very negative x)
 //   pow: f32 1 (computed in f64), f64 32 (exp2(y*log2|x|) with |y*log2|x|| <= 32 in the test)
+//   pow by a constant 0, ±1/2, 1, 2, 3, -1 (multiplications, a square root): exact; 3 and -1/2 1 ulp
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
