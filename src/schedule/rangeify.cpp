@@ -818,12 +818,47 @@ class Rangeifier {
     return true;
   }
 
+  // Whether `node` flows, through elementwise and movement ops, into a reduction to one element
+  // (a whole tensor's min or max) and into some other kernel besides. DynamicQuantizeLinear reads
+  // its input three times, a min, a max and the quantization: a BERT FFN's GELU recomputed in each
+  // of those kernels, two of them single-output loops that no second thread can share, took 45 %
+  // of the int8 model's run. Softmax's exp, read by per-row sums, stays recomputed.
+  bool feeds_whole_reduction_and_more(const UOp* node) {
+    if (auto found = feeds_whole_reduction_.find(node); found != feeds_whole_reduction_.end()) return found->second;
+    std::unordered_set<const UOp*> boundaries, seen;
+    bool whole = false;
+    std::vector<const UOp*> stack{node};
+    while (!stack.empty()) {
+      const UOp* current = stack.back();
+      stack.pop_back();
+      for (const UOp* consumer : consumers_[current]) {
+        if (!seen.insert(consumer).second) continue;
+        OpGroup group = op_group(consumer->op());
+        bool passes = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary ||
+                      group == OpGroup::Movement || consumer->op() == Ops::CAST;
+        if (passes && !output_nodes_.contains(consumer)) {
+          stack.push_back(consumer);
+          continue;
+        }
+        boundaries.insert(consumer);
+        if (consumer->op() == Ops::REDUCE_AXIS && dims_numel(shapes_.of(consumer)).max() == 1) whole = true;
+      }
+    }
+    bool result = whole && boundaries.size() > 1;
+    feeds_whole_reduction_.emplace(node, result);
+    return result;
+  }
+
   bool must_materialize(const UOp* node, bool through_expand, const Index& index) {
     if (buffer_of_.contains(node) || node->op() == Ops::BUFFER || node->op() == Ops::CONTIGUOUS) return true;
     if (forced_.contains(node)) return true;
     if (node->op() == Ops::REDUCE_AXIS) return through_expand || consumers_[node].size() > 1;
     OpGroup group = op_group(node->op());
     bool alu = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
+    // (At the value that fans out, not at each expensive part of it: those have one reader.)
+    if (alu && consumers_[node].size() > 1 && recompute_cost(node) >= kExpensiveOps &&
+        feeds_whole_reduction_and_more(node))
+      return true;
     if (!alu || !through_expand) return false;
     // The lower bar applies where the value changes with the reduction loop (a conv's input
     // varies with its window and channel loops; a gather's index does not, and is hoisted). Pads do
@@ -1139,6 +1174,7 @@ class Rangeifier {
   // Values materialised because one kernel needed them at two indices, or several kernels need them.
   std::unordered_set<const UOp*> forced_;
   std::unordered_set<const UOp*> output_nodes_;
+  std::unordered_map<const UOp*, bool> feeds_whole_reduction_;  // memo of feeds_whole_reduction_and_more
   int reduce_depth_ = 0;  // REDUCE_AXIS sources being lowered around the current node
 };
 

@@ -1281,6 +1281,23 @@ TEST_CASE("the heuristics: a transposing copy swaps its loops; a matrix-vector p
   CHECK(reduce_unroll == 16);
 }
 
+TEST_CASE("the heuristics: a reduction to one value takes its vector along the reduction") {
+  TargetCaps caps = host_cpu_caps();
+  if (!caps.supports_vector_ops) return;  // nothing to choose
+  // A whole (128, 1024) tensor's max and sum: no output axis, so the lanes run along the inner
+  // reduce loop (LLVM kept such loops scalar: the sum's order, the max's NaN handling).
+  for (bool maximum : {true, false}) {
+    Tensor x = f32({128, 1024}, 9);
+    Schedule schedule = create_schedule({(maximum ? x.max() : x.sum()).data().node});
+    REQUIRE(schedule.kernels.size() == 1);
+    std::vector<Opt> opts = hand_coded_opts(schedule.kernels[0].ast, caps);
+    REQUIRE(opts.size() == 1);
+    CHECK(opts[0].op == OptOp::Upcast);
+    CHECK(axis_kind(opts[0].axis) == AxisKind::Reduce);
+    CHECK(opts[0].amount >= 4);
+  }
+}
+
 TEST_CASE("the heuristics: a 13x13 1x1 conv pads its merged pixels for a register tile; a strided max pool does not merge its vector") {
   TargetCaps caps = host_cpu_caps();
   auto reduction_kernel = [](const Tensor& t) {

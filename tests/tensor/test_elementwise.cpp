@@ -322,6 +322,26 @@ TEST_CASE("elementwise: cast between every pair of dtypes") {
   }
 }
 
+TEST_CASE("elementwise: float to u8 and u16 saturates in vector kernels (NaN to 0, ends clamped)") {
+  // 1,024 elements: the kernel runs in vectors, whose conversion the CPU renderer builds from a
+  // clamp and a convert through i32 (llvm_alu.cpp, float_to_integer).
+  const std::vector<float> pattern = {NAN, -INFINITY, -1.0f, -0.75f, -0.0f, 0.4f, 1.5f, 254.6f, 255.5f, 256.0f,
+                                      1e10f, 65534.9f, 65535.5f, 70000.0f, INFINITY, 17.0f};
+  std::vector<float> values(1024);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = pattern[i % pattern.size()];
+  for (S type : {S::UInt8, S::UInt16}) {
+    INFO(type_name(type));
+    double high = type == S::UInt8 ? 255.0 : 65535.0;
+    Tensor converted = Tensor::from_vector(values, {1024}).cast(type).cast(S::Float64);
+    std::vector<double> got = converted.to_vector<double>();
+    for (size_t i = 0; i < values.size(); ++i) {
+      double v = values[i];
+      double expected = std::isnan(v) ? 0.0 : std::trunc(std::min(std::max(v, 0.0), high));
+      REQUIRE(got[i] == expected);
+    }
+  }
+}
+
 TEST_CASE("elementwise: bitcast keeps the bits") {
   HostTensor x = host(S::Float32, {4}, {1.0L, -2.0L, 0.0L, kInf});
   HostTensor expected = host(S::UInt32, {4}, {0x3F800000, 0xC0000000, 0, 0x7F800000});

@@ -2,6 +2,7 @@
 // fused kernels compute.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "codegen/target.h"
@@ -318,6 +319,39 @@ TEST_CASE("fusion: a conv's BatchNorm is stored with the conv, not recomputed by
       for (size_t ch = 0; ch < 16; ++ch) expected += static_cast<double>(v2[f * 16 + ch]) * mid[ch * 64 + p];
       REQUIRE(got[f * 64 + p] == doctest::Approx(expected).epsilon(1e-5));
     }
+}
+
+TEST_CASE("fusion: an expensive value read by a whole-tensor min and max and by other work is computed once") {
+  // DynamicQuantizeLinear's reads of a GELU: its min, its max and the quantization. Each of the
+  // three kernels recomputed the GELU; now one kernel stores it and the others read it.
+  auto total_flops = [](const std::vector<Tensor>& outputs) {
+    std::vector<UOpPtr> roots;
+    for (const Tensor& t : outputs) roots.push_back(t.data().node);
+    double flops = 0;
+    for (const ScheduledKernel& kernel : create_schedule(roots).kernels) flops += kernel.estimated_flops;
+    return flops;
+  };
+  Tensor x = ramp({64, 256}, 0.05f, -2.0f);
+  Tensor y = x.gelu();
+  Tensor low = y.min(), high = y.max();
+  Tensor scaled = (y - low) / (high - low);
+  double gelu_alone = total_flops({y});
+  // The min, max and scaling add some 15 ops per element to one GELU's ~60; recomputing the GELU in
+  // each of their kernels would make it three GELUs.
+  CHECK(total_flops({low, high, scaled}) < 1.5 * gelu_alone);
+  auto values = y.to_vector<float>();
+  float expected_low = *std::min_element(values.begin(), values.end());
+  float expected_high = *std::max_element(values.begin(), values.end());
+  CHECK(low.item() == expected_low);
+  CHECK(high.item() == expected_high);
+  auto got = scaled.to_vector<float>();
+  for (size_t i = 0; i < got.size(); i += 97)
+    CHECK(got[i] == doctest::Approx((values[i] - expected_low) / (expected_high - expected_low)).epsilon(1e-6));
+  // A per-row reduction (softmax's sum of exp) keeps recomputing: only a reduction to one value
+  // makes the value stored.
+  Tensor rows = x.exp();
+  Tensor softmax = rows / rows.sum({1}, true);
+  CHECK(kernel_count(softmax) == 2);
 }
 
 }  // TEST_SUITE

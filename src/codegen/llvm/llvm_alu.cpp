@@ -9,6 +9,7 @@
 #include "codegen/llvm/llvm_alu.h"
 
 #include <array>
+#include <cmath>
 #include <llvm/IR/Intrinsics.h>
 
 #include "support/error.h"
@@ -144,8 +145,18 @@ llvm::Value* integer_to_float(llvm::IRBuilderBase& b, llvm::Value* value, DType 
 llvm::Value* float_to_integer(llvm::IRBuilderBase& b, llvm::Value* value, DType from, DType to) {
   llvm::Value* wide = widen(b, value, from);
   llvm::Type* target = llvm_register_type(b.getContext(), to);
-  if (!to.is_signed()) return b.CreateIntrinsic(llvm::Intrinsic::fptoui_sat, {target, wide->getType()}, {wide});
   llvm::Type* type = wide->getType();
+  if (!to.is_signed() && !to.is_bool() && bit_width(to) <= 16) {
+    // u8 and u16 the same way: [0, 2^bits - 1] holds only values exact in f32 and f64, so clamping
+    // there (NaN and negatives to 0) and converting through i32 is the saturating convert, and
+    // vectorises (a quantization to u8 spent most of its time in LLVM's 16 scalar converts).
+    llvm::Value* zero = llvm::ConstantFP::get(type, 0.0);
+    llvm::Value* high = llvm::ConstantFP::get(type, std::ldexp(1.0, bit_width(to)) - 1.0);
+    llvm::Value* clamped = b.CreateSelect(b.CreateFCmpOGT(wide, zero), wide, zero);
+    clamped = b.CreateSelect(b.CreateFCmpOGT(clamped, high), high, clamped);
+    return b.CreateTrunc(b.CreateFPToSI(clamped, shaped_like(wide, b.getInt32Ty())), target);
+  }
+  if (!to.is_signed()) return b.CreateIntrinsic(llvm::Intrinsic::fptoui_sat, {target, type}, {wide});
   const llvm::fltSemantics& semantics = type->getScalarType()->getFltSemantics();
   int bits = bit_width(to);
   llvm::APFloat limit = llvm::APFloat::getOne(semantics);  // 2^(bits-1), exact in every float type
