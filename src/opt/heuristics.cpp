@@ -366,11 +366,13 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps, int64_t
   // A symbolic reduction counts too (attention's P·V over the sequence), though not tunable itself.
   for (const UOp* range : kernel_ranges(kernel)) reduces = reduces || axis_kind(range->arg_int()) == AxisKind::Reduce;
   int lanes = kernel_lanes(kernel, caps);
-  // A reduction to one value (a whole tensor's min or max: DynamicQuantizeLinear's range) has no
+  // A maximum to one value (a whole tensor's min or max: DynamicQuantizeLinear's range) has no
   // output axis to be the vector; its lanes run along the reduction. LLVM's loop vectoriser leaves
-  // such a loop scalar: a float sum must keep its order and a MAX its NaN handling, so the loop ran
-  // one element per step at 0.4 GFLOP/s (a BERT FFN's 128×1024 GELU output, 0.32 ms per range).
-  if (outputs.empty() && reduces && lanes >= 4) return reduction_vector_opts(kernel, lanes);
+  // such a loop scalar (the NaN-propagating maximum is no reassociable max, only_max_reductions),
+  // one element per step at 0.4 GFLOP/s (a BERT FFN's 128×1024 GELU output, 0.32 ms per range). A
+  // sum stays with LLVM, which vectorises it with four accumulators (step 1b's note).
+  if (outputs.empty() && reduces && lanes >= 4 && only_max_reductions(kernel))
+    return reduction_vector_opts(kernel, lanes);
   // Kernels without a reduction are left to LLVM's loop vectoriser, which interleaves and unrolls
   // a streaming loop better than one explicit vector per iteration (c = a + b: 33-39 GB/s against
   // 30-33 with an UPCAST, alternating runs on this machine) — unless they compute enough per

@@ -24,6 +24,9 @@
 //  - it is a reduction, or elementwise work of at least kExpensiveOps, that one kernel needs at two
 //    different indices (shifted views of one value, as in LRN's window sum over a conv's output):
 //    each index would redo it. Found while the kernel is built; the kernel is then built again.
+//  - it is expensive elementwise work that fans out into a reduction to one element and into some
+//    other kernel (DynamicQuantizeLinear's min, max and quantization of a GELU): each would redo
+//    it, and the single-output reductions run on one thread (feeds_whole_reduction_and_more).
 //  - it is a reduction or expensive elementwise work under padding (a conv output, or its sigmoid,
 //    that is one input of a concatenation): WHERE evaluates every arm, so it would run for the
 //    padded elements too.
