@@ -240,16 +240,24 @@ Outputs dequantize_linear(const OnnxNode& node) {
   const int32_t out_onnx = static_cast<int32_t>(node.attr_int("output_dtype", 0));
   const ScalarType out = out_onnx != 0 ? float_type_attribute(node, "output_dtype", out_onnx)
                                        : (is_floating(scale.dtype()) ? scale.dtype() : ScalarType::Float32);
-  // f64 holds (x - zero point) exactly and rounds the product once into the output type.
-  Tensor value = numeric_value(x, x_type).cast(ScalarType::Float64);
+  // f64 holds (x - zero point) exactly and rounds the product once into the output type. For an
+  // integer x of 16 bits or fewer, an f32 scale and an f32 output, f32 does the same: |x - zero
+  // point| < 2^17 is exact in it, and its product rounds once (the f64 product was exact).
+  bool small_integer = x_type == kOnnxUInt8 || x_type == onnx::TensorProto_DataType_INT8 ||
+                       x_type == onnx::TensorProto_DataType_UINT16 || x_type == onnx::TensorProto_DataType_INT16 ||
+                       is_narrow_integer(x_type);
+  const ScalarType compute =
+      small_integer && scale.dtype() == ScalarType::Float32 && out == ScalarType::Float32 ? ScalarType::Float32
+                                                                                          : ScalarType::Float64;
+  Tensor value = numeric_value(x, x_type).cast(compute);
   if (node.has_input(2)) {
     const int32_t zero_point_type = node.input_elem_type(2);
     if (zero_point_type != x_type)
       node.fail(str_cat("the zero point's type ", onnx_type_name(zero_point_type), " differs from x's ", onnx_type_name(x_type)));
-    Tensor zero_point = numeric_value(node.input(2), zero_point_type).cast(ScalarType::Float64);
+    Tensor zero_point = numeric_value(node.input(2), zero_point_type).cast(compute);
     value = value.sub(broadcast_parameter(node, zero_point, dims_of(x), g.axis, g.block_size));
   }
-  Tensor scale_b = broadcast_parameter(node, scale, dims_of(x), g.axis, g.block_size).cast(ScalarType::Float64);
+  Tensor scale_b = broadcast_parameter(node, scale, dims_of(x), g.axis, g.block_size).cast(compute);
   return {value.mul(scale_b).cast(out)};
 }
 
