@@ -14,6 +14,7 @@
 //    kernel recomputes them cheaper than it loads them; except an explicit copy (CONTIGUOUS), a
 //    weight reordered for the kernel that reads it, up to 1 GiB;
 //  - arithmetic on constants alone with no buffer (arange, iota masks): index math, cheaper inline;
+//  - a widening cast of an 8-bit integer: the value below it is folded (see the loop below);
 //  - in device plans (`keep_narrow_weights`), a widening float cast (f16 or bf16 weights cast to
 //    f32 for a conv or matmul): the value below the cast is folded instead (the weight reordered
 //    into panels, still f16) and the cast stays in the kernels that read it, so the plan keeps the
@@ -77,6 +78,13 @@ UOpPtr narrow_below_widening_cast(const UOp* node) {
   for (auto above = chain.rbegin(); above != chain.rend(); ++above)
     value = UOp::make((*above)->op(), value->dtype(), {value}, (*above)->arg());
   return value;
+}
+
+// Whether `node` widens an 8-bit integer to a larger integer.
+bool widens_8bit_integer(const UOp* node) {
+  if (node->op() != Ops::CAST || !node->dtype().is_int() || node->dtype().scalar_bytes() <= 1) return false;
+  DType source = node->src(0)->dtype();
+  return source.is_int() && source != dtypes::bool_ && source.scalar_bytes() == 1;
 }
 
 // The buffer ids the handles below `roots` hold; with `all_data`, every one, otherwise only those
@@ -171,6 +179,13 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
   std::unordered_map<const UOp*, UOpPtr> narrow;  // target → the value folded in its place, then widened
   for (const UOp* node : frontier) {
     while (is_movement(node->op()) && facts.at(node->src(0).get()).constant) node = node->src(0).get();
+    // An 8-bit integer widened (an integer matmul's weight, tensor_nn.cpp) is folded below the cast
+    // and its views, and widened where it is read: exact, a quarter of the bytes of i32, the copy's
+    // own layout (matmul panels) kept, and the operand 8-bit dot-product instructions take.
+    if (widens_8bit_integer(node)) {
+      node = node->src(0).get();
+      while (is_movement(node->op())) node = node->src(0).get();
+    }
     const NodeFacts& fact = facts.at(node);
     if (!fact.reads_data || !fact.has_work || node->op() == Ops::BUFFER || root_nodes.contains(node)) continue;
     if (UOpPtr narrowed = keep_narrow_weights ? narrow_below_widening_cast(node) : nullptr) {

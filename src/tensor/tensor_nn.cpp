@@ -385,6 +385,16 @@ bool rows_are_permuted(const Tensor& t) {
   }
   return node->op() == Ops::RESHAPE && node->src(0)->op() == Ops::PERMUTE && moves_axes(node->src(0).get());
 }
+
+// The 8-bit integer value below `t` when t is that value widened to a larger integer (an integer
+// matmul's operands: onnx/ops_quant.cpp); undefined otherwise.
+Tensor widened_8bit_integer(const Tensor& t) {
+  const UOpPtr& node = t.data().node;
+  if (node->op() != Ops::CAST || !node->dtype().is_int() || node->dtype().scalar_bytes() <= 1) return Tensor();
+  DType source = node->src(0)->dtype();
+  if (!source.is_int() || source.scalar_bytes() != 1 || source == dtypes::bool_) return Tensor();
+  return make_tensor_dims(node->src(0), dims_of(t), source, {&t});
+}
 }  // namespace
 
 Tensor Tensor::matmul(const Tensor& other) const {
@@ -407,6 +417,12 @@ Tensor Tensor::matmul(const Tensor& other) const {
   // reduction before it) then stores it in row order.
   if (k.max() >= kTransposeMinimum && a.ndim() >= 2 && dim_of(a, -2).max() >= kTransposeMinimum && rows_are_permuted(a))
     a = contiguous(a);
+  // A computed 8-bit left operand (a dynamically quantized activation) is stored in its own width
+  // and widened where the product reads it: each element is read once per output column, and the
+  // fusion would otherwise store the widened value, or recompute the quantization per column.
+  // Narrow operands are what 8-bit dot-product instructions multiply (opt/dot_products.h).
+  if (Tensor narrow = widened_8bit_integer(a); narrow.defined() && computes(narrow))
+    a = contiguous(narrow).cast(a.dtype());
   Tensor left = a.cast(compute).unsqueeze(-2);
   // The reduction reads a row of `left` and, per output column j, b[…, k, j]. Two layouts of b:
   //  - row-major (k, n), when n is a multiple of 4: the optimisation layer (src/opt/heuristics.h)
@@ -427,6 +443,9 @@ Tensor Tensor::matmul(const Tensor& other) const {
     // narrow type: half the bytes, and the f16 operand tensor cores take.
     bool widen_first = graph_target_caps().narrow_floats_stored_wide;
     Tensor rows_of_b = widen_first ? b.cast(compute) : b;
+    // An 8-bit integer b (an integer matmul's weight) keeps its own width through the copy: a
+    // quarter of the bytes of i32, and the operand 8-bit dot-product instructions take.
+    if (Tensor narrow = widened_8bit_integer(b); narrow.defined()) rows_of_b = narrow;
     if (!has_symbolic_shape(b) && n.value() * b.dim(-2) >= kPanelMinimumElements)
       rows_of_b = in_panels(rows_of_b);
     else if (large && !is_buffer_view(b)) rows_of_b = contiguous(rows_of_b);
