@@ -51,6 +51,9 @@ struct TargetCaps {
   bool tensor_cores = false;
   // GPU: bf16 products too (with tensor_cores): CUDA from sm_80 (Ampere), and OpenCL's emulation.
   bool bf16_tensor_cores = false;
+  // CPU: the register width in bytes of an 8-bit dot-product instruction (vpdpbusd: 64 with AVX-512
+  // VNNI, 32 with AVX-VNNI), 0 without one. 8-bit integer matmuls use it (opt/dot_products.h).
+  int dot_product_bytes = 0;
   int64_t l1_bytes = 32 << 10;   // per core
   int64_t l2_bytes = 1 << 20;    // per core
 

@@ -9,6 +9,7 @@
 #include "codegen/llvm/strided_gather.h"
 #include "ir/build.h"
 #include "ir/substitute.h"
+#include "opt/dot_products.h"
 #include "opt/expand.h"
 #include "passes/symbolic.h"
 #include "support/debug.h"
@@ -1512,7 +1513,8 @@ std::vector<Opt> hand_coded_opts(const UOpPtr& kernel, const TargetCaps& caps) {
   // its kernels out as a launch grid instead (opt/gpu_grid.h); a CPU loop SWAP there left ResNet-50's
   // channels-last copies on 14 threads, 23 % of its time on an H200.
   if (caps.output_grid) return {};
-  std::vector<Opt> opts = tile_opts_of(kernel, caps);
+  std::optional<std::vector<Opt>> dot_products = dot_product_tile(kernel, caps);
+  std::vector<Opt> opts = dot_products ? *dot_products : tile_opts_of(kernel, caps);
   if (opts.empty()) {
     opts = symbolic_rows_merged(kernel);
     return with_symbolic_axis_merged(kernel, apply_opts(kernel, opts), std::move(opts));

@@ -11,6 +11,7 @@
 #include "codegen/target.h"
 #include "compiler_source_hash.h"
 #include "ir/printer.h"
+#include "opt/dot_products.h"
 #include "opt/expand.h"
 #include "passes/symbolic.h"
 #include "passes/transcendental.h"
@@ -53,7 +54,7 @@ std::string compile_cpu_kernel_object(const ScheduledKernel& kernel, bool* from_
   SimplifyMemo memo;  // lowering re-derives the same strides and steps
   const std::string& symbol = kernel.name();
   if (debug_level() >= 5) debug_print(str_cat("kernel AST ", symbol, ":\n", print_graph(kernel.ast), ""));
-  UOpPtr lowered = lower_kernel(kernel.ast);
+  UOpPtr lowered = use_dot_products(lower_kernel(kernel.ast), host_cpu_caps().dot_product_bytes / 4);
   // Runners pass kernel.variables' values in that order and the renderer reads the variables it
   // finds, by name: a variable that lowering simplified away would shift the others.
   KILN_ASSERT(kernel_variables(lowered) == kernel.variables,

@@ -353,6 +353,32 @@ Tensor in_panels(const Tensor& b) {
   return padded == columns ? viewed : viewed.slice(-1, 0, columns);
 }
 
+// b (…, K, N), 8-bit, stored for 8-bit dot products over `lanes` columns (opt/dot_products.h) and
+// viewed again as (…, K, N): panels of `lanes` columns, (…, N/lanes, K/4, lanes, 4), so that one
+// instruction's operand (4 steps of the reduction for each of the lanes' columns, side by side) is
+// 4·lanes consecutive bytes, one vector load; in row order it was four row pieces interleaved by
+// shuffles, which cost more than the multiply-adds. K is a multiple of 4.
+Tensor in_dot_product_panels(const Tensor& b, int64_t lanes) {
+  const auto rank = static_cast<int64_t>(b.ndim());
+  const int64_t k = b.dim(-2), columns = b.dim(-1), padded = (columns + lanes - 1) / lanes * lanes;
+  Tensor source = b;
+  if (padded != columns) {
+    std::vector<int64_t> pads(2 * static_cast<size_t>(rank), 0);
+    pads.back() = padded - columns;
+    source = b.pad(pads);
+  }
+  Shape split(source.shape().begin(), source.shape().end() - 2);
+  split.insert(split.end(), {k / 4, 4, padded / lanes, lanes});  // (…, K/4, 4, N/lanes, lanes)
+  std::vector<int64_t> order;
+  for (int64_t axis = 0; axis < rank - 2; ++axis) order.push_back(axis);
+  std::vector<int64_t> back = order;
+  order.insert(order.end(), {rank, rank - 2, rank + 1, rank - 1});  // (…, N/lanes, K/4, lanes, 4)
+  back.insert(back.end(), {rank - 1, rank + 1, rank - 2, rank});   // its inverse
+  Tensor panels = contiguous(source.reshape(split).permute(order));
+  Tensor viewed = panels.permute(back).reshape(source.shape());
+  return padded == columns ? viewed : viewed.slice(-1, 0, columns);
+}
+
 // True when t is its buffer in row-major order (a BUFFER, possibly reshaped): reading it row by
 // row is already contiguous.
 bool is_buffer_view(const Tensor& t) {
@@ -445,8 +471,13 @@ Tensor Tensor::matmul(const Tensor& other) const {
     Tensor rows_of_b = widen_first ? b.cast(compute) : b;
     // An 8-bit integer b (an integer matmul's weight) keeps its own width through the copy: a
     // quarter of the bytes of i32, and the operand 8-bit dot-product instructions take.
-    if (Tensor narrow = widened_8bit_integer(b); narrow.defined()) rows_of_b = narrow;
-    if (!has_symbolic_shape(b) && n.value() * b.dim(-2) >= kPanelMinimumElements)
+    Tensor narrow = widened_8bit_integer(b);
+    if (narrow.defined()) rows_of_b = narrow;
+    const int64_t dot_lanes = graph_target_caps().dot_product_bytes / 4;
+    if (narrow.defined() && dot_lanes > 0 && !has_symbolic_shape(b) && b.dim(-2) % 4 == 0 && b.dim(-2) >= 16 &&
+        n.value() >= dot_lanes)
+      rows_of_b = in_dot_product_panels(rows_of_b, dot_lanes);
+    else if (!has_symbolic_shape(b) && n.value() * b.dim(-2) >= kPanelMinimumElements)
       rows_of_b = in_panels(rows_of_b);
     else if (large && !is_buffer_view(b)) rows_of_b = contiguous(rows_of_b);
     right_rows = rows_of_b.cast(compute).transpose(-1, -2);

@@ -18,9 +18,11 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/llvm/llvm_alu.h"
+#include "codegen/llvm/llvm_vectors.h"
 #include "codegen/llvm/next_tile_prefetch.h"
 #include "codegen/llvm/strided_gather.h"
 #include "codegen/target.h"
+#include "opt/dot_products.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -252,6 +254,7 @@ class Renderer {
         break;
       case Ops::VECTORIZE: result = vectorize(node); break;
       case Ops::GEP: result = lanes_of(node); break;
+      case Ops::WMMA: result = dot_products(node, nullptr); break;
       case Ops::CAST: result = llvm_cast(builder_, value_of(node.src(0)), node.src(0)->dtype(), node.dtype()); break;
       case Ops::BITCAST:
         result = llvm_bitcast(builder_, value_of(node.src(0)), node.src(0)->dtype(), node.dtype());
@@ -263,6 +266,10 @@ class Renderer {
         DType operand = node.op() == Ops::WHERE ? node.src(1)->dtype() : node.src(0)->dtype();
         DType shift_amount = node.src_count() > 1 ? node.src(1)->dtype() : operand;
         bool update = is_accumulator_update(node);
+        if (update && node.op() == Ops::ADD && node.src(1)->op() == Ops::WMMA) {
+          result = dot_products(*node.src(1), sources[0]);  // the accumulator is the instruction's own
+          break;
+        }
         result = llvm_alu(builder_, node.op(), operand, sources, shift_amount, update);
         if (update && node.op() == Ops::ADD && operand.is_float()) allow_fused_multiply_add(node, result);
       }
@@ -291,7 +298,27 @@ class Renderer {
       for (const UOpPtr& source : node.srcs()) allow_contraction_below(*source, depth - 1);
   }
 
-  // A vector from scalars: a splat when every lane is the same value.
+  // A chain of dot-product WMMAs (opt/dot_products.h) ending in `accumulator` where it starts from
+  // zero (the accumulator update `acc + WMMA(…)` adds inside the instruction), or in its own
+  // accumulator operand when `accumulator` is null.
+  llvm::Value* dot_products(const UOp& node, llvm::Value* accumulator) {
+    if (node.arg_string() != kDotProduct) fail("WMMA " + node.arg_string() + " on the CPU");
+    const UOpPtr& below = node.src(2);
+    llvm::Value* start = nullptr;
+    if (below->op() == Ops::WMMA) start = dot_products(*below, accumulator);
+    else if (accumulator != nullptr && is_zero_splat(*below)) start = accumulator;
+    else start = accumulator != nullptr ? builder_.CreateAdd(accumulator, value_of(below)) : value_of(below);
+    return dot_product_8bit(builder_, start, value_of(node.src(0)), value_of(node.src(1)));
+  }
+
+  static bool is_zero_splat(const UOp& node) {
+    return node.op() == Ops::VECTORIZE && std::all_of(node.srcs().begin(), node.srcs().end(), [](const UOpPtr& s) {
+             return s->is_const() && s->const_int() == 0;
+           });
+  }
+
+  // A vector from scalars: a splat when every lane is the same value, a repeated group, lanes of a
+  // few vectors (llvm_vectors.h), else one insert per lane.
   llvm::Value* vectorize(const UOp& node) {
     if (auto gather = strided_gathers_.find(&node); gather != strided_gathers_.end())
       return strided_gather(node, gather->second);
@@ -299,10 +326,41 @@ class Renderer {
       fail(str_cat("VECTORIZE of type ", node.dtype().name(), " with ", node.src_count(), " sources"));
     bool splat = std::all_of(node.srcs().begin(), node.srcs().end(), [&](const UOpPtr& s) { return s == node.src(0); });
     if (splat) return builder_.CreateVectorSplat(static_cast<unsigned>(node.src_count()), value_of(node.src(0)));
+    if (llvm::Value* assembled = assembled_vector(node)) return assembled;
     llvm::Value* vector = llvm::PoisonValue::get(llvm_register_type(context_, node.dtype()));
     for (size_t lane = 0; lane < node.src_count(); ++lane)
       vector = builder_.CreateInsertElement(vector, value_of(node.src(lane)), builder_.getInt64(lane));
     return vector;
+  }
+
+  // The lanes of a VECTORIZE as a repeated group or as lanes of a few vectors; nullptr otherwise.
+  llvm::Value* assembled_vector(const UOp& node) {
+    const size_t count = node.src_count();
+    for (size_t period = 2; period <= count / 2; period *= 2) {
+      if (count % period != 0) break;
+      bool repeats = true;
+      for (size_t lane = period; lane < count && repeats; ++lane) repeats = node.src(lane) == node.src(lane % period);
+      if (!repeats) continue;
+      std::vector<llvm::Value*> group;
+      for (size_t lane = 0; lane < period; ++lane) group.push_back(value_of(node.src(lane)));
+      return repeated_group(builder_, group, static_cast<unsigned>(count));
+    }
+    std::vector<llvm::Value*> vectors;
+    std::vector<const UOp*> vector_nodes;
+    std::vector<std::pair<unsigned, unsigned>> lanes;
+    for (const UOpPtr& source : node.srcs()) {
+      if (source->op() != Ops::GEP || source->arg_list().size() != 1) return nullptr;
+      const UOp* vector = source->src(0).get();
+      auto found = std::find(vector_nodes.begin(), vector_nodes.end(), vector);
+      if (found == vector_nodes.end()) {
+        if (vector_nodes.size() == 8) return nullptr;
+        vector_nodes.push_back(vector);
+        vectors.push_back(value_of(source->src(0)));
+        found = vector_nodes.end() - 1;
+      }
+      lanes.emplace_back(static_cast<unsigned>(found - vector_nodes.begin()), static_cast<unsigned>(source->arg_list()[0]));
+    }
+    return lanes_of_vectors(builder_, vectors, lanes);
   }
 
   // GEP: one lane as a scalar, or several as a shorter vector.

@@ -105,6 +105,13 @@ CpuTarget::CpuTarget() {
     caps_.vector_bytes = 16;
     caps_.vector_registers = 16;
   }
+  // vpdpbusd at the vector width: AVX-512 VNNI for 512-bit vectors; for 256-bit ones AVX-VNNI (VEX)
+  // or AVX-512 VNNI with VL (EVEX).
+  bool vnni512 = enabled_features_.count("avx512vnni") != 0;
+  if (caps_.vector_bytes == 64 && vnni512) caps_.dot_product_bytes = 64;
+  if (caps_.vector_bytes == 32 &&
+      (enabled_features_.count("avxvnni") || (vnni512 && enabled_features_.count("avx512vl"))))
+    caps_.dot_product_bytes = 32;
   // Sorted by name (not by sign), so the string is the same however LLVM orders its map.
   std::sort(features.begin(), features.end(),
             [](const std::string& a, const std::string& b) { return a.substr(1) < b.substr(1); });
