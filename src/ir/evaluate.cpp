@@ -22,6 +22,15 @@ int128 wrap_integer(int128 value, DType dtype) {
 
 namespace {
 
+// x rounded to the nearest integer, halves to the even one, independent of the FP environment's
+// rounding mode; -0.4 gives -0, and NaN and infinities are themselves.
+double round_half_even(double x) {
+  double whole = std::trunc(x), fraction = x - whole;
+  bool odd = std::fmod(whole, 2.0) != 0;
+  if (std::fabs(fraction) > 0.5 || (std::fabs(fraction) == 0.5 && odd)) return whole + std::copysign(1.0, x);
+  return whole;
+}
+
 double round_float(double value, DType dtype) {
   switch (dtype.scalar()) {
     case ScalarType::Float16: return round_to_f16(value);
@@ -197,6 +206,7 @@ std::optional<ScalarValue> fold_alu(Ops op, DType result, std::span<const Scalar
       case Ops::NOT:
         return result.is_bool() ? integer_value(result, a.integer == 0) : integer_value(result, ~a.integer);
       case Ops::TRUNC: return is_float ? real_value(result, std::trunc(a.real)) : a;
+      case Ops::ROUND_EVEN: return is_float ? real_value(result, round_half_even(a.real)) : a;
       case Ops::SQRT: return is_float ? std::optional(real_value(result, std::sqrt(a.real))) : std::nullopt;
       case Ops::RECIPROCAL: return is_float ? std::optional(real_value(result, 1.0 / a.real)) : std::nullopt;
       default: return std::nullopt;

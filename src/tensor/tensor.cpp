@@ -338,6 +338,12 @@ Tensor Tensor::trunc() const {
   if (!data().dtype.is_float()) return *this;
   return elementwise(Ops::TRUNC, data().dtype, {*this});
 }
+// Halves to even, as numpy and ONNX Round: one instruction on every target (roundps, rint).
+Tensor Tensor::round() const {
+  require_defined(*this);
+  if (!data().dtype.is_float()) return *this;
+  return elementwise(Ops::ROUND_EVEN, data().dtype, {*this});
+}
 Tensor Tensor::logical_not() const {
   require_defined(*this);
   Tensor x = cast(ScalarType::Bool);

@@ -575,17 +575,6 @@ Tensor Tensor::ceil() const {
   Tensor t = trunc();
   return select(t.lt(*this), t + constant(t, 1.0), t);
 }
-Tensor Tensor::round() const {
-  if (!data().dtype.is_float()) return *this;
-  Tensor t = trunc();
-  Tensor fraction = *this - t;  // exact
-  Tensor half = constant(t, 0.5), minus_half = constant(t, -0.5);
-  Tensor away = select(lt(constant(t, 0.0)), t - constant(t, 1.0), t + constant(t, 1.0));
-  Tensor t_odd = (t - constant(t, 2.0) * (t * half).trunc()).ne(constant(t, 0.0));
-  Tensor beyond_half = half.lt(fraction) | fraction.lt(minus_half);
-  Tensor tie = fraction.eq(half) | fraction.eq(minus_half);
-  return select(beyond_half | (tie & t_odd), away, t);
-}
 Tensor Tensor::isnan() const {
   if (!data().dtype.is_float()) return Tensor::full(shape(), 0, S::Bool);
   return ne(*this);

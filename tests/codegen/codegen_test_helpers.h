@@ -166,7 +166,7 @@ inline std::vector<Ops> alu_ops_of(DType dtype) {
   if (dtype.is_bool()) return {Ops::ADD, Ops::SUB, Ops::MUL, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND,
                                Ops::OR, Ops::XOR, Ops::NOT, Ops::WHERE};
   if (dtype.is_float()) return {Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ,
-                                Ops::NEG, Ops::SQRT, Ops::RECIPROCAL, Ops::TRUNC, Ops::WHERE, Ops::MULACC};
+                                Ops::NEG, Ops::SQRT, Ops::RECIPROCAL, Ops::TRUNC, Ops::ROUND_EVEN, Ops::WHERE, Ops::MULACC};
   return {Ops::ADD, Ops::SUB, Ops::MUL, Ops::IDIV, Ops::MOD, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ,
           Ops::AND, Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::NEG, Ops::NOT, Ops::WHERE};
 }

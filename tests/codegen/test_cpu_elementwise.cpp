@@ -164,6 +164,31 @@ TEST_CASE("shift amounts are taken modulo the bit width; right shifts are arithm
   }
 }
 
+TEST_CASE("float ops: ROUND_EVEN rounds halves to even and keeps signs, in every float type") {
+  const double inputs[][2] = {{0.5, 0.0},   {1.5, 2.0},   {2.5, 2.0},     {-0.5, -0.0},     {-2.5, -2.0},
+                              {-3.5, -4.0}, {0.49, 0.0},  {-0.4, -0.0},   {2.75, 3.0},      {-0.0, -0.0},
+                              {1e9, 1e9},   {INFINITY, INFINITY}, {-INFINITY, -INFINITY}};
+  const int64_t n = std::size(inputs);
+  for (DType dtype : {dtypes::f32, dtypes::f64, dtypes::f16, dtypes::bf16}) {
+    CAPTURE(dtype.name());
+    UOpPtr in = global(dtype, n, 1), out = global(dtype, n, 0);
+    UOpPtr i = range(n, 0);
+    KernelFunction run = compile_and_load(
+        kernel("round_even_" + dtype.name(), {store(index(out, i), alu(Ops::ROUND_EVEN, load(index(in, i))))}));
+    TestBuffer in_data(dtype, n), out_data(dtype, n);
+    for (int64_t k = 0; k < n; ++k) in_data.set_real(k, inputs[k][0]);
+    void* buffers[] = {out_data.data(), in_data.data()};
+    run(buffers, 0, n);
+    for (int64_t k = 0; k < n; ++k) {
+      // The input as stored (1e9 is not an f16), rounded: an integral value stays itself.
+      double stored = in_data.get(k).real;
+      double expected = std::fabs(stored) >= 1e6 ? stored : inputs[k][1];
+      INFO("element ", k, ": ", stored);
+      CHECK(same_value(out_data.get(k), as_stored(dtype, ScalarValue{dtype, 0, expected})));
+    }
+  }
+}
+
 TEST_CASE("float ops: MAX propagates NaN, comparisons with NaN, sqrt/trunc/reciprocal/neg/div") {
   const double inputs[][2] = {{1.5, 2.25}, {-3.75, 0.5}, {NAN, 1.0}, {1.0, NAN}, {-0.0, 0.0}, {0.0, -0.0},
                               {INFINITY, -INFINITY}, {2.0, 0.0}, {-7.5, -7.5}, {1e-3, 3.0}};

@@ -340,6 +340,15 @@ TEST_CASE("other float ops: folded when exact, declined otherwise") {
   std::optional<ScalarValue> truncated = fold(Ops::TRUNC, dtypes::f32, {real(dtypes::f32, -2.5)});
   REQUIRE(truncated.has_value());
   CHECK(truncated->real == -2.0);
+  // Halves to even, signs kept (-0.4 gives -0), whatever the FP environment's rounding mode.
+  const double rounding[][2] = {{-2.5, -2.0}, {-1.5, -2.0}, {0.5, 0.0}, {1.5, 2.0}, {2.5, 2.0}, {2.6, 3.0}, {-0.4, -0.0},
+                                {8388609.0, 8388609.0}};
+  for (const auto& [input, expected] : rounding) {
+    std::optional<ScalarValue> rounded = fold(Ops::ROUND_EVEN, dtypes::f32, {real(dtypes::f32, input)});
+    REQUIRE(rounded.has_value());
+    CHECK(rounded->real == expected);
+    CHECK(std::signbit(rounded->real) == std::signbit(expected));
+  }
   std::optional<ScalarValue> negated = fold(Ops::NEG, dtypes::f32, {real(dtypes::f32, 0.0)});
   REQUIRE(negated.has_value());
   CHECK(std::signbit(negated->real));

@@ -144,7 +144,7 @@ std::vector<double> float_samples(DType dtype, std::mt19937_64& random) {
 TEST_CASE("float ops: Z3 IEEE semantics agree with fold_alu") {
   std::mt19937_64 random(7);
   const std::vector<Ops> binary = {Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ};
-  const std::vector<Ops> unary = {Ops::NEG, Ops::SQRT, Ops::RECIPROCAL, Ops::TRUNC};
+  const std::vector<Ops> unary = {Ops::NEG, Ops::SQRT, Ops::RECIPROCAL, Ops::TRUNC, Ops::ROUND_EVEN};
   for (DType dtype : {dtypes::f16, dtypes::bf16, dtypes::f32, dtypes::f64}) {
     z3::context context;
     Z3Semantics semantics(context);

@@ -192,7 +192,7 @@ z3::expr Z3Semantics::apply_integer(Ops op, DType dtype, const std::vector<z3::e
     case Ops::MUL: return s[0] * s[1];
     case Ops::NEG: return -s[0];
     case Ops::NOT: return -s[0] - 1;
-    case Ops::TRUNC: return s[0];
+    case Ops::TRUNC: case Ops::ROUND_EVEN: return s[0];
     case Ops::IDIV: definedness.push_back(s[1] != 0); return int_divide(s[0], s[1]);
     case Ops::MOD: definedness.push_back(s[1] != 0); return int_remainder(s[0], s[1]);
     case Ops::MAX: return z3::ite(s[0] > s[1], s[0], s[1]);
@@ -217,7 +217,7 @@ z3::expr Z3Semantics::apply_bitvector(Ops op, DType dtype, const std::vector<DTy
     case Ops::MUL: return binary(Z3_mk_bvmul);
     case Ops::NEG: return wrap(c, Z3_mk_bvneg(c, s[0]));
     case Ops::NOT: return wrap(c, Z3_mk_bvnot(c, s[0]));
-    case Ops::TRUNC: return s[0];
+    case Ops::TRUNC: case Ops::ROUND_EVEN: return s[0];
     case Ops::AND: return binary(Z3_mk_bvand);
     case Ops::OR: return binary(Z3_mk_bvor);
     case Ops::XOR: return binary(Z3_mk_bvxor);
@@ -304,6 +304,7 @@ z3::expr Z3Semantics::apply_float(Ops op, DType dtype, const std::vector<z3::exp
       return wrap(c, Z3_mk_fpa_div(c, nearest_even, one, s[0]));
     }
     case Ops::TRUNC: return wrap(c, Z3_mk_fpa_round_to_integral(c, wrap(c, Z3_mk_fpa_rtz(c)), s[0]));
+    case Ops::ROUND_EVEN: return wrap(c, Z3_mk_fpa_round_to_integral(c, nearest_even, s[0]));
     case Ops::MULACC: return wrap(c, Z3_mk_fpa_fma(c, nearest_even, s[0], s[1], s[2]));
     case Ops::MAX: return float_maximum(s[0], s[1], dtype);
     case Ops::CMPLT: return wrap(c, Z3_mk_fpa_lt(c, s[0], s[1]));

@@ -182,7 +182,7 @@ std::string integer_to_f32_sticky_helper(const CExpressionContext& c, DType from
 // Bool arithmetic is integer arithmetic on 0/1 followed by `!= 0` (ir/evaluate.cpp, llvm_alu.cpp).
 std::string bool_alu(Ops op, std::span<const std::string> x) {
   switch (op) {
-    case Ops::NEG: case Ops::TRUNC: case Ops::SHL: case Ops::SHR: return x[0];
+    case Ops::NEG: case Ops::TRUNC: case Ops::ROUND_EVEN: case Ops::SHL: case Ops::SHR: return x[0];
     case Ops::NOT: return paren("!" + x[0]);
     case Ops::ADD: case Ops::OR: case Ops::MAX: return paren(x[0] + " || " + x[1]);
     case Ops::SUB: case Ops::XOR: case Ops::CMPNE: return paren(x[0] + " != " + x[1]);
@@ -223,7 +223,7 @@ std::string integer_alu(const CExpressionContext& c, Ops op, DType dtype, std::s
   switch (op) {
     case Ops::NEG: return plain ? paren("-" + x[0]) : wrapped("0 - (" + work + ")" + x[0]);
     case Ops::NOT: return wrapped("~" + x[0]);
-    case Ops::TRUNC: return x[0];
+    case Ops::TRUNC: case Ops::ROUND_EVEN: return x[0];
     case Ops::ADD: case Ops::SUB: case Ops::MUL:
       if (plain) return paren(x[0] + infix(op) + x[1]);
       return wrapped("(" + work + ")" + x[0] + infix(op) + "(" + work + ")" + x[1]);
@@ -260,6 +260,7 @@ std::string float_alu(const CExpressionContext& c, Ops op, DType dtype, std::spa
   switch (op) {
     case Ops::SQRT: return result("sqrt(" + w[0] + ")");
     case Ops::TRUNC: return result("trunc(" + w[0] + ")");
+    case Ops::ROUND_EVEN: return result("rint(" + w[0] + ")");  // the default rounding mode: halves to even
     case Ops::RECIPROCAL: return result(paren(float_literal(d, compute, 1.0) + " / " + w[0]));
     case Ops::ADD: case Ops::SUB: case Ops::MUL: case Ops::FDIV: return result(paren(w[0] + infix(op) + w[1]));
     case Ops::CMPLT: case Ops::CMPNE: case Ops::CMPEQ: return paren(w[0] + infix(op) + w[1]);

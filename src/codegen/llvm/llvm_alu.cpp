@@ -191,7 +191,7 @@ llvm::Value* compare(llvm::IRBuilderBase& b, Ops op, DType dtype, llvm::Value* x
 // amounts are taken modulo a width of 1, so shifts leave the value as it is.
 llvm::Value* bool_alu(llvm::IRBuilderBase& b, Ops op, llvm::Value* x, llvm::Value* y) {
   switch (op) {
-    case Ops::NEG: case Ops::TRUNC: case Ops::SHL: case Ops::SHR: return x;
+    case Ops::NEG: case Ops::TRUNC: case Ops::ROUND_EVEN: case Ops::SHL: case Ops::SHR: return x;
     case Ops::NOT: return b.CreateNot(x);
     case Ops::ADD: case Ops::OR: case Ops::MAX: return b.CreateOr(x, y);
     case Ops::SUB: case Ops::XOR: return b.CreateXor(x, y);
@@ -226,7 +226,7 @@ llvm::Value* integer_alu(llvm::IRBuilderBase& b, Ops op, DType dtype, llvm::Valu
   switch (op) {
     case Ops::NEG: return b.CreateNeg(x, "", no_signed_wrap);
     case Ops::NOT: return b.CreateNot(x);
-    case Ops::TRUNC: return x;
+    case Ops::TRUNC: case Ops::ROUND_EVEN: return x;
     case Ops::ADD: return b.CreateAdd(x, y, "", false, no_signed_wrap);
     case Ops::SUB: return b.CreateSub(x, y, "", false, no_signed_wrap);
     case Ops::MUL: return b.CreateMul(x, y, "", false, no_signed_wrap);
@@ -277,6 +277,7 @@ llvm::Value* float_alu(llvm::IRBuilderBase& b, Ops op, DType dtype, llvm::Value*
   switch (op) {
     case Ops::SQRT: result = b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x); break;
     case Ops::TRUNC: result = b.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, x); break;
+    case Ops::ROUND_EVEN: result = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x); break;
     case Ops::RECIPROCAL: result = b.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0), x); break;
     case Ops::ADD: result = b.CreateFAdd(x, y); break;
     case Ops::SUB: result = b.CreateFSub(x, y); break;
