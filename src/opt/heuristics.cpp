@@ -578,6 +578,16 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps, int64_t
   bool strided_sums = gathers && !scatters && strided_only && !only_max_reductions(kernel);
   if ((gathers || scatters) && tile_rows == 0 && !strided_sums) {
     if (gathers && !scatters && only_max_reductions(kernel)) return max_pool_tile(outputs, vector_axis, width, caps);
+    // Gathered lanes pay without tile rows too where each element costs many ALU ops and the
+    // reduction is short loops that LLVM leaves scalar: a QDQ model's global average pool
+    // dequantizes, applies HardSwish and quantizes and dequantizes again per element before the
+    // sum (~25 ops, two divisions). As a scalar loop over its 7×7 window MobileNetV3's 576-channel
+    // pool ran at 10 GFLOP/s. A long contiguous reduction (a LayerNorm's row) stays with LLVM.
+    bool short_reduction = std::all_of(ranges.begin(), ranges.end(), [&](const UOp* range) {
+      return axis_kind(range->arg_int()) != AxisKind::Reduce || extent_of(range) < lanes;
+    });
+    if (gathers && !scatters && short_reduction && alu_cost(kernel) >= kExpensiveElementwise)
+      return opts;  // the UPCAST alone
     return {};
   }
   int64_t pair_axis = -1;  // the SPLIT's new loop, the pair's second column

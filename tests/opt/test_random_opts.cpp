@@ -1302,6 +1302,42 @@ TEST_CASE("the heuristics: a maximum to one value takes its vector along the red
   }
 }
 
+TEST_CASE("the heuristics: a short-window sum of an expensive value takes gathered lanes; a cheap one and a long row do not") {
+  TargetCaps caps = host_cpu_caps();
+  if (!caps.supports_vector_ops) return;  // nothing to choose
+  // A QDQ model's pooled activation: quantized, dequantized, HardSwish'd, quantized and dequantized
+  // again per element (~25 ALU ops), then a 7x7 average per channel.
+  auto fake_quantize = [](const Tensor& t, double scale) {
+    Tensor s = Tensor::scalar(scale, S::Float32);
+    return t.div(s).round().add(Tensor::scalar(3, S::Float32)).clip(0, 255).sub(Tensor::scalar(3, S::Float32)).mul(s);
+  };
+  auto expensive = [&](const Tensor& t) {
+    Tensor q = fake_quantize(t, 0.05);
+    Tensor hardswish = q.mul(q.mul(Tensor::scalar(1.0 / 6, S::Float32)).add(Tensor::scalar(0.5, S::Float32)).clip(0, 1));
+    return fake_quantize(hardswish, 0.02);
+  };
+  auto vector_of = [](const std::vector<Opt>& opts) {
+    for (const Opt& opt : opts)
+      if (opt.op == OptOp::Upcast) return opt;
+    return Opt{OptOp::Swap, -1, 0};
+  };
+  Tensor x = f32({1, 576, 7, 7}, 5);
+  Schedule pooled = create_schedule({expensive(x).mean({2, 3}).data().node});
+  REQUIRE(pooled.kernels.size() == 1);
+  Opt vector = vector_of(hand_coded_opts(pooled.kernels[0].ast, caps));
+  CHECK(vector.op == OptOp::Upcast);
+  CHECK(axis_kind(vector.axis) == AxisKind::Loop);  // the channels, each lane's window gathered
+  // A cheap value (a ReLU) is not worth the gathers.
+  Schedule cheap = create_schedule({x.relu().mean({2, 3}).data().node});
+  REQUIRE(cheap.kernels.size() == 1);
+  CHECK(vector_of(hand_coded_opts(cheap.kernels[0].ast, caps)).op != OptOp::Upcast);
+  // A long contiguous row (256 steps) stays with LLVM's vectoriser along the row.
+  Schedule rows = create_schedule({expensive(f32({64, 256}, 6)).sum({1}).data().node});
+  REQUIRE(rows.kernels.size() == 1);
+  Opt row_vector = vector_of(hand_coded_opts(rows.kernels[0].ast, caps));
+  CHECK_FALSE((row_vector.op == OptOp::Upcast && axis_kind(row_vector.axis) == AxisKind::Loop));
+}
+
 TEST_CASE("the heuristics: a 13x13 1x1 conv pads its merged pixels for a register tile; a strided max pool does not merge its vector") {
   TargetCaps caps = host_cpu_caps();
   auto reduction_kernel = [](const Tensor& t) {
