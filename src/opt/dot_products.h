@@ -38,7 +38,7 @@ inline constexpr const char* kDotProduct = "vpdpbusd";
 // in every lane (a row's value) and the other 4 bytes apart with the reduction's steps consecutive
 // (b in dot-product panels, tensor_nn.cpp): that loop vectorised (and unrolled by 2 where it can
 // be), the rows unrolled to share each load of b (a symbolic row loop first split in blocks of
-// 4), the steps unrolled by 4. nullopt otherwise.
+// 8), the steps unrolled by 4. nullopt otherwise.
 std::optional<std::vector<Opt>> dot_product_tile(const UOpPtr& kernel, const TargetCaps& caps);
 
 // `lowered` (expanded and vectorised) with each accumulator update made of groups of 4 products of

@@ -822,24 +822,58 @@ class Rangeifier {
   }
 
   // Whether `node` flows, through elementwise and movement ops, into a reduction to one element
-  // (a whole tensor's min or max) and into some other kernel besides. DynamicQuantizeLinear reads
-  // its input three times, a min, a max and the quantization: a BERT FFN's GELU recomputed in each
-  // of those kernels, two of them single-output loops that no second thread can share, took 45 %
-  // of the int8 model's run. Softmax's exp, read by per-row sums, stays recomputed.
+  // (a whole tensor's min or max) and into some other kernel besides, and fans out itself: a
+  // reader of it is such a kernel, or its readers reach different kernels. DynamicQuantizeLinear
+  // reads its input three times, a min, a max and the quantization: a BERT FFN's GELU recomputed
+  // in each of those kernels, two of them single-output loops that no second thread can share,
+  // took 45 % of the int8 model's run. Only that fan-out is stored: the GELU's inner values (erf's
+  // polynomial terms), whose readers all meet again in the GELU, stay inline (each stored, the
+  // GELU took 4 kernels and 9 buffers of its size: 0.9 of the int8 BERT's 4.3 ms at 128 tokens).
+  // Softmax's exp, read by per-row sums, stays recomputed.
   bool feeds_whole_reduction_and_more(const UOp* node) {
     if (auto found = feeds_whole_reduction_.find(node); found != feeds_whole_reduction_.end()) return found->second;
-    std::unordered_set<const UOp*> boundaries, seen;
     bool whole = false;
+    std::unordered_set<const UOp*> all = kernels_reached(node, whole);
+    bool result = false;
+    if (whole && all.size() > 1) {
+      std::optional<std::unordered_set<const UOp*>> first;
+      for (const UOp* consumer : consumers_[node]) {
+        if (!passes_through(consumer)) {
+          result = true;  // a reader is itself another kernel
+          break;
+        }
+        bool ignored = false;
+        std::unordered_set<const UOp*> reached = kernels_reached(consumer, ignored);
+        if (!first) first = std::move(reached);
+        else if (reached != *first) {
+          result = true;
+          break;
+        }
+      }
+    }
+    feeds_whole_reduction_.emplace(node, result);
+    return result;
+  }
+
+  // Whether a reader of a value computes in the same kernel as it (elementwise and movement ops).
+  bool passes_through(const UOp* consumer) const {
+    OpGroup group = op_group(consumer->op());
+    bool elementwise = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary ||
+                       group == OpGroup::Movement || consumer->op() == Ops::CAST || consumer->op() == Ops::BITCAST;
+    return elementwise && !output_nodes_.contains(consumer);
+  }
+
+  // The readers where the values computed from `node` by elementwise and movement ops leave their
+  // kernel (reductions, outputs, anything else); `whole`: one of them reduces to one element.
+  std::unordered_set<const UOp*> kernels_reached(const UOp* node, bool& whole) {
+    std::unordered_set<const UOp*> boundaries, seen;
     std::vector<const UOp*> stack{node};
     while (!stack.empty()) {
       const UOp* current = stack.back();
       stack.pop_back();
       for (const UOp* consumer : consumers_[current]) {
         if (!seen.insert(consumer).second) continue;
-        OpGroup group = op_group(consumer->op());
-        bool passes = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary ||
-                      group == OpGroup::Movement || consumer->op() == Ops::CAST;
-        if (passes && !output_nodes_.contains(consumer)) {
+        if (passes_through(consumer)) {
           stack.push_back(consumer);
           continue;
         }
@@ -847,9 +881,7 @@ class Rangeifier {
         if (consumer->op() == Ops::REDUCE_AXIS && dims_numel(shapes_.of(consumer)).max() == 1) whole = true;
       }
     }
-    bool result = whole && boundaries.size() > 1;
-    feeds_whole_reduction_.emplace(node, result);
-    return result;
+    return boundaries;
   }
 
   bool must_materialize(const UOp* node, bool through_expand, const Index& index) {
