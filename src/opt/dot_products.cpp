@@ -223,7 +223,8 @@ void with_row_tile(const UOpPtr& kernel, const UOpPtr& trial, const UOpPtr& vary
     if (block < 2) return;
     opts.insert(opts.begin(), Opt{OptOp::Split, row_axis, block});
     row_axis = -1;
-    for (const UOp* range : kernel_ranges(apply_opts(kernel, {opts.front()})))
+    UOpPtr blocked = apply_opts(kernel, {opts.front()});  // holds the ranges the loop reads
+    for (const UOp* range : kernel_ranges(blocked))
       if (axis_kind(range->arg_int()) == AxisKind::Loop) row_axis = std::max(row_axis, range->arg_int());
     row_extent = block;
   }

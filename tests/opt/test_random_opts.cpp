@@ -1295,10 +1295,12 @@ TEST_CASE("the heuristics: a maximum to one value takes its vector along the red
       CHECK(opts.empty());
       continue;
     }
-    REQUIRE(opts.size() == 1);
+    // The lanes along the reduction, and four vectors a step (independent maxima in a tree).
+    REQUIRE(opts.size() == 2);
     CHECK(opts[0].op == OptOp::Upcast);
     CHECK(axis_kind(opts[0].axis) == AxisKind::Reduce);
     CHECK(opts[0].amount >= 4);
+    CHECK(opts[1] == Opt{OptOp::Unroll, opts[0].axis, 4});
   }
 }
 
