@@ -276,6 +276,18 @@ Outputs dynamic_quantize_linear(const OnnxNode& node) {
 
 // ---- integer matrix products and convolutions --------------------------------------------------
 
+// A quantization parameter shaped to broadcast against an operand of rank `rank`: a scalar, one
+// value per row along the axis `per_row_axis` counts from the end (0: none), or as it is.
+Tensor shaped_parameter(const Tensor& parameter, int64_t per_row_axis, int64_t rank) {
+  if (parameter.numel() == 1) return parameter.reshape({});
+  if (parameter.ndim() == 1 && per_row_axis != 0 && rank >= -per_row_axis) {
+    Shape shape(static_cast<size_t>(-per_row_axis), 1);
+    shape[0] = parameter.dim(0);
+    return parameter.reshape(shape);
+  }
+  return parameter;
+}
+
 // x - zero_point in i32; the zero point is a scalar, or one per row of x (`per_row_axis`: the axis
 // it runs along, counted from the end), or already broadcastable.
 Tensor shifted_integer(const OnnxNode& node, size_t x_index, size_t zero_point_index, int64_t per_row_axis) {
@@ -287,26 +299,12 @@ Tensor shifted_integer(const OnnxNode& node, size_t x_index, size_t zero_point_i
   const int32_t zero_point_type = node.input_elem_type(zero_point_index);
   if (is_narrow_type(zero_point_type))
     node.fail(str_cat("unsupported: zero point of type ", onnx_type_name(zero_point_type)));
-  Tensor zero_point = node.input(zero_point_index).cast(ScalarType::Int32);
-  if (zero_point.numel() == 1) return value.sub(zero_point.reshape({}));
-  if (zero_point.ndim() == 1 && per_row_axis != 0 && x.ndim() >= -per_row_axis) {
-    Shape shape(static_cast<size_t>(-per_row_axis), 1);
-    shape[0] = zero_point.dim(0);
-    zero_point = zero_point.reshape(shape);
-  }
-  return value.sub(zero_point);
+  return value.sub(shaped_parameter(node.input(zero_point_index).cast(ScalarType::Int32), per_row_axis, x.ndim()));
 }
 
 // A scale as f64, shaped like its zero point would be (see shifted_integer).
 Tensor shaped_scale(const OnnxNode& node, size_t index, int64_t per_row_axis, int64_t rank) {
-  Tensor scale = scale_value(node, index).cast(ScalarType::Float64);
-  if (scale.numel() == 1) return scale.reshape({});
-  if (scale.ndim() == 1 && per_row_axis != 0 && rank >= -per_row_axis) {
-    Shape shape(static_cast<size_t>(-per_row_axis), 1);
-    shape[0] = scale.dim(0);
-    return scale.reshape(shape);
-  }
-  return scale;
+  return shaped_parameter(scale_value(node, index).cast(ScalarType::Float64), per_row_axis, rank);
 }
 
 // The quantized output of the QLinear ops: round(accumulator * scale / y_scale) + y_zero_point.
@@ -355,14 +353,7 @@ std::optional<Tensor> zero_point_i32(const OnnxNode& node, size_t index, int64_t
   if (known_zero(node, index)) return std::nullopt;
   const int32_t type = node.input_elem_type(index);
   if (is_narrow_type(type)) node.fail(str_cat("unsupported: zero point of type ", onnx_type_name(type)));
-  Tensor zero_point = node.input(index).cast(ScalarType::Int32);
-  if (zero_point.numel() == 1) return zero_point.reshape({});
-  if (zero_point.ndim() == 1 && per_row_axis != 0 && rank >= -per_row_axis) {
-    Shape shape(static_cast<size_t>(-per_row_axis), 1);
-    shape[0] = zero_point.dim(0);
-    return zero_point.reshape(shape);
-  }
-  return zero_point;
+  return shaped_parameter(node.input(index).cast(ScalarType::Int32), per_row_axis, rank);
 }
 
 // Σk (a - za)(b - zb) for 8-bit a and b, as Σk a·b - zb·Σk a - za·Σk b + K·za·zb: the product then
