@@ -7,6 +7,7 @@
 #include <limits>
 #include <numbers>
 #include <numeric>
+#include <optional>
 #include <tuple>
 #include <unordered_set>
 #include <vector>
@@ -702,6 +703,59 @@ bool pads_channels_last(const Tensor& padded, const Shape& kernel, int64_t group
   return padded.dim(1) >= caps.vector_lanes(dtypes::f32) && 2 * bytes > caps.l2_bytes;
 }
 
+// A conv whose kernel taps at one end of a spatial axis read only zero padding, for every output
+// and every image size the plan allows (the largest decides: a smaller image has fewer live
+// taps), with those taps gone: the weight sliced to the live taps and the pads reduced by what
+// they covered, so that the output keeps its size. An atrous conv over a small feature map is
+// the case: DeepLabV3's ASPP branches of dilation 24 and 36 (pads alike) over 14×14 features read
+// the image with their centre tap only, and computed 9 taps over a copy of 86×86 padded rows (2 of
+// the model's 10 ms at one thread, 224² input). nullopt where every tap may read the image, or
+// where a crop (a negative pad) would be needed over an image of symbolic size.
+struct LiveTaps {
+  Tensor weight;
+  ConvOptions options;
+};
+std::optional<LiveTaps> without_dead_taps(const Tensor& x, const Tensor& weight, const ConvOptions& options) {
+  if (!x.defined() || !weight.defined() || x.ndim() < 3 || weight.ndim() != x.ndim()) return std::nullopt;
+  const size_t n = static_cast<size_t>(x.ndim()) - 2;
+  std::vector<int64_t> stride = per_axis(options.stride, n, 1, 1, "conv", "stride");
+  std::vector<int64_t> dilation = per_axis(options.dilation, n, 1, 1, "conv", "dilation");
+  auto [pad_begin, pad_end] = begin_end_pads(options.padding, n, true, "conv");
+  Tensor live = weight;
+  bool trimmed = false;
+  for (size_t i = 0; i < n; ++i) {
+    const auto axis = static_cast<int64_t>(i) + 2;
+    const Dim size = dim_of(x, axis);
+    const int64_t image = size.max(), taps = weight.dim(axis), d = dilation[i], s = stride[i];
+    const int64_t span_left = image + pad_begin[i] + pad_end[i] - d * (taps - 1) - 1;
+    if (image <= 0 || span_left < 0 || taps <= 1) continue;  // no output: the conv says so itself
+    const int64_t outputs = span_left / s + 1;
+    // Tap k reads image row o·s + k·d − pad for outputs o < `outputs`: live when one lands inside.
+    auto reads_image = [&](int64_t k) {
+      int64_t offset = k * d - pad_begin[i];
+      int64_t first = offset >= 0 ? 0 : (-offset + s - 1) / s;  // the first output at or past row 0
+      return first < outputs && first * s + offset < image;
+    };
+    int64_t low = 0, high = taps - 1;
+    while (low <= high && !reads_image(low)) ++low;
+    while (high >= low && !reads_image(high)) --high;
+    if (low > high || (low == 0 && high == taps - 1)) continue;
+    const int64_t begin = pad_begin[i] - low * d, end = pad_end[i] - (taps - 1 - high) * d;
+    if (!size.is_known() && (begin < 0 || end < 0)) continue;
+    live = live.slice(axis, low, high + 1);
+    pad_begin[i] = begin;
+    pad_end[i] = end;
+    trimmed = true;
+  }
+  if (!trimmed) return std::nullopt;
+  ConvOptions reduced = options;
+  reduced.stride = stride;
+  reduced.dilation = dilation;
+  reduced.padding = pad_begin;
+  reduced.padding.insert(reduced.padding.end(), pad_end.begin(), pad_end.end());
+  return LiveTaps{live, reduced};
+}
+
 // Whether spatial pads (before, after) add anything: negative pads crop and zeros do nothing.
 bool pads_anything(const std::vector<int64_t>& before, const std::vector<int64_t>& after) {
   auto positive = [](int64_t p) { return p > 0; };
@@ -721,6 +775,7 @@ bool is_broadcast_value(const Tensor& t) {
 // (C/groups, K1…Kn): (N, g, F/g, O…, C/g, K…) · (1, g, F/g, 1…, C/g, K…). One kernel, with the
 // bias add (and whatever elementwise op follows) in its epilogue.
 Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions& options) const {
+  if (std::optional<LiveTaps> live = without_dead_taps(*this, weight, options)) return conv(live->weight, bias, live->options);
   // 3x3 stride-1 float32 convolutions where F(2x2, 3x3) is faster (winograd.cpp, docs/winograd.md).
   if (use_winograd(*this, weight, bias, options)) return winograd_conv(*this, weight, bias, options);
   require_defined(*this, "conv", "the input");

@@ -309,6 +309,28 @@ TEST_CASE("conv: 1-D, 2-D and 3-D with stride, padding, dilation and groups") {
   }
 }
 
+TEST_CASE("conv: kernel taps that read only padding are dropped, the output unchanged") {
+  // An atrous conv over a small map (DeepLabV3's ASPP): dilation 6 and pads 6 over 6×6 leave the
+  // centre tap only, a 1x1 conv with no padding: one kernel, no padded copy of the input.
+  Array x = random_array({1, 8, 6, 6}, 31), w = random_array({4, 8, 3, 3}, 32), b = random_array({4}, 33);
+  ConvOptions atrous = conv_options({}, {6, 6, 6, 6}, {6, 6}, 1);
+  Tensor out = to_tensor(x).conv(to_tensor(w), to_tensor(b), atrous);
+  check_close(out, ref_conv(x, w, b, atrous), kF32Atol, kF32Rtol);
+  CHECK(kernel_count(out) == 1u);
+  // One end only, asymmetric pads, 1-D: dilation 3, pads (7, 1) over 5 samples: tap 0 reads
+  // padding for all 7 outputs, taps 1 and 2 reach the signal.
+  Array x1 = random_array({1, 2, 5}, 34), w1 = random_array({3, 2, 3}, 35);
+  ConvOptions one_end = conv_options({}, {7, 1}, {3}, 1);
+  check_close(to_tensor(x1).conv(to_tensor(w1), Tensor(), one_end), ref_conv(x1, w1, std::nullopt, one_end), kF32Atol,
+              kF32Rtol);
+  // Stride 2, dilation 4, pads 4 before over 5×5: one output row and column, which the first
+  // tap's row and column (-4) miss.
+  Array x2 = random_array({1, 3, 5, 5}, 36), w2 = random_array({2, 3, 3, 3}, 37);
+  ConvOptions strided = conv_options({2, 2}, {4, 4, 0, 0}, {4, 4}, 1);
+  check_close(to_tensor(x2).conv(to_tensor(w2), Tensor(), strided), ref_conv(x2, w2, std::nullopt, strided), kF32Atol,
+              kF32Rtol);
+}
+
 TEST_CASE("a depthwise conv whose reader is a 1x1 conv computes channels-last") {
   // MobileNetV2's block tail at 14x14: depthwise 3x3 (pad 1) + bias, relu, 1x1 conv. With the hint
   // (ConvOptions::pointwise_reader_filters, which the ONNX importer sets) the depthwise conv reads
