@@ -14,6 +14,7 @@
 //    kernel recomputes them cheaper than it loads them; except an explicit copy (CONTIGUOUS), a
 //    weight reordered for the kernel that reads it, up to 1 GiB;
 //  - arithmetic on constants alone with no buffer (arange, iota masks): index math, cheaper inline;
+//  - a one-hot comparison of constant indices with an arange (see the loop below);
 //  - a widening cast of an 8-bit integer: the value below it is folded (see the loop below);
 //  - in device plans (`keep_narrow_weights`), a widening float cast (f16 or bf16 weights cast to
 //    f32 for a conv or matmul): the value below the cast is folded instead (the weight reordered
@@ -188,6 +189,13 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
     }
     const NodeFacts& fact = facts.at(node);
     if (!fact.reads_data || !fact.has_work || node->op() == Ops::BUFFER || root_nodes.contains(node)) continue;
+    // A one-hot comparison (constant indices compared with an arange: take, a Resize's taps)
+    // stays in the kernel: rangeify collapses the reduction it selects into one load at the index
+    // (schedule/reduce_collapse.h), which a folded mask hides. Folded, DeepLabV3's bilinear
+    // upsampling summed 14 masked columns per tap (0.49 ms of 6.7 at 224²).
+    if (node->op() == Ops::CMPEQ &&
+        (!facts.at(node->src(0).get()).reads_data || !facts.at(node->src(1).get()).reads_data))
+      continue;
     if (UOpPtr narrowed = keep_narrow_weights ? narrow_below_widening_cast(node) : nullptr) {
       // Only a copy or real work below the cast is worth a folded buffer.
       const UOp* below = narrowed.get();

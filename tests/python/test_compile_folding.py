@@ -10,7 +10,8 @@ compile`, described with `kiln inspect` and run with `kiln run`, against numpy r
     on every run;
   - Gather with negative and out-of-range indices: negative ones wrap once, ones still out of range
     give zeros (the documented result);
-  - Pow by a constant 2 or 0.5 is a multiplication or a square root, with pow's values.
+  - Pow by a constant 2 or 0.5 is a multiplication or a square root, with pow's values;
+  - a bilinear Resize reads its taps directly (its one-hot tap selection is not folded).
 
 usage: test_compile_folding.py --source-root DIR --kiln KILN_CLI [--python VENV_PYTHON]
 """
@@ -201,5 +202,26 @@ with tempfile.TemporaryDirectory(prefix="kiln_folding_test_") as work:
         check(np.array_equal(produced, reference, equal_nan=True) and
               np.array_equal(np.signbit(produced[numbers]), np.signbit(reference[numbers])),
               f"Pow by {exponent}: pow's values, -0 and infinities included")
+
+    # Bilinear upsampling by 8 (a segmentation head's): each output reads its two taps per axis
+    # directly. The taps' constant indices compared with an arange are a one-hot selection that
+    # rangeify collapses into a load; folded into a mask at compile time, each tap summed every
+    # input column (16 here): about 17x the multiply-adds.
+    image = rng.standard_normal((1, 2, 16, 16)).astype(np.float32)
+    scales = np.array([1, 1, 8, 8], np.float32)
+    save_model(os.path.join(work, "resize.onnx"),
+               [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear", name="resize")],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(image.shape))],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 128, 128])], [("scales", scales)])
+    kernels, weights, out_dir = compile_and_run(work, "resize", {"x": image})
+    inspect = kiln("inspect", os.path.join(work, "resize.kiln")).stdout
+    mflop = sum(float(value) for value in re.findall(r"~([0-9.]+) MFLOP", inspect))
+    # Two taps per axis, a multiply and an add each: 0.22 MFLOP; summing all 16 columns per tap: 2.5.
+    check(mflop < 0.5, f"Resize reads its taps directly, not through one-hot sums ({mflop:.3f} MFLOP)")
+    from onnx.reference import ReferenceEvaluator  # noqa: E402
+    reference_model = ReferenceEvaluator(os.path.join(work, "resize.onnx"))
+    expected = reference_model.run(None, {"x": image})[0]
+    error = float(np.max(np.abs(np.load(os.path.join(out_dir, "y.npy")) - expected)))
+    check(error < 1e-5, f"Resize matches onnx.reference (max abs error {error:.2e})")
 
 checks.finish()
