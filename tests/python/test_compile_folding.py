@@ -11,7 +11,8 @@ compile`, described with `kiln inspect` and run with `kiln run`, against numpy r
   - Gather with negative and out-of-range indices: negative ones wrap once, ones still out of range
     give zeros (the documented result);
   - Pow by a constant 2 or 0.5 is a multiplication or a square root, with pow's values;
-  - a bilinear Resize reads its taps directly (its one-hot tap selection is not folded).
+  - a bilinear Resize reads its taps directly (its one-hot tap selection is not folded);
+  - a matrix-vector product by a dequantized int8 weight stores the int8 bytes.
 
 usage: test_compile_folding.py --source-root DIR --kiln KILN_CLI [--python VENV_PYTHON]
 """
@@ -223,5 +224,24 @@ with tempfile.TemporaryDirectory(prefix="kiln_folding_test_") as work:
     expected = reference_model.run(None, {"x": image})[0]
     error = float(np.max(np.abs(np.load(os.path.join(out_dir, "y.npy")) - expected)))
     check(error < 1e-5, f"Resize matches onnx.reference (max abs error {error:.2e})")
+
+    # A matrix-vector product by a dequantized int8 weight (a QDQ classifier): the plan stores the
+    # weight's bytes as they are, and the kernel dequantizes them; in f32 panels it was 4x.
+    k_in, n_out = 512, 256  # large enough that no size rule folds it anyway
+    quantized = rng.integers(-128, 128, size=(k_in, n_out), dtype=np.int64).astype(np.int8)
+    column_scales = rng.uniform(0.001, 0.01, n_out).astype(np.float32)
+    row = rng.standard_normal((1, k_in)).astype(np.float32)
+    save_model(os.path.join(work, "dq_matvec.onnx"),
+               [helper.make_node("DequantizeLinear", ["wq", "ws"], ["w"], axis=1, name="dequantize"),
+                helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul")],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, k_in])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n_out])],
+               [("wq", quantized), ("ws", column_scales)])
+    kernels, weights, out_dir = compile_and_run(work, "dq_matvec", {"x": row})
+    check(weights < 2 * quantized.nbytes, f"the dequantized weight is stored as int8 ({weights} bytes for {quantized.nbytes})")
+    dequantized = quantized.astype(np.float64) * column_scales.astype(np.float64)
+    expected = row.astype(np.float64) @ dequantized
+    error = float(np.max(np.abs(np.load(os.path.join(out_dir, "y.npy")) - expected)))
+    check(error < 1e-4, f"MatMul by a dequantized int8 weight matches numpy (max abs error {error:.2e})")
 
 checks.finish()
