@@ -24,13 +24,10 @@
 
 #include "codegen/target.h"
 #include "ir/uop.h"
+#include "opt/dot_product_layout.h"
 #include "opt/opt.h"
 
 namespace kiln {
-
-// The WMMA arg of a CPU 8-bit dot product: WMMA(u8 × 4W, s8 × 4W, i32 × W) -> i32 × W, lane j the
-// accumulator's lane j plus Σt<4 u[4j+t]·s[4j+t].
-inline constexpr const char* kDotProduct = "vpdpbusd";
 
 // Step 1: the tile of an 8-bit integer matmul on a target with the instruction, when `kernel`
 // (unoptimised) has one reduction, an i32 sum of products of an unsigned and a signed 8-bit load,

@@ -22,7 +22,7 @@
 #include "codegen/llvm/next_tile_prefetch.h"
 #include "codegen/llvm/strided_gather.h"
 #include "codegen/target.h"
-#include "opt/dot_products.h"
+#include "opt/dot_product_layout.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -298,7 +298,7 @@ class Renderer {
       for (const UOpPtr& source : node.srcs()) allow_contraction_below(*source, depth - 1);
   }
 
-  // A chain of dot-product WMMAs (opt/dot_products.h) ending in `accumulator` where it starts from
+  // A chain of dot-product WMMAs (opt/dot_product_layout.h) ending in `accumulator` where it starts from
   // zero (the accumulator update `acc + WMMA(…)` adds inside the instruction), or in its own
   // accumulator operand when `accumulator` is null.
   llvm::Value* dot_products(const UOp& node, llvm::Value* accumulator) {

@@ -1,6 +1,6 @@
 // Vectors the CPU renderer assembles from other values (VECTORIZE nodes whose lanes have a
 // structure LLVM would otherwise have to rediscover from one insertelement per lane), and the
-// 8-bit dot-product instruction (opt/dot_products.h).
+// 8-bit dot-product instruction (opt/dot_product_layout.h).
 #pragma once
 
 #include <utility>
