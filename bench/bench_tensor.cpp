@@ -1,4 +1,4 @@
-// Tensor benchmarks: fp32 matmul GFLOP/s (256³ to 2048³) and elementwise GB/s, each next to the
+// Tensor benchmarks: fp32 and u8×s8 matmul GFLOP/s / GOP/s (256³ to 2048³) and elementwise GB/s, each next to the
 // machine's measured peak (bench/peak.h). Kernels are compiled once, then timed alone: the best of
 // several runs, through the same thread pool realize() uses. End-to-end realize() time, which adds
 // scheduling and kernel lookup, is printed too.
@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "kiln/kiln.hpp"
 #include "passes/pipeline.h"
@@ -96,7 +97,7 @@ Tensor direct_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const C
 
 }  // namespace
 
-// `bench-tensor [SECTION…]` runs only the named sections (matmul, conv, winograd, elementwise).
+// `bench-tensor [SECTION…]` runs only the named sections (matmul, int8, conv, winograd, elementwise).
 int main(int argc, char** argv) {
   auto wanted = [&](std::string_view section) {
     if (argc < 2) return true;
@@ -125,6 +126,44 @@ int main(int argc, char** argv) {
     std::printf("%-22s %8zu %12.2f %9.1f%% %11.1f%% %14.2f\n", label, t.kernels, flops / t.kernel_seconds / 1e9,
                 100.0 * flops / t.kernel_seconds / 1e9 / peak.gflops_all_cores,
                 100.0 * flops / t.median_kernel_seconds / 1e9 / peak.gflops_all_cores, flops / t.realize_seconds / 1e9);
+  }
+
+  // u8 × s8 → i32 matmuls (MatMulInteger's form) with a constant s8 b, folded as a plan folds it
+  // (in 8-bit dot-product panels where the CPU has them: docs/optimisation.md), against the
+  // machine's 8-bit dot-product peak (bench/peak.h; none without AVX-512 VNNI). Results are
+  // checked exactly against a plain integer product on a sample of outputs.
+  if (wanted("int8")) {
+    double int8_peak = kiln::bench::measure_int8_gops(threads);
+    std::printf("\n%-22s %8s %12s %10s %12s   (int8 peak %.1f GOP/s, all cores)\n", "matmul u8 x s8", "kernels",
+                "GOP/s", "of peak", "median", int8_peak);
+    for (int64_t n : {256, 512, 1024, 2048}) {
+      std::vector<uint8_t> a_values(static_cast<size_t>(n * n));
+      std::vector<int8_t> b_values(static_cast<size_t>(n * n));
+      for (size_t i = 0; i < a_values.size(); ++i) a_values[i] = static_cast<uint8_t>((i * 2654435761u) >> 24);
+      for (size_t i = 0; i < b_values.size(); ++i) b_values[i] = static_cast<int8_t>(((i * 40503u) >> 8) & 0xff);
+      Tensor a = Tensor::from_data(a_values.data(), {n, n}, ScalarType::UInt8);
+      Tensor b = Tensor::from_data(b_values.data(), {n, n}, ScalarType::Int8);
+      a.realize();
+      b.realize();
+      Tensor c = fold_constants({a.cast(ScalarType::Int32).matmul(b.cast(ScalarType::Int32))}, {a})[0];
+      Timing t = time_graph(c, {a}, 3, 1.0);
+      std::vector<int32_t> got = c.to_vector<int32_t>();
+      int64_t wrong = 0;
+      for (int64_t row = 0; row < n; row += 37)
+        for (int64_t column = 0; column < n; column += 41) {
+          int64_t expected = 0;
+          for (int64_t k = 0; k < n; ++k)
+            expected += int64_t{a_values[static_cast<size_t>(row * n + k)]} * int64_t{b_values[static_cast<size_t>(k * n + column)]};
+          wrong += got[static_cast<size_t>(row * n + column)] != expected;
+        }
+      double ops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+      char label[40];
+      std::snprintf(label, sizeof(label), "%lld^3%s", static_cast<long long>(n), wrong ? " WRONG" : "");
+      auto share = [&](double seconds) { return int8_peak > 0 ? 100.0 * ops / seconds / 1e9 / int8_peak : 0.0; };
+      std::printf("%-22s %8zu %12.2f %9.1f%% %11.1f%%\n", label, t.kernels, ops / t.kernel_seconds / 1e9,
+                  share(t.kernel_seconds), share(t.median_kernel_seconds));
+      if (wrong) return 1;
+    }
   }
 
   // ResNet-50's and MobileNetV2's convolution shapes (batch 1, weights and bias as inputs, so

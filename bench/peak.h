@@ -92,6 +92,27 @@ __attribute__((target("avx2,fma"))) inline float fma_loop_avx2(int64_t iteration
   return total;
 }
 constexpr double kFlopsPerIteration256 = kAccumulators256 * 8 * 2.0;
+
+// 8-bit dot products (AVX-512 VNNI's vpdpbusd): 64 u8·s8 multiply-adds into 16 i32 lanes per
+// instruction, an operation counted as two (as the fp32 loops count an FMA). The accumulators
+// wrap; they are summed only to keep the chains alive.
+__attribute__((target("avx512f,avx512vnni"))) inline float dot_loop_avx512vnni(int64_t iterations) {
+  __m512i acc[kAccumulators512];
+  for (int k = 0; k < kAccumulators512; ++k) acc[k] = _mm512_set1_epi32(k);
+  const __m512i unsigned_bytes = _mm512_set1_epi8(3), signed_bytes = _mm512_set1_epi8(-2);
+  for (int64_t i = 0; i < iterations; ++i) {
+#pragma GCC unroll 16
+    for (int k = 0; k < kAccumulators512; ++k) acc[k] = _mm512_dpbusd_epi32(acc[k], unsigned_bytes, signed_bytes);
+  }
+  __m512i sum = acc[0];
+  for (int k = 1; k < kAccumulators512; ++k) sum = _mm512_add_epi32(sum, acc[k]);
+  alignas(64) int32_t lanes[16];
+  _mm512_store_si512(lanes, sum);
+  int64_t total = 0;
+  for (int32_t lane : lanes) total += lane;
+  return static_cast<float>(total);
+}
+constexpr double kInt8OpsPerIteration512 = kAccumulators512 * 64 * 2.0;
 #endif
 
 // The portable fallback: a multiply and an add per step (not fused), eight chains.
@@ -189,11 +210,33 @@ struct FmaMeasurement {
   double cpu_share = 1;  // CPU time the threads got over threads x wall time, in the best run
 };
 
+namespace peak_detail {
+inline FmaMeasurement measure_loop(const FmaLoop& loop, int threads, double seconds);
+}
+
 // fp32 FMA throughput of `threads` threads each running the FMA loop for about `seconds`; best of
 // several short runs, which on a shared machine are more likely to own their cores throughout.
 inline FmaMeasurement measure_fp32(int threads, double seconds = 0.1) {
-  using namespace peak_detail;
-  FmaLoop loop = best_fma_loop();
+  return peak_detail::measure_loop(peak_detail::best_fma_loop(), threads, seconds);
+}
+
+// 8-bit dot-product throughput (GOP/s, a multiply-add counted as two) measured the same way, where
+// the CPU has AVX-512 VNNI; 0 elsewhere.
+inline double measure_int8_gops(int threads, double seconds = 0.1) {
+#ifdef KILN_PEAK_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni"))
+    return peak_detail::measure_loop({"avx512vnni", peak_detail::dot_loop_avx512vnni, peak_detail::kInt8OpsPerIteration512},
+                                     threads, seconds)
+        .gflops;
+#endif
+  (void)threads;
+  (void)seconds;
+  return 0;
+}
+
+namespace peak_detail {
+inline FmaMeasurement measure_loop(const FmaLoop& loop, int threads, double seconds) {
   // Calibrate on one thread (this also wakes the core from any low-power state).
   int64_t iterations = 1 << 16;
   for (;;) {
@@ -225,6 +268,7 @@ inline FmaMeasurement measure_fp32(int threads, double seconds = 0.1) {
   }
   return best;
 }
+}  // namespace peak_detail
 
 inline double measure_fp32_gflops(int threads, double seconds = 0.1) {
   return measure_fp32(threads, seconds).gflops;
