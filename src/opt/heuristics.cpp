@@ -391,7 +391,13 @@ std::vector<Opt> tile_opts(const UOpPtr& kernel, const TargetCaps& caps, int64_t
   // such a loop scalar (the NaN-propagating maximum is no reassociable max, only_max_reductions),
   // one element per step at 0.4 GFLOP/s (a BERT FFN's 128×1024 GELU output, 0.32 ms per range). A
   // sum stays with LLVM, which vectorises it with four accumulators (step 1b's note).
-  if (outputs.empty() && reduces && lanes >= 4 && only_max_reductions(kernel)) {
+  // The same for a few outputs each reducing a long loop: a whole tensor's maximum in parts
+  // (Tensor's reduce: the parts are outputs the threads share).
+  int64_t output_count = 1, steps_per_output = 1;
+  for (const UOp* range : ranges)
+    (axis_kind(range->arg_int()) == AxisKind::Loop ? output_count : steps_per_output) *= extent_of(range);
+  bool few_long_maxima = output_count <= 64 && steps_per_output >= 16 * lanes;
+  if ((outputs.empty() || few_long_maxima) && reduces && lanes >= 4 && only_max_reductions(kernel)) {
     std::vector<Opt> along = reduction_vector_opts(kernel, lanes);
     // Four vectors a step, maximised in a tree before the accumulator: one vector a step waited
     // on the last step's maximum (a compare and a select, NaN-propagating), 17 GB/s over the int8

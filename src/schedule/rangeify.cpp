@@ -863,8 +863,26 @@ class Rangeifier {
     return elementwise && !output_nodes_.contains(consumer);
   }
 
+  // Whether a reduction gives one value, or a few whose only readers (through movement ops) reduce
+  // them to one: a whole tensor's maximum taken in parts (Tensor's reduce).
+  bool reduces_to_one(const UOp* reduce) {
+    int64_t values = dims_numel(shapes_.of(reduce)).max();
+    if (values == 1) return true;
+    if (values > 64) return false;
+    std::vector<const UOp*> stack{reduce};
+    while (!stack.empty()) {
+      const UOp* current = stack.back();
+      stack.pop_back();
+      for (const UOp* consumer : consumers_[current]) {
+        if (op_group(consumer->op()) == OpGroup::Movement) stack.push_back(consumer);
+        else if (consumer->op() != Ops::REDUCE_AXIS || dims_numel(shapes_.of(consumer)).max() != 1) return false;
+      }
+    }
+    return true;
+  }
+
   // The readers where the values computed from `node` by elementwise and movement ops leave their
-  // kernel (reductions, outputs, anything else); `whole`: one of them reduces to one element.
+  // kernel (reductions, outputs, anything else); `whole`: one of them reduces to a few values.
   std::unordered_set<const UOp*> kernels_reached(const UOp* node, bool& whole) {
     std::unordered_set<const UOp*> boundaries, seen;
     std::vector<const UOp*> stack{node};
@@ -878,7 +896,7 @@ class Rangeifier {
           continue;
         }
         boundaries.insert(consumer);
-        if (consumer->op() == Ops::REDUCE_AXIS && dims_numel(shapes_.of(consumer)).max() == 1) whole = true;
+        if (consumer->op() == Ops::REDUCE_AXIS && reduces_to_one(consumer)) whole = true;
       }
     }
     return boundaries;

@@ -452,9 +452,34 @@ std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t nd
   return result;
 }
 
+namespace {
+// A maximum of a whole tensor of known size, at least this many elements, runs in two steps.
+constexpr int64_t kSplitWholeMaximum = int64_t{1} << 16;
+
+// max over every element of `t` (numel ≥ kSplitWholeMaximum) as the max of the maxima of P equal
+// parts: the parts are P outputs that threads share, where one output was a loop on one thread
+// (DynamicQuantizeLinear's range of an activation). A maximum is exact in any order. Undefined
+// where no P of 64, 32, 16 or 8 divides the count.
+Tensor whole_maximum_in_parts(const Tensor& t) {
+  const int64_t count = t.numel();
+  for (int64_t parts : {64, 32, 16, 8}) {
+    if (count % parts != 0) continue;
+    Tensor rows = t.reshape({parts, count / parts});
+    return reduce(reduce(rows, Ops::MAX, {1}, false, "max"), Ops::MAX, {0}, false, "max");
+  }
+  return Tensor();
+}
+}  // namespace
+
 Tensor reduce(const Tensor& t, Ops op, const std::vector<int64_t>& axes, bool keepdim, std::string_view operation) {
   require_defined(t);
   std::vector<int64_t> reduced = normalize_axes(axes, t.ndim(), operation);
+  if (op == Ops::MAX && reduced.size() == static_cast<size_t>(t.ndim()) && t.ndim() >= 1 && !has_symbolic_shape(t) &&
+      t.numel() >= kSplitWholeMaximum)
+    if (Tensor parts = whole_maximum_in_parts(t); parts.defined()) {
+      if (!keepdim) return parts;
+      return parts.reshape(Shape(static_cast<size_t>(t.ndim()), 1));
+    }
   Dims kept = dims_of(t);
   for (int64_t axis : reduced) kept[static_cast<size_t>(axis)] = 1;
   Tensor result;

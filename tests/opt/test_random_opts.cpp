@@ -1284,10 +1284,10 @@ TEST_CASE("the heuristics: a transposing copy swaps its loops; a matrix-vector p
 TEST_CASE("the heuristics: a maximum to one value takes its vector along the reduction; a sum is left to LLVM") {
   TargetCaps caps = host_cpu_caps();
   if (!caps.supports_vector_ops) return;  // nothing to choose
-  // A whole (128, 1024) tensor's max and min: no output axis, so the lanes run along the inner
+  // A whole (64, 512) tensor's max and min: no output axis, so the lanes run along the inner
   // reduce loop (LLVM kept such loops scalar: the max's NaN handling). A sum is LLVM's to vectorise.
   for (int which : {0, 1, 2}) {
-    Tensor x = f32({128, 1024}, 9);
+    Tensor x = f32({64, 512}, 9);
     Schedule schedule = create_schedule({(which == 0 ? x.max() : which == 1 ? x.min() : x.sum()).data().node});
     REQUIRE(schedule.kernels.size() == 1);
     std::vector<Opt> opts = hand_coded_opts(schedule.kernels[0].ast, caps);
@@ -1302,6 +1302,25 @@ TEST_CASE("the heuristics: a maximum to one value takes its vector along the red
     CHECK(opts[0].amount >= 4);
     CHECK(opts[1] == Opt{OptOp::Unroll, opts[0].axis, 4});
   }
+  // From 64K elements on, the maximum is taken in parts (Tensor's reduce): a first kernel of 64
+  // outputs, which threads share, each a long reduction with the same lanes and four vectors a
+  // step; then the maximum of the 64. Exact: a maximum in any order.
+  Tensor big = f32({128, 1024}, 10);
+  Tensor maximum = big.max();
+  Schedule parts = create_schedule({maximum.data().node});
+  REQUIRE(parts.kernels.size() == 2);
+  const ScheduledKernel& first = parts.kernels[0];
+  CHECK(first.parallel_extent.max() >= 2);
+  std::vector<Opt> opts = hand_coded_opts(first.ast, caps);
+  auto has = [&](OptOp op, int amount) {
+    return std::any_of(opts.begin(), opts.end(), [&](const Opt& opt) {
+      return opt.op == op && axis_kind(opt.axis) == AxisKind::Reduce && (amount == 0 || opt.amount == amount);
+    });
+  };
+  CHECK(has(OptOp::Upcast, 0));
+  CHECK(has(OptOp::Unroll, 4));
+  std::vector<float> values = big.to_vector<float>();
+  CHECK(maximum.item() == *std::max_element(values.begin(), values.end()));
 }
 
 TEST_CASE("the heuristics: a short-window sum of an expensive value takes gathered lanes; a cheap one and a long row do not") {

@@ -351,6 +351,15 @@ TEST_CASE("fusion: an expensive value read by a whole-tensor min and max and by 
   auto got = scaled.to_vector<float>();
   for (size_t i = 0; i < got.size(); i += 97)
     CHECK(got[i] == doctest::Approx((values[i] - expected_low) / (expected_high - expected_low)).epsilon(1e-6));
+  // From 64K elements the min and max are taken in parts (Tensor's reduce), 64 values then one:
+  // the GELU is still computed once.
+  Tensor big = ramp({256, 512}, 0.01f, -2.0f).gelu();
+  Tensor big_low = big.min(), big_high = big.max();
+  Tensor big_scaled = (big - big_low) / (big_high - big_low);
+  CHECK(total_flops({big_low, big_high, big_scaled}) < 1.5 * total_flops({big}));
+  auto big_values = big.to_vector<float>();
+  CHECK(big_high.item() == *std::max_element(big_values.begin(), big_values.end()));
+  CHECK(big_low.item() == *std::min_element(big_values.begin(), big_values.end()));
   // A per-row reduction (softmax's sum of exp) keeps recomputing: only a reduction to one value
   // makes the value stored.
   Tensor rows = x.exp();
