@@ -56,6 +56,10 @@ options:
     --ort-cuda-option KEY=VALUE
                        an option of onnxruntime's CUDA provider (repeat it), e.g. use_tf32=0: its
                        fp32 convs and matmuls may use TF32 (10-bit mantissas) by default, kiln's never
+    --openvino         also time OpenVINO's CPU plugin (PyPI `openvino`) with its default settings
+                       but the thread count (INFERENCE_NUM_THREADS = --threads; on BF16-capable
+                       CPUs its default inference precision is bf16), in a child process of its
+                       own, in turn with the others: columns ov_ms and kiln/ov
     --csv FILE         also write the table as CSV
     -v, --verbose      print each step
 
@@ -268,21 +272,58 @@ def ort_worker(connection, model_path, threads, device, cuda_options):
                 return
 
 
-class OrtSession:
-    """The parent's handle on one onnxruntime child process."""
+def ov_worker(connection, model_path, threads):
+    """OpenVINO's side, in its own child: answers ('create'), ('set_inputs', feed), ('run', n), ('finish')."""
+    import openvino
 
-    def __init__(self, model_path, threads, device="cpu", cuda_options=None):
+    compiled = None
+    feed = None
+    while True:
+        request = connection.recv()
+        try:
+            if request[0] == "create":
+                core = openvino.Core()
+                start = time.perf_counter()
+                compiled = core.compile_model(model_path, "CPU", {"INFERENCE_NUM_THREADS": threads})
+                create_ms = (time.perf_counter() - start) * 1e3
+                connection.send(("ok", {"create_ms": create_ms, "version": openvino.__version__}))
+            elif request[0] == "set_inputs":
+                names = [port.get_any_name() for port in compiled.inputs]
+                feed = [request[1][name] for name in names]
+                request_handle = compiled.create_infer_request()
+                connection.send(("ok", None))
+            elif request[0] == "run":
+                latencies = []
+                for _ in range(request[1]):
+                    start = time.perf_counter()
+                    request_handle.infer(feed)
+                    latencies.append((time.perf_counter() - start) * 1e3)
+                connection.send(("ok", latencies))
+            elif request[0] == "finish":
+                connection.send(("ok", {"peak_rss": peak_rss_mib()}))
+                return
+        except Exception as error:  # reported to the parent, which prints it in the notes
+            connection.send(("error", f"{type(error).__name__}: {error}".splitlines()[0]))
+            if request[0] in ("create", "finish"):
+                return
+
+
+class OrtSession:
+    """The parent's handle on one onnxruntime child process (or, with `worker`, another engine's)."""
+
+    def __init__(self, model_path, threads, device="cpu", cuda_options=None, worker=None, engine="onnxruntime"):
         context = multiprocessing.get_context("spawn")  # a fresh process: its peak RSS is this model's
         self.connection, child_end = context.Pipe()
-        self.process = context.Process(target=ort_worker, args=(child_end, model_path, threads, device, cuda_options),
-                                       daemon=True)
+        self.engine = engine
+        arguments = (child_end, model_path, threads) if worker else (child_end, model_path, threads, device, cuda_options)
+        self.process = context.Process(target=worker or ort_worker, args=arguments, daemon=True)
         self.process.start()
 
     def call(self, *request):
         self.connection.send(request)
         status, value = self.connection.recv()
         if status != "ok":
-            raise RuntimeError(f"onnxruntime: {value}")
+            raise RuntimeError(f"{self.engine}: {value}")
         return value
 
     def close(self):
@@ -442,10 +483,24 @@ def measure(name, model_path, args, kiln_ready, work_dir):
                 row["notes"].append(str(error))
                 kiln_ok = False
 
-        ort_latencies, kiln_rounds = [], []
+        ov = None
+        if args.openvino:
+            try:
+                ov = OrtSession(model_path, args.threads, worker=ov_worker, engine="openvino")
+                ov.call("create")
+                ov.call("set_inputs", inputs)
+                ov.call("run", args.warmup)
+            except Exception as error:
+                row["notes"].append(str(error))
+                ov = None
+
+        ort_latencies, kiln_rounds, ov_latencies = [], [], []
         for round_index in range(args.rounds):
             log(f"{name}: round {round_index + 1}/{args.rounds}: onnxruntime")
             ort_latencies += ort.call("run", args.iterations)
+            if ov is not None:
+                log(f"{name}: round {round_index + 1}/{args.rounds}: openvino")
+                ov_latencies += ov.call("run", args.iterations)
             if kiln_ok:
                 log(f"{name}: round {round_index + 1}/{args.rounds}: kiln")
                 try:
@@ -456,6 +511,13 @@ def measure(name, model_path, args, kiln_ready, work_dir):
                     kiln_ok = False
         row["ort_ms"] = min(ort_latencies) if args.statistic == "min" else percentile(ort_latencies, 50)
         row["ort_p90"] = percentile(ort_latencies, 90)
+        if ov_latencies:
+            row["ov_ms"] = min(ov_latencies) if args.statistic == "min" else percentile(ov_latencies, 50)
+        if ov is not None:
+            try:
+                ov.close()
+            except Exception:
+                pass
         if kiln_rounds:
             # `kiln bench` reports per-round statistics only: the median of the round medians (and of
             # the round p90s) is the figure least moved by one disturbed round.
@@ -468,6 +530,8 @@ def measure(name, model_path, args, kiln_ready, work_dir):
             if "kiln_compile_ms" not in row and "compile_ms" in kiln_rounds[0]:
                 row["kiln_compile_ms"] = kiln_rounds[0]["compile_ms"]
             row["kiln/ort"] = row["kiln_ms"] / row["ort_ms"] if row["ort_ms"] > 0 else math.nan
+            if row.get("ov_ms", 0) > 0:
+                row["kiln/ov"] = row["kiln_ms"] / row["ov_ms"]
         if kiln_ok:
             try:
                 input_files = write_input_files(inputs, f"{stem}.inputs")
@@ -495,6 +559,17 @@ COLUMNS = [
 ]
 
 
+# With --openvino (rows that have ov_ms), after kiln/ort.
+OPENVINO_COLUMNS = [("ov_ms", "{:.3f}"), ("kiln/ov", "{:.2f}")]
+
+
+def columns_for(rows):
+    if not any("ov_ms" in r for r in rows):
+        return COLUMNS
+    at = [key for key, _ in COLUMNS].index("kiln/ort") + 1
+    return COLUMNS[:at] + OPENVINO_COLUMNS + COLUMNS[at:]
+
+
 def cell(row, key, form):
     value = row.get(key)
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -503,8 +578,9 @@ def cell(row, key, form):
 
 
 def print_table(rows, out=sys.stdout):
-    table = [[key for key, _ in COLUMNS]] + [[cell(r, k, f) for k, f in COLUMNS] for r in rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+    columns = columns_for(rows)
+    table = [[key for key, _ in columns]] + [[cell(r, k, f) for k, f in columns] for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
     for index, line in enumerate(table):
         print("  ".join(text.ljust(w) if i == 0 else text.rjust(w) for i, (text, w) in enumerate(zip(line, widths))),
               file=out)
@@ -520,9 +596,10 @@ def write_csv(rows, path):
 
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow([key for key, _ in COLUMNS] + ["notes"])
+        columns = columns_for(rows)
+        writer.writerow([key for key, _ in columns] + ["notes"])
         for r in rows:
-            writer.writerow([cell(r, k, f) for k, f in COLUMNS] + ["; ".join(r["notes"])])
+            writer.writerow([cell(r, k, f) for k, f in columns] + ["; ".join(r["notes"])])
 
 
 def main():
@@ -543,6 +620,7 @@ def main():
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--cuda-arch", type=int, default=90)
     parser.add_argument("--ort-cuda-option", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--openvino", action="store_true")
     parser.add_argument("--csv")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
