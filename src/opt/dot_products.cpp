@@ -5,10 +5,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "codegen/target.h"
 #include "ir/build.h"
 #include "ir/substitute.h"
 #include "opt/opt.h"
-#include "codegen/target.h"
 #include "passes/symbolic.h"
 
 namespace kiln {
