@@ -221,6 +221,16 @@ def ort_providers(device, cuda_options=None):
     return ["CPUExecutionProvider"]
 
 
+def timed_runs(run_once, count):
+    """Milliseconds of each of `count` calls of run_once()."""
+    latencies = []
+    for _ in range(count):
+        start = time.perf_counter()
+        run_once()
+        latencies.append((time.perf_counter() - start) * 1e3)
+    return latencies
+
+
 def ort_worker(connection, model_path, threads, device, cuda_options):
     """Runs in the child: answers ('info'), ('create'), ('run', n), ('outputs'), ('finish')."""
     import onnxruntime
@@ -254,12 +264,7 @@ def ort_worker(connection, model_path, threads, device, cuda_options):
                 input_feed = request[1]
                 connection.send(("ok", None))
             elif request[0] == "run":
-                latencies = []
-                for _ in range(request[1]):
-                    start = time.perf_counter()
-                    session.run(None, input_feed)
-                    latencies.append((time.perf_counter() - start) * 1e3)
-                connection.send(("ok", latencies))
+                connection.send(("ok", timed_runs(lambda: session.run(None, input_feed), request[1])))
             elif request[0] == "outputs":
                 names = [o.name for o in session.get_outputs()]
                 connection.send(("ok", dict(zip(names, session.run(names, input_feed)))))
@@ -293,12 +298,7 @@ def ov_worker(connection, model_path, threads):
                 request_handle = compiled.create_infer_request()
                 connection.send(("ok", None))
             elif request[0] == "run":
-                latencies = []
-                for _ in range(request[1]):
-                    start = time.perf_counter()
-                    request_handle.infer(feed)
-                    latencies.append((time.perf_counter() - start) * 1e3)
-                connection.send(("ok", latencies))
+                connection.send(("ok", timed_runs(lambda: request_handle.infer(feed), request[1])))
             elif request[0] == "finish":
                 connection.send(("ok", {"peak_rss": peak_rss_mib()}))
                 return

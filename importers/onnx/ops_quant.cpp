@@ -288,18 +288,43 @@ Tensor shaped_parameter(const Tensor& parameter, int64_t per_row_axis, int64_t r
   return parameter;
 }
 
-// x - zero_point in i32; the zero point is a scalar, or one per row of x (`per_row_axis`: the axis
-// it runs along, counted from the end), or already broadcastable.
+// Whether input `index` is a zero point known to be all zeros when the model is built.
+bool known_zero(const OnnxNode& node, size_t index) {
+  if (!node.has_input(index)) return true;
+  const Tensor& value = node.input(index);
+  if (has_symbolic_shape(value) || reads_graph_input(value) || value.numel() > 4096) return false;
+  std::vector<double> values = node.input_doubles(index);
+  return std::all_of(values.begin(), values.end(), [](double v) { return v == 0; });
+}
+
+// Input `index`, the zero point of input `operand_index`, as i32 shaped to broadcast against that
+// operand: a scalar, one per row (`per_row_axis`: the axis it runs along, counted from the end),
+// or as it is; nullopt when it is absent or known to be 0. Its type must be the operand's.
+std::optional<Tensor> zero_point_i32(const OnnxNode& node, size_t operand_index, size_t index, int64_t per_row_axis) {
+  if (known_zero(node, index)) return std::nullopt;
+  const int32_t type = node.input_elem_type(index), operand_type = node.input_elem_type(operand_index);
+  if (is_narrow_type(type)) node.fail(str_cat("unsupported: zero point of type ", onnx_type_name(type)));
+  if (type != operand_type)
+    node.fail(str_cat("the zero point's type ", onnx_type_name(type), " (input ", index, ") differs from input ",
+                      operand_index, "'s ", onnx_type_name(operand_type)));
+  const Tensor& operand = node.input(operand_index);
+  const Tensor& zero_point = node.input(index);
+  if (zero_point.ndim() == 1 && zero_point.numel() != 1 && per_row_axis != 0 && operand.ndim() >= -per_row_axis) {
+    Dim rows = dim_of(operand, per_row_axis);
+    if (rows.is_known() && rows.value() != zero_point.dim(0))
+      node.fail(str_cat("the zero point (input ", index, ") has ", zero_point.dim(0), " values for the ", rows.value(),
+                        " along axis ", per_row_axis, " of input ", operand_index, " ", dims_string(dims_of(operand))));
+  }
+  return shaped_parameter(zero_point.cast(ScalarType::Int32), per_row_axis, operand.ndim());
+}
+
+// x - zero_point in i32 (see zero_point_i32).
 Tensor shifted_integer(const OnnxNode& node, size_t x_index, size_t zero_point_index, int64_t per_row_axis) {
-  const Tensor& x = node.input(x_index);
   const int32_t x_type = node.input_elem_type(x_index);
   if (is_narrow_type(x_type)) node.fail(str_cat("unsupported: input ", x_index, " of type ", onnx_type_name(x_type)));
-  Tensor value = x.cast(ScalarType::Int32);
-  if (!node.has_input(zero_point_index)) return value;
-  const int32_t zero_point_type = node.input_elem_type(zero_point_index);
-  if (is_narrow_type(zero_point_type))
-    node.fail(str_cat("unsupported: zero point of type ", onnx_type_name(zero_point_type)));
-  return value.sub(shaped_parameter(node.input(zero_point_index).cast(ScalarType::Int32), per_row_axis, x.ndim()));
+  Tensor value = node.input(x_index).cast(ScalarType::Int32);
+  std::optional<Tensor> zero_point = zero_point_i32(node, x_index, zero_point_index, per_row_axis);
+  return zero_point ? value.sub(*zero_point) : value;
 }
 
 // A scale as f64, shaped like its zero point would be (see shifted_integer).
@@ -323,15 +348,6 @@ Tensor requantize(const OnnxNode& node, const Tensor& accumulator, const Tensor&
   return saturate_integer(node, real.div(y_scale), zero_point, out_type);
 }
 
-// Whether input `index` is a zero point known to be all zeros when the model is built.
-bool known_zero(const OnnxNode& node, size_t index) {
-  if (!node.has_input(index)) return true;
-  const Tensor& value = node.input(index);
-  if (has_symbolic_shape(value) || reads_graph_input(value) || value.numel() > 4096) return false;
-  std::vector<double> values = node.input_doubles(index);
-  return std::all_of(values.begin(), values.end(), [](double v) { return v == 0; });
-}
-
 // An 8-bit operand of an integer matrix product moved into the signedness `want_unsigned` asks
 // for: x ± 128 in the other 8-bit type (a constant weight folds). The zero point moves with it, so
 // x - zero point is unchanged; `zero_point` is null when it is 0 (and stays null when unmoved).
@@ -347,26 +363,17 @@ Tensor with_signedness(const Tensor& x, bool want_unsigned, std::optional<Tensor
       .cast(want_unsigned ? ScalarType::UInt8 : ScalarType::Int8);
 }
 
-// A zero point as i32, shaped to broadcast against its operand (see shifted_integer); nullopt when
-// it is known to be 0.
-std::optional<Tensor> zero_point_i32(const OnnxNode& node, size_t index, int64_t per_row_axis, int64_t rank) {
-  if (known_zero(node, index)) return std::nullopt;
-  const int32_t type = node.input_elem_type(index);
-  if (is_narrow_type(type)) node.fail(str_cat("unsupported: zero point of type ", onnx_type_name(type)));
-  return shaped_parameter(node.input(index).cast(ScalarType::Int32), per_row_axis, rank);
-}
-
 // Σk (a - za)(b - zb) for 8-bit a and b, as Σk a·b - zb·Σk a - za·Σk b + K·za·zb: the product then
 // reads the 8-bit operands themselves, one unsigned and one signed (an operand of the other kind
 // is moved by 128), the form of a CPU's 8-bit dot-product instructions (AVX-512 VNNI's vpdpbusd
-// multiplies unsigned by signed bytes; opt/heuristics.h), and the corrections are a row sum of a
+// multiplies unsigned by signed bytes; opt/dot_products.h), and the corrections are a row sum of a
 // and a column sum of b (a constant b folds its own). Every term is exact in i32 for K < 2^16.
 // Both operands have rank 2 or more.
 Tensor integer_matmul_8bit(const OnnxNode& node, size_t a_index, size_t a_zero_index, size_t b_index,
                            size_t b_zero_index) {
   Tensor a = node.input(a_index), b = node.input(b_index);
-  std::optional<Tensor> a_zero = zero_point_i32(node, a_zero_index, -2, a.ndim());
-  std::optional<Tensor> b_zero = zero_point_i32(node, b_zero_index, 0, b.ndim());
+  std::optional<Tensor> a_zero = zero_point_i32(node, a_index, a_zero_index, -2);
+  std::optional<Tensor> b_zero = zero_point_i32(node, b_index, b_zero_index, 0);
   // The unsigned operand: a, unless only b is unsigned.
   const bool a_unsigned = a.dtype() == ScalarType::UInt8 || b.dtype() != ScalarType::UInt8;
   a = with_signedness(a, a_unsigned, a_zero);

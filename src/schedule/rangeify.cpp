@@ -882,7 +882,8 @@ class Rangeifier {
   }
 
   // The readers where the values computed from `node` by elementwise and movement ops leave their
-  // kernel (reductions, outputs, anything else); `whole`: one of them reduces to a few values.
+  // kernel (reductions, outputs, anything else); `whole`: one of them reduces to one value
+  // (possibly in parts: reduces_to_one).
   std::unordered_set<const UOp*> kernels_reached(const UOp* node, bool& whole) {
     std::unordered_set<const UOp*> boundaries, seen;
     std::vector<const UOp*> stack{node};

@@ -81,13 +81,6 @@ UOpPtr narrow_below_widening_cast(const UOp* node) {
   return value;
 }
 
-// Whether `node` widens an 8-bit integer to a larger integer.
-bool widens_8bit_integer(const UOp* node) {
-  if (node->op() != Ops::CAST || !node->dtype().is_int() || node->dtype().scalar_bytes() <= 1) return false;
-  DType source = node->src(0)->dtype();
-  return source.is_int() && source != dtypes::bool_ && source.scalar_bytes() == 1;
-}
-
 // The buffer ids the handles below `roots` hold; with `all_data`, every one, otherwise only those
 // without data (graph_input placeholders).
 void collect_buffer_ids(const std::vector<Tensor>& roots, bool all_data, std::unordered_set<int64_t>& ids) {
@@ -115,6 +108,12 @@ std::unordered_set<int64_t> runtime_buffer_ids(const std::vector<Tensor>& output
 }
 
 }  // namespace
+
+bool widens_8bit_integer(const UOp* node) {
+  if (node->op() != Ops::CAST || !node->dtype().is_int() || node->dtype().scalar_bytes() <= 1) return false;
+  DType source = node->src(0)->dtype();
+  return source.is_int() && source != dtypes::bool_ && source.scalar_bytes() == 1;
+}
 
 std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std::vector<Tensor>& runtime_inputs,
                                    ConstantFoldReport* report, ConstantFoldCache* cache, bool keep_narrow_weights) {

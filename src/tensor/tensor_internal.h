@@ -122,5 +122,8 @@ Tensor shrink_axis(const Tensor& t, int64_t axis, int64_t begin, int64_t end);
 bool is_broadcast_value(const Tensor& t);
 
 Tensor contiguous(const Tensor& t);
+// Whether `node` widens an 8-bit integer to a larger integer (an integer matmul's operands): such
+// values are stored and folded in their 8 bits (fold_constants.cpp, Tensor::matmul).
+bool widens_8bit_integer(const UOp* node);
 
 }  // namespace kiln

@@ -444,10 +444,8 @@ bool rows_are_permuted(const Tensor& t) {
 // matmul's operands: onnx/ops_quant.cpp); undefined otherwise.
 Tensor widened_8bit_integer(const Tensor& t) {
   const UOpPtr& node = t.data().node;
-  if (node->op() != Ops::CAST || !node->dtype().is_int() || node->dtype().scalar_bytes() <= 1) return Tensor();
-  DType source = node->src(0)->dtype();
-  if (!source.is_int() || source.scalar_bytes() != 1 || source == dtypes::bool_) return Tensor();
-  return make_tensor_dims(node->src(0), dims_of(t), source, {&t});
+  if (!widens_8bit_integer(node.get())) return Tensor();
+  return make_tensor_dims(node->src(0), dims_of(t), node->src(0)->dtype(), {&t});
 }
 }  // namespace
 

@@ -117,6 +117,25 @@ with tempfile.TemporaryDirectory(prefix="kiln_integer_matmul_test_") as work:
         # its column sums and small vectors: far below the 4·K·N bytes of an i32 weight.
         check(weights < 2 * k * n + 4096, f"{name}: weight stored in 8 bits ({weights} bytes for {k}x{n})")
 
+    # A zero point of another type than its operand (u8 a, s8 zero point) is refused by name.
+    save_model(os.path.join(work, "mismatched.onnx"),
+               [helper.make_node("MatMulInteger", ["a", "b", "a_zero"], ["y"], name="mismatched_zero")],
+               [helper.make_tensor_value_info("a", TensorProto.UINT8, [4, 16])],
+               [helper.make_tensor_value_info("y", TensorProto.INT32, [4, 8])],
+               [("b", random_8bit(np.int8, (16, 8))), ("a_zero", np.asarray(3, np.int8))])
+    refused = kiln("compile", os.path.join(work, "mismatched.onnx"), "-o", os.path.join(work, "mismatched.kiln"))
+    check(refused.returncode != 0 and "mismatched_zero" in refused.stderr and "differs" in refused.stderr,
+          f"a zero point of the wrong type is an error naming the node: {refused.stderr.strip()[-300:]}")
+    # One per row, but not as many as the rows.
+    save_model(os.path.join(work, "short_zero.onnx"),
+               [helper.make_node("MatMulInteger", ["a", "b", "a_zero"], ["y"], name="short_zero")],
+               [helper.make_tensor_value_info("a", TensorProto.UINT8, [4, 16])],
+               [helper.make_tensor_value_info("y", TensorProto.INT32, [4, 8])],
+               [("b", random_8bit(np.int8, (16, 8))), ("a_zero", np.arange(5, dtype=np.uint8))])
+    refused = kiln("compile", os.path.join(work, "short_zero.onnx"), "-o", os.path.join(work, "short_zero.kiln"))
+    check(refused.returncode != 0 and "short_zero" in refused.stderr and "5 values for the 4" in refused.stderr,
+          f"a per-row zero point of the wrong length is an error naming the node: {refused.stderr.strip()[-200:]}")
+
     # QLinearMatMul: the same product, requantized to u8.
     k, n, m = 64, 32, 8
     a = random_8bit(np.uint8, (m, k))
