@@ -213,6 +213,35 @@ TEST_CASE("reductions along a symbolic contiguous axis in vector blocks: the pad
   CHECK(padded_reductions >= 3);
 }
 
+TEST_CASE("a masked softmax over n×n scores reduces each row along its keys, beside the narrower mask") {
+  // Attention scores over a symbolic sequence, masked by a stored bool per key (one byte beside the
+  // f32 scores, as BERT's attention mask). The row maximum takes its vector along the keys
+  // (heuristics.cpp, symbolic_reduce_vector_opts), as wide as an f32 vector: the mask's values do
+  // not widen it; no reduction takes its vector across rows, which lie n apart
+  // (gathers_at_symbolic_stride).
+  Graph graph = [](const std::vector<Tensor>& x) {
+    Tensor keep = contiguous(x[1].gt(Tensor::scalar(0.0, ScalarType::Float32)));
+    Tensor masked = keep.where(x[0], Tensor::scalar(-1e4, ScalarType::Float32));
+    return std::vector<Tensor>{masked.max({1}), masked.softmax(-1)};
+  };
+  std::vector<InputSpec> inputs{{{-1, -1}}, {{1, -1}}};
+  check_at_sizes(graph, inputs, {1, 5, 16, 17, 40});
+  SymbolicProgram program(graph, inputs, 64);
+  const int64_t lanes = host_cpu_caps().vector_lanes(dtypes::f32);
+  int along_keys = 0;
+  for (const ScheduledKernel& kernel : program.schedule().kernels) {
+    bool maximum = std::ranges::any_of(toposort(kernel.ast), [](const UOp* node) {
+      return node->op() == Ops::REDUCE && node->arg_op() == Ops::MAX;
+    });
+    for (const Opt& opt : kernel.opts) {
+      if (opt.op != OptOp::Upcast) continue;
+      CHECK(axis_kind(opt.axis) == AxisKind::Reduce);  // never the rows' block
+      if (maximum && opt.amount == lanes) along_keys += 1;
+    }
+  }
+  CHECK(along_keys >= 1);
+}
+
 TEST_CASE("attention over a symbolic sequence: matmuls, softmax, layer norm, mean pooling") {
   const int64_t d = 8;
   Tensor wq = weight({d, d}, 0.25f), wk = weight({d, d}, -0.125f), wv = weight({d, d}, 0.375f);
