@@ -420,6 +420,40 @@ TEST_CASE("an elementwise kernel over an n×n image runs its rows and columns as
   CHECK(merged == 1);
 }
 
+TEST_CASE("a dilated conv whose outer taps reach few image rows: one conv per tap, over the rows it reaches") {
+  // Dilation 5, pads 5 over n×n: the outer taps read nothing at n <= 5, one row at n = 6, and at
+  // most half the rows a padded conv computes up to n = 10, so the conv is one conv per tap over
+  // the rows that tap reaches, zero-padded back and summed (tensor_nn.cpp, conv_by_tap_regions),
+  // in a symbolic plan for 2..12 and at each fixed n up to 10. The reference is the same conv
+  // with its dilation written into an 11×11 kernel of zeros between the taps (dilation 1, pads
+  // 5), whose taps reach more than half the rows: one padded conv.
+  Tensor w = weight({6, 4, 3, 3}, 0.125f), b = weight({6}, 0.5f);
+  std::vector<float> spread(6 * 4 * 11 * 11, 0.0f);
+  std::vector<float> taps = w.to_vector<float>();
+  for (int f = 0; f < 6 * 4; ++f)
+    for (int ky = 0; ky < 3; ++ky)
+      for (int kx = 0; kx < 3; ++kx) spread[static_cast<size_t>((f * 11 + 5 * ky) * 11 + 5 * kx)] = taps[static_cast<size_t>((f * 3 + ky) * 3 + kx)];
+  Tensor w_spread = Tensor::from_vector<float>(spread, {6, 4, 11, 11});
+  ConvOptions dilated;
+  dilated.padding = {5, 5, 5, 5};
+  dilated.dilation = {5, 5};
+  ConvOptions plain;
+  plain.padding = {5, 5, 5, 5};
+  for (int64_t n : {2, 5, 6, 7, 10, 12}) {
+    CAPTURE(n);
+    Tensor x = Tensor::from_vector<float>(input_values(static_cast<size_t>(4 * n * n), 0), {1, 4, n, n});
+    std::vector<float> by_taps = x.conv(w, b, dilated).relu().to_vector<float>();
+    std::vector<float> reference = x.conv(w_spread, b, plain).relu().to_vector<float>();
+    REQUIRE(by_taps.size() == reference.size());
+    for (size_t i = 0; i < reference.size(); ++i) CHECK(by_taps[i] == doctest::Approx(reference[i]).epsilon(1e-5));
+  }
+  Graph graph = [&](const std::vector<Tensor>& x) { return std::vector<Tensor>{x[0].conv(w, b, dilated).relu()}; };
+  std::vector<InputSpec> inputs{{{1, 4, -1, -1}}};
+  check_at_sizes(graph, inputs, {2, 5, 6, 7, 12}, 12, 2);
+  SymbolicProgram program(graph, inputs, 12, 2);
+  CHECK(program.schedule().kernels.size() >= 9);  // a conv per tap
+}
+
 TEST_CASE("a 1x1 conv over an n×n image takes two image rows as its tile's columns, odd n padded") {
   // The pixels' block of one vector is the tile's vector and the filters its rows; with n at least
   // 2 the image's rows are SPLIT in pairs, unrolled as a second column (heuristics.cpp,
