@@ -50,6 +50,16 @@ OrderedKernel order_output_axes(const UOpPtr& kernel) {
       if (axis->src(0)->is_const() && (widest == nullptr || axis->src(0)->const_int() > widest->src(0)->const_int()))
         widest = axis;
     if (widest != nullptr && widest->src(0)->const_int() >= kWideEnoughToSplit) {
+      // A constant axis outside the widest one (attention's heads, outside the head dimension of
+      // P·V) goes first instead: each thread then computes its own heads, whose rows the kernel
+      // before it (the softmax, split by heads) wrote on the same core, where a split of the head
+      // dimension (2 tiles) made both threads read every head. int8 BERT at 128 tokens, two
+      // threads: P·V 0.206 -> 0.108 ms (the fixed plan's 0.107).
+      for (const UOp* axis : axes)
+        if (axis->src(0)->is_const() && axis->src(0)->const_int() >= 2 && axis->arg_int() < widest->arg_int()) {
+          widest = axis;
+          break;
+        }
       std::unordered_map<const UOp*, UOpPtr> renumbered;
       int64_t position = 1;
       renumbered.emplace(widest, range(widest->src(0), 0));
