@@ -752,33 +752,31 @@ int64_t upcast_width(const std::vector<Opt>& opts) {
   return 0;
 }
 
-// Whether the lanes of an UPCAST of `axis` by `width` gather: some load inside a reduction reads
-// them from addresses that are not consecutive.
-bool gathers_lanes(const UOpPtr& kernel, int64_t axis, int64_t width) {
+// Whether some load inside a reduction of an UPCAST of `axis` by `width` reads its lanes from
+// addresses of which `irregular(index, lanes)` holds.
+template <typename Irregular>
+bool lanes_load(const UOpPtr& kernel, int64_t axis, int64_t width, Irregular irregular) {
   UOpPtr upcasted = apply_opt(kernel, {OptOp::Upcast, axis, width});
   const UOp* lanes = nullptr;
   for (const UOp* range : tunable_ranges(upcasted))
     if (axis_kind(range->arg_int()) == AxisKind::Upcast) lanes = range;
   for (const Access& access : global_accesses(upcasted))
-    if (!access.is_store && access.in_reduction && depends_on(access.index, lanes) &&
-        !contiguous_in(access.index, lanes, width))
+    if (!access.is_store && access.in_reduction && depends_on(access.index, lanes) && irregular(access.index, lanes))
       return true;
   return false;
+}
+
+// Whether the lanes of an UPCAST of `axis` by `width` gather: some load inside a reduction reads
+// them from addresses that are not consecutive.
+bool gathers_lanes(const UOpPtr& kernel, int64_t axis, int64_t width) {
+  return lanes_load(kernel, axis, width, [&](const UOp* index, const UOp* lanes) { return !contiguous_in(index, lanes, width); });
 }
 
 // Whether the lanes of an UPCAST of `axis` by `width` gather some load inside a reduction from
 // elements a symbolic distance apart (rows of a sequence of any length): each lane's address is
 // computed and loaded on its own, a dozen scalar ops per element.
 bool gathers_at_symbolic_stride(const UOpPtr& kernel, int64_t axis, int64_t width) {
-  UOpPtr upcasted = apply_opt(kernel, {OptOp::Upcast, axis, width});
-  const UOp* lanes = nullptr;
-  for (const UOp* range : tunable_ranges(upcasted))
-    if (axis_kind(range->arg_int()) == AxisKind::Upcast) lanes = range;
-  for (const Access& access : global_accesses(upcasted))
-    if (!access.is_store && access.in_reduction && depends_on(access.index, lanes) &&
-        !lane_stride(access.index, lanes, width))
-      return true;
-  return false;
+  return lanes_load(kernel, axis, width, [&](const UOp* index, const UOp* lanes) { return !lane_stride(index, lanes, width); });
 }
 
 // The axis a list of tile opts vectorises (-1 without an UPCAST).
