@@ -422,11 +422,11 @@ TEST_CASE("an elementwise kernel over an n×n image runs its rows and columns as
 
 TEST_CASE("a dilated conv whose outer taps reach few image rows: one conv per tap, over the rows it reaches") {
   // Dilation 5, pads 5 over n×n: the outer taps read nothing at n <= 5, one row at n = 6, and at
-  // most half the rows a padded conv computes up to n = 10, so the conv is one conv per tap over
+  // most 3/4 of the rows a padded conv computes up to n = 12, so the conv is one conv per tap over
   // the rows that tap reaches, zero-padded back and summed (tensor_nn.cpp, conv_by_tap_regions),
-  // in a symbolic plan for 2..12 and at each fixed n up to 10. The reference is the same conv
-  // with its dilation written into an 11×11 kernel of zeros between the taps (dilation 1, pads
-  // 5), whose taps reach more than half the rows: one padded conv.
+  // in a symbolic plan for 2..12 and at each fixed n. The reference is the same conv with its
+  // dilation written into an 11×11 kernel of zeros between the taps (dilation 1, pads 5), which
+  // stays one padded conv.
   Tensor w = weight({6, 4, 3, 3}, 0.125f), b = weight({6}, 0.5f);
   std::vector<float> spread(6 * 4 * 11 * 11, 0.0f);
   std::vector<float> taps = w.to_vector<float>();
