@@ -113,7 +113,9 @@ with tempfile.TemporaryDirectory() as folder:
     reference = onnxruntime.InferenceSession(model_path, providers=["CPUExecutionProvider"])
     with kiln.Plan(plan_path) as plan:
         check(plan.variables == {"batch": (1, 8), "sequence": (1, 64)}, f"the plan's variables: {plan.variables}")
-        shapes = [(1, 1), (1, 7), (2, 16), (3, 33), (8, 64), (5, 2)]
+        # A shape twice in a row and again after others: a run context keeps what it prepared for
+        # the last shape (plan_runner.cpp, prepared_for) and must prepare again when it changes.
+        shapes = [(1, 1), (1, 7), (1, 7), (2, 16), (3, 33), (8, 64), (5, 2), (1, 7), (8, 64)]
         for batch, sequence in shapes:
             feed = batch_inputs(batch, sequence)
             got = plan.run(feed)
