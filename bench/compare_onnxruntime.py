@@ -231,81 +231,87 @@ def timed_runs(run_once, count):
     return latencies
 
 
+def serve(connection, answer):
+    """A child's request loop: each request gets ("ok", answer(request)), or ("error", its message's
+    first line) when answering raises; ('finish') replies with the child's peak RSS and ends the
+    loop, and so does a failed ('create')."""
+    while True:
+        request = connection.recv()
+        try:
+            if request[0] == "finish":
+                connection.send(("ok", {"peak_rss": peak_rss_mib()}))
+                return
+            connection.send(("ok", answer(request)))
+        except Exception as error:  # reported to the parent, which prints it in the table or notes
+            connection.send(("error", f"{type(error).__name__}: {error}".splitlines()[0]))
+            if request[0] == "create":
+                return
+
+
 def ort_worker(connection, model_path, threads, device, cuda_options):
-    """Runs in the child: answers ('info'), ('create'), ('run', n), ('outputs'), ('finish')."""
+    """Runs in the child: answers ('create'), ('set_inputs', feed), ('run', n), ('outputs'), ('finish')."""
     import onnxruntime
 
     if device == "cuda":
         preload_cuda_libraries(onnxruntime)
 
     baseline_rss = peak_rss_mib()
+    state = {}
 
-    session = None
-    input_feed = None
-    while True:
-        request = connection.recv()
-        try:
-            if request[0] == "create":
-                options = onnxruntime.SessionOptions()
-                options.intra_op_num_threads = threads
-                options.log_severity_level = 3  # errors only: some zoo models draw pages of warnings
-                options.inter_op_num_threads = 1
-                options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-                start = time.perf_counter()
-                session = onnxruntime.InferenceSession(model_path, options, providers=ort_providers(device, cuda_options))
-                create_ms = (time.perf_counter() - start) * 1e3
-                if device == "cuda" and "CUDAExecutionProvider" not in session.get_providers():
-                    raise RuntimeError(f"CUDAExecutionProvider did not load (the session has "
-                                       f"{session.get_providers()}); onnxruntime's log above says why")
-                infos = [(i.name, i.type, list(i.shape)) for i in session.get_inputs()]
-                connection.send(("ok", {"create_ms": create_ms, "inputs": infos, "baseline_rss": baseline_rss,
-                                        "version": onnxruntime.__version__}))
-            elif request[0] == "set_inputs":
-                input_feed = request[1]
-                connection.send(("ok", None))
-            elif request[0] == "run":
-                connection.send(("ok", timed_runs(lambda: session.run(None, input_feed), request[1])))
-            elif request[0] == "outputs":
-                names = [o.name for o in session.get_outputs()]
-                connection.send(("ok", dict(zip(names, session.run(names, input_feed)))))
-            elif request[0] == "finish":
-                connection.send(("ok", {"peak_rss": peak_rss_mib()}))
-                return
-        except Exception as error:  # reported to the parent, which prints it in the table
-            connection.send(("error", f"{type(error).__name__}: {error}".splitlines()[0]))
-            if request[0] in ("create", "finish"):
-                return
+    def answer(request):
+        if request[0] == "create":
+            options = onnxruntime.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.log_severity_level = 3  # errors only: some zoo models draw pages of warnings
+            options.inter_op_num_threads = 1
+            options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+            start = time.perf_counter()
+            session = onnxruntime.InferenceSession(model_path, options, providers=ort_providers(device, cuda_options))
+            create_ms = (time.perf_counter() - start) * 1e3
+            if device == "cuda" and "CUDAExecutionProvider" not in session.get_providers():
+                raise RuntimeError(f"CUDAExecutionProvider did not load (the session has "
+                                   f"{session.get_providers()}); onnxruntime's log above says why")
+            state["session"] = session
+            infos = [(i.name, i.type, list(i.shape)) for i in session.get_inputs()]
+            return {"create_ms": create_ms, "inputs": infos, "baseline_rss": baseline_rss,
+                    "version": onnxruntime.__version__}
+        session = state["session"]
+        if request[0] == "set_inputs":
+            state["feed"] = request[1]
+            return None
+        if request[0] == "run":
+            return timed_runs(lambda: session.run(None, state["feed"]), request[1])
+        if request[0] == "outputs":
+            names = [o.name for o in session.get_outputs()]
+            return dict(zip(names, session.run(names, state["feed"])))
+        raise ValueError(f"unknown request {request[0]!r}")
+
+    serve(connection, answer)
 
 
 def ov_worker(connection, model_path, threads):
     """OpenVINO's side, in its own child: answers ('create'), ('set_inputs', feed), ('run', n), ('finish')."""
     import openvino
 
-    compiled = None
-    feed = None
-    while True:
-        request = connection.recv()
-        try:
-            if request[0] == "create":
-                core = openvino.Core()
-                start = time.perf_counter()
-                compiled = core.compile_model(model_path, "CPU", {"INFERENCE_NUM_THREADS": threads})
-                create_ms = (time.perf_counter() - start) * 1e3
-                connection.send(("ok", {"create_ms": create_ms, "version": openvino.__version__}))
-            elif request[0] == "set_inputs":
-                names = [port.get_any_name() for port in compiled.inputs]
-                feed = [request[1][name] for name in names]
-                request_handle = compiled.create_infer_request()
-                connection.send(("ok", None))
-            elif request[0] == "run":
-                connection.send(("ok", timed_runs(lambda: request_handle.infer(feed), request[1])))
-            elif request[0] == "finish":
-                connection.send(("ok", {"peak_rss": peak_rss_mib()}))
-                return
-        except Exception as error:  # reported to the parent, which prints it in the notes
-            connection.send(("error", f"{type(error).__name__}: {error}".splitlines()[0]))
-            if request[0] in ("create", "finish"):
-                return
+    state = {}
+
+    def answer(request):
+        if request[0] == "create":
+            core = openvino.Core()
+            start = time.perf_counter()
+            state["compiled"] = core.compile_model(model_path, "CPU", {"INFERENCE_NUM_THREADS": threads})
+            create_ms = (time.perf_counter() - start) * 1e3
+            return {"create_ms": create_ms, "version": openvino.__version__}
+        compiled = state["compiled"]
+        if request[0] == "set_inputs":
+            state["feed"] = [request[1][port.get_any_name()] for port in compiled.inputs]
+            state["infer"] = compiled.create_infer_request()
+            return None
+        if request[0] == "run":
+            return timed_runs(lambda: state["infer"].infer(state["feed"]), request[1])
+        raise ValueError(f"unknown request {request[0]!r}")
+
+    serve(connection, answer)
 
 
 class OrtSession:

@@ -176,31 +176,19 @@ bool f16_needs_own_vectors(const UOpPtr& kernel) {
   return compares_f16(kernel) || (computes_f16(kernel) && !masked(kernel));
 }
 
-// The lanes a vector can hold for the widest value the kernel computes.
-int kernel_lanes(const UOpPtr& kernel, const TargetCaps& caps) {
+// The lanes a vector can hold for the widest value the kernel computes; with `along`, of those
+// that vary with that range (the rest stay scalars beside the vector). A softmax row's mask
+// compares 64-bit positions of its query row, the same in every lane of a vector of keys (BERT's
+// row maximum over a sequence of any length: 0.093 ms in vectors of 8, 0.066 in vectors of 16).
+int kernel_lanes(const UOpPtr& kernel, const TargetCaps& caps, const UOp* along = nullptr) {
   int widest = 1;
   for (const UOp* node : toposort(kernel)) {
     DType dtype = node->dtype();
     if (dtype.is_pointer() || dtype == dtypes::void_ || dtype.is_index()) continue;
     if (!vectorizable_dtype(dtype)) return 1;
+    if (along != nullptr && !depends_on(node, along)) continue;
     // f16 and bf16 ops run on f32 vectors (the renderer widens them), so a narrow lane costs an
     // f32 lane.
-    widest = std::max(widest, dtype.is_narrow_float() ? 4 : dtype.scalar_bytes());
-  }
-  return caps.vector_bytes / widest;
-}
-
-// The lanes a vector along `range` can hold: kernel_lanes over the values that vary with it. A
-// softmax row's mask compares 64-bit positions of its query row, the same in every lane of a
-// vector of keys, which stays one scalar there (BERT's row maximum over a sequence of any length:
-// 0.093 ms in vectors of 8, 0.066 in vectors of 16).
-int lanes_along(const UOpPtr& kernel, const UOp* range, const TargetCaps& caps) {
-  int widest = 1;
-  for (const UOp* node : toposort(kernel)) {
-    DType dtype = node->dtype();
-    if (dtype.is_pointer() || dtype == dtypes::void_ || dtype.is_index()) continue;
-    if (!vectorizable_dtype(dtype)) return 1;
-    if (!depends_on(node, range)) continue;
     widest = std::max(widest, dtype.is_narrow_float() ? 4 : dtype.scalar_bytes());
   }
   return caps.vector_bytes / widest;
@@ -1475,7 +1463,7 @@ std::optional<std::vector<Opt>> symbolic_reduce_vector_opts(const UOpPtr& kernel
   std::vector<Access> accesses = global_accesses(kernel);
   for (const UOp* range : kernel_ranges(kernel)) {
     if (axis_kind(range->arg_int()) != AxisKind::Reduce || range->src(0)->is_const()) continue;
-    int lanes = lanes_along(kernel, range, caps);
+    int lanes = kernel_lanes(kernel, caps, range);
     if (lanes < 4 || range->src(0)->vmax() < lanes) continue;
     bool contiguous = false, other = false;
     for (const Access& access : accesses) {

@@ -734,6 +734,17 @@ bool pads_channels_last(const Tensor& padded, const Shape& kernel, int64_t group
   return padded.dim(1) >= caps.vector_lanes(dtypes::f32) && 2 * bytes > caps.l2_bytes;
 }
 
+// Whether a conv's input, weight and bias have shapes that fit one another (channels, groups,
+// bias length). The rewrites below slice the weight; shapes that do not fit go to Tensor::conv as
+// they are, whose error then names the weight the caller gave, not a slice of it.
+bool shapes_fit_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options) {
+  if (!x.defined() || !weight.defined() || x.ndim() < 3 || weight.ndim() != x.ndim()) return false;
+  const int64_t groups = options.groups;
+  const Dim channels = dim_of(x, 1);
+  return channels.is_known() && groups >= 1 && weight.dim(1) * groups == channels.value() &&
+         weight.dim(0) % groups == 0 && (!bias.defined() || bias.shape() == Shape{weight.dim(0)});
+}
+
 // A conv whose kernel taps at one end of a spatial axis read only zero padding, for every output
 // and every image size the plan allows (the largest decides: a smaller image has fewer live
 // taps), with those taps gone: the weight sliced to the live taps and the pads reduced by what
@@ -747,7 +758,7 @@ struct LiveTaps {
   ConvOptions options;
 };
 std::optional<LiveTaps> without_dead_taps(const Tensor& x, const Tensor& weight, const ConvOptions& options) {
-  if (!x.defined() || !weight.defined() || x.ndim() < 3 || weight.ndim() != x.ndim()) return std::nullopt;
+  if (!shapes_fit_conv(x, weight, Tensor(), options)) return std::nullopt;
   const size_t n = static_cast<size_t>(x.ndim()) - 2;
   std::vector<int64_t> stride = per_axis(options.stride, n, 1, 1, "conv", "stride");
   std::vector<int64_t> dilation = per_axis(options.dilation, n, 1, 1, "conv", "dilation");
@@ -806,7 +817,7 @@ std::optional<LiveTaps> without_dead_taps(const Tensor& x, const Tensor& weight,
 constexpr int64_t kMaxTapConvs = 16;
 std::optional<Tensor> conv_by_tap_regions(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                           const ConvOptions& options) {
-  if (!x.defined() || !weight.defined() || x.ndim() < 3 || weight.ndim() != x.ndim()) return std::nullopt;
+  if (!shapes_fit_conv(x, weight, bias, options)) return std::nullopt;
   const size_t n = static_cast<size_t>(x.ndim()) - 2;
   std::vector<int64_t> stride = per_axis(options.stride, n, 1, 1, "conv", "stride");
   std::vector<int64_t> dilation = per_axis(options.dilation, n, 1, 1, "conv", "dilation");

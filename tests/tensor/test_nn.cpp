@@ -414,6 +414,19 @@ TEST_CASE("conv: errors name the op and the shapes") {
   check_error([&] { (void)x.conv(Tensor::zeros({6, 4, 3, 3}), Tensor(), conv_options({1, 1, 1}, {}, {}, 1)); },
               "conv: stride [1, 1, 1] must have one value per spatial axis");
   check_error([&] { (void)Tensor::zeros({4, 5}).conv(w); }, "conv: input of shape (4, 5) needs at least 3 axes");
+  // Dilated convs whose taps are dropped (dilation 6: only the centre reaches a 5×5 image) or split
+  // one conv per tap (dilation 2) still name the weight as given, not a slice of it.
+  ConvOptions dead_taps, few_rows;
+  dead_taps.padding = {6, 6, 6, 6};
+  dead_taps.dilation = {6, 6};
+  few_rows.padding = {2, 2, 2, 2};
+  few_rows.dilation = {2, 2};
+  check_error([&] { (void)x.conv(w, Tensor(), dead_taps); },
+              "conv: input (1, 4, 5, 5) and weight (6, 2, 3, 3) do not fit groups = 1");
+  check_error([&] { (void)x.conv(w, Tensor(), few_rows); },
+              "conv: input (1, 4, 5, 5) and weight (6, 2, 3, 3) do not fit groups = 1");
+  check_error([&] { (void)x.conv(Tensor::zeros({6, 4, 3, 3}), Tensor::zeros({5}), few_rows); },
+              "conv: bias of shape (5,)");
 }
 
 // Strided transposed convolutions are split by output phase (tensor_nn.cpp): one direct conv per
