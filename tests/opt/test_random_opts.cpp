@@ -803,14 +803,15 @@ std::vector<Opt> symbolic_width_conv_opts(int64_t k, UOpPtr& ast) {
 }
 
 // The axis id of the block loop that opts' PADTO and SPLIT of the symbolic width make (-1 when
-// they are not there, as a pair on the same axis by at least 4 lanes).
+// they are not there, as a pair on the same axis by at least 4 lanes). Opts before them (a MERGE
+// of the rows and the width, a 1x1 conv's) are applied first.
 int64_t width_block_axis(const UOpPtr& ast, const std::vector<Opt>& opts) {
   auto padto = std::ranges::find_if(opts, [](const Opt& opt) { return opt.op == OptOp::Padto; });
   if (padto == opts.end() || padto + 1 == opts.end() || padto->amount < 4) return -1;
   const Opt& split = *(padto + 1);
   if (split.op != OptOp::Split || split.axis != padto->axis || split.amount != padto->amount) return -1;
   int64_t block_axis = -1;
-  UOpPtr blocked = apply_opts(ast, {*padto, split});  // (alive while its ranges are read)
+  UOpPtr blocked = apply_opts(ast, {opts.begin(), padto + 2});  // (alive while its ranges are read)
   for (const UOp* range : kernel_ranges(blocked))
     if (axis_kind(range->arg_int()) == AxisKind::Loop) block_axis = std::max(block_axis, range->arg_int());
   return block_axis;
@@ -827,6 +828,7 @@ TEST_CASE("a conv over a symbolic image width: its pixels in padded vector block
   int64_t block = width_block_axis(pointwise, opts);
   REQUIRE(block >= 0);
   CHECK(std::ranges::any_of(opts, [&](const Opt& opt) { return opt.op == OptOp::Upcast && opt.axis == block; }));
+  CHECK(opts.front().op == OptOp::Merge);  // the 14 rows and the width as one loop of pixels
   CHECK_NOTHROW(apply_opts(pointwise, opts));
   // With kernel taps the filters are the vector, a full one, and the block's pixels the tile's rows
   // (heuristics.cpp, vector_block_opts).
@@ -865,6 +867,13 @@ TEST_CASE("a stem conv over a symbolic image keeps its pixels as the vector: a s
   Tensor symbolic = symbolic_graph_input("x", {1, 3, size_variable("h", 64, 512), size_variable("w", 64, 512)}, ScalarType::Float32);
   CHECK(upcast_store_stride(symbolic) == int64_t{1});
   CHECK(upcast_store_stride(f32({1, 3, 64, 64}, 22)) != int64_t{1});
+  // Its stride-2 windows divide a merged pixel index again, so the rows and columns stay apart,
+  // and the image's rows, SPLIT in pairs, are the tile's second column (with_row_pairs).
+  Schedule schedule = create_schedule({symbolic.conv(weight, bias, stem).data().node});
+  std::vector<Opt> opts = hand_coded_opts(first_reduction_ast(schedule), host_cpu_caps());
+  CHECK_FALSE(std::ranges::any_of(opts, [](const Opt& opt) { return opt.op == OptOp::Merge; }));
+  CHECK(std::ranges::any_of(opts, [](const Opt& opt) { return opt.op == OptOp::Split && opt.amount == 2; }));
+  CHECK(std::ranges::any_of(opts, [](const Opt& opt) { return opt.op == OptOp::Unroll && opt.amount == 2; }));
 }
 
 TEST_CASE("a symbolic batch as axis 0 is merged with the channels, so that threads have work at batch 1") {
@@ -1138,10 +1147,12 @@ TEST_CASE("the heuristics: a 1x1 conv over an image of any size runs its image r
   TargetCaps caps = avx512_with_fixed_caches();
   // DeepLabV3's 672 -> 112 (300 KB of weights) over a batch of 1 or 2 images of up to 32×32 (up to
   // 5.5 MB of input, which each of 14 filter tiles re-read from the L3) and of up to 12×12 (774 KB).
-  auto rows_outermost = [&](int64_t largest) {
-    Tensor x = symbolic_graph_input("x", {size_variable("batch", 1, 2), 672, size_variable("h", 7, largest), size_variable("w", 7, largest)},
+  // Not an expansion (16 -> 64 over up to 256×256: 8 MB of input, 32 MB of output), whose rows
+  // outermost would store short runs into all 64 output planes at each step.
+  auto rows_outermost = [&](int64_t channels, int64_t filters, int64_t largest) {
+    Tensor x = symbolic_graph_input("x", {size_variable("batch", 1, 2), channels, size_variable("h", 7, largest), size_variable("w", 7, largest)},
                                     ScalarType::Float32);
-    Schedule schedule = create_schedule({x.conv(f32({112, 672, 1, 1}, 34), f32({112}, 35)).data().node});
+    Schedule schedule = create_schedule({x.conv(f32({filters, channels, 1, 1}, 34), f32({filters}, 35)).data().node});
     UOpPtr ast = first_reduction_ast(schedule);
     std::vector<Opt> opts = hand_coded_opts(ast, caps);
     std::string chosen;
@@ -1155,12 +1166,13 @@ TEST_CASE("the heuristics: a 1x1 conv over an image of any size runs its image r
     REQUIRE(axis_0 != nullptr);
     bool weight_reads_axis_0 = false;
     for (const UOp* node : toposort(tiled))
-      if (node->op() == Ops::INDEX && node->src(0)->dtype().pointer_size() == 112 * 672)
+      if (node->op() == Ops::INDEX && node->src(0)->dtype().pointer_size() == filters * channels)
         weight_reads_axis_0 = weight_reads_axis_0 || std::ranges::count(toposort(node->self()), axis_0) != 0;
     return !axis_0->src(0)->is_const() && !weight_reads_axis_0;
   };
-  CHECK(rows_outermost(32));
-  CHECK_FALSE(rows_outermost(12));
+  CHECK(rows_outermost(672, 112, 32));
+  CHECK_FALSE(rows_outermost(672, 112, 12));
+  CHECK_FALSE(rows_outermost(16, 64, 256));
 }
 
 TEST_CASE("the heuristics: a conv split by filters gets pixel-row blocks as axis 0 when its weights are small") {

@@ -454,20 +454,23 @@ TEST_CASE("a dilated conv whose outer taps reach few image rows: one conv per ta
   CHECK(program.schedule().kernels.size() >= 9);  // a conv per tap
 }
 
-TEST_CASE("a 1x1 conv over an n×n image takes two image rows as its tile's columns, odd n padded") {
-  // The pixels' block of one vector is the tile's vector and the filters its rows; with n at least
-  // 2 the image's rows are SPLIT in pairs, unrolled as a second column (heuristics.cpp,
-  // with_row_pairs). An odd n pads the last pair (its second row recomputed, stored nowhere).
+TEST_CASE("a 1x1 conv over an n×n image merges its pixels and takes two vector blocks as its tile's columns") {
+  // The rows and columns are one loop of n² pixels (MERGE), in blocks of one vector, the last one
+  // masked; the block is the tile's vector and the filters its rows; the blocks are SPLIT in pairs,
+  // unrolled as a second column (heuristics.cpp, merged_pixel_block_opts and with_row_pairs). An
+  // odd block count pads the last pair (its second block recomputed, stored nowhere). With n at
+  // least 6 there are at least 2 blocks of 16 at every size.
   Tensor w = weight({32, 24, 1, 1}, 0.125f), b = weight({32}, 0.5f);
   Graph graph = [&](const std::vector<Tensor>& x) { return std::vector<Tensor>{x[0].conv(w, b).relu()}; };
   std::vector<InputSpec> inputs{{{1, 24, -1, -1}}};
-  check_at_sizes(graph, inputs, {2, 5, 14, 17, 32}, 32, 2);
-  SymbolicProgram program(graph, inputs, 32, 2);
+  check_at_sizes(graph, inputs, {6, 7, 14, 17, 32}, 32, 6);
+  SymbolicProgram program(graph, inputs, 32, 6);
   int paired = 0;
   for (const ScheduledKernel& kernel : program.schedule().kernels) {
+    bool merges = std::ranges::any_of(kernel.opts, [](const Opt& opt) { return opt.op == OptOp::Merge; });
     bool splits_pairs = std::ranges::any_of(kernel.opts, [](const Opt& opt) { return opt.op == OptOp::Split && opt.amount == 2; });
     bool unrolls_pairs = std::ranges::any_of(kernel.opts, [](const Opt& opt) { return opt.op == OptOp::Unroll && opt.amount == 2; });
-    paired += splits_pairs && unrolls_pairs ? 1 : 0;
+    paired += merges && splits_pairs && unrolls_pairs ? 1 : 0;
   }
   CHECK(paired == 1);
 }
