@@ -117,6 +117,7 @@ class TritonServer:
         if not os.path.lexists(os.path.join(folder, "libkiln-compiler.so.0")):
             os.symlink(os.path.realpath(args.compiler_library), os.path.join(folder, "libkiln-compiler.so.0"))
         self.env = env
+        self.clients = []  # closed before the server stops, which otherwise waits for their connections
         self.http_port, self.grpc_port, self.metrics_port = free_ports(3)
         self.log_path = os.path.join(work, f"tritonserver-{self.http_port}.log")
         self.command = [executable, f"--model-repository={repository}",
@@ -124,7 +125,7 @@ class TritonServer:
                         "--http-address=127.0.0.1", f"--http-port={self.http_port}",
                         "--grpc-address=127.0.0.1", f"--grpc-port={self.grpc_port}",
                         "--metrics-address=127.0.0.1", f"--metrics-port={self.metrics_port}",
-                        "--model-control-mode=explicit", "--exit-on-error=false", *extra]
+                        "--model-control-mode=explicit", "--exit-on-error=false", "--exit-timeout-secs=5", *extra]
         self.process = None
 
     def __enter__(self):
@@ -149,6 +150,12 @@ class TritonServer:
         self.stop()
 
     def stop(self):
+        for client in self.clients:
+            try:
+                client.close()
+            except Exception:  # a client already broken by a failing test must not stop the shutdown
+                pass
+        self.clients = []
         if self.process and self.process.poll() is None:
             self.process.terminate()
             try:
@@ -182,15 +189,17 @@ class TritonServer:
                     return int(line.split()[1])
         return 0
 
-    def http(self):
+    def http(self, **options):
         import tritonclient.http as http
 
-        return http.InferenceServerClient(f"127.0.0.1:{self.http_port}")
+        self.clients.append(http.InferenceServerClient(f"127.0.0.1:{self.http_port}", **options))
+        return self.clients[-1]
 
     def grpc(self):
         import tritonclient.grpc as grpc
 
-        return grpc.InferenceServerClient(f"127.0.0.1:{self.grpc_port}")
+        self.clients.append(grpc.InferenceServerClient(f"127.0.0.1:{self.grpc_port}"))
+        return self.clients[-1]
 
 
 def infer(client, module, model, inputs, outputs=None):
