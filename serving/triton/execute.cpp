@@ -315,6 +315,9 @@ void execute_requests(InstanceState& instance, TRITONBACKEND_Request** requests,
   }
   for (auto& [key, group] : groups)
     if (!group.empty()) singles.push_back(std::move(group));
+  if (singles.size() > 1 && model.max_batch_size > 0)
+    log(TRITONSERVER_LOG_VERBOSE, "kiln: " + std::to_string(request_count) + " requests of '" + model.name + "' in " +
+                                      std::to_string(singles.size()) + " runs (their shapes differ past the batch)");
   for (std::vector<Pending*>& group : singles) {
     try {
       run_group(instance, group, exec_start);
