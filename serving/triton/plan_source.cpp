@@ -51,7 +51,7 @@ const Compiler& compiler() {
   static std::once_flag once;
   std::call_once(once, [] {
     std::vector<std::string> candidates;
-    if (const char* path = std::getenv("KILN_COMPILER_LIBRARY")) candidates.push_back(path);
+    if (const char* path = std::getenv("KILN_COMPILER_LIBRARY"); path && *path) candidates.push_back(path);
     Dl_info info{};
     if (dladdr(reinterpret_cast<void*>(&kiln_version), &info) && info.dli_fname)
       candidates.push_back((fs::path(info.dli_fname).parent_path() / "libkiln-compiler.so.0").string());

@@ -242,4 +242,31 @@ with tempfile.TemporaryDirectory(prefix="kiln_serving_") as work:
               "reloading mnist_onnx takes the cached plan")
     if checks.failures:
         print(server.log()[-20000:])
+
+    # libtriton_kiln needs only libkiln: without libkiln-compiler a plan serves and a model.onnx
+    # gets an error saying what to do; KILN_COMPILER_LIBRARY names a compiler elsewhere.
+    mnist_inputs, mnist_expected = ts.read_test_set(os.path.join(mnist_folder, "test_data_set_2"))
+    environment = {"LD_LIBRARY_PATH": "", "KILN_COMPILER_LIBRARY": ""}
+    with ts.TritonServer(executable, repository, args, work, env=environment, with_compiler=False,
+                         name="backends-without-compiler") as server:
+        client = server.http()
+        check(failure(lambda: client.load_model("mnist_onnx")) is None and "compiled plan cached in" in server.log(),
+              "without libkiln-compiler, model.onnx loads from its cached compiled plan")
+        client.unload_model("mnist_onnx")
+        os.remove(glob.glob(os.path.join(repository, "mnist_onnx", "1", "model.onnx.*.kiln"))[0])
+        message = failure(lambda: client.load_model("mnist_onnx")) or ""
+        print(f"      without libkiln-compiler, no cached plan: {message.strip()}")
+        check("needs libkiln-compiler to compile it, which could not be opened" in message and
+              "KILN_COMPILER_LIBRARY" in message, "without libkiln-compiler, model.onnx is refused naming the fix")
+        check(failure(lambda: client.load_model("mnist_plan")) is None and
+              ts.close(ts.infer(client, http, "mnist_plan", mnist_inputs)["Plus214_Output_0"],
+                       mnist_expected["Plus214_Output_0"], MNIST_ATOL), "without libkiln-compiler, plans serve")
+    environment = {"KILN_COMPILER_LIBRARY": os.path.realpath(args.compiler_library)}
+    with ts.TritonServer(executable, repository, args, work, env=environment, with_compiler=False,
+                         name="backends-compiler-elsewhere") as server:
+        client = server.http()
+        check(failure(lambda: client.load_model("mnist_onnx")) is None and
+              ts.close(ts.infer(client, http, "mnist_onnx", mnist_inputs)["Plus214_Output_0"],
+                       mnist_expected["Plus214_Output_0"], MNIST_ATOL),
+              "KILN_COMPILER_LIBRARY names the compiler; model.onnx compiles and serves")
 checks.finish()

@@ -105,16 +105,16 @@ class TritonServer:
     """One tritonserver process; use as a context manager (it is stopped on exit, also on failure,
     and at interpreter exit or SIGTERM if the test dies first)."""
 
-    def __init__(self, executable, repository, args, work, extra=(), env=None):
+    def __init__(self, executable, repository, args, work, extra=(), env=None, with_compiler=True, name="backends"):
         # The backend folder as docs/serving.md lays it out: the backend with libkiln beside it
         # (found through its $ORIGIN run path) and libkiln-compiler there too (found beside libkiln).
-        self.backend_directory = os.path.join(work, "backends")
+        self.backend_directory = os.path.join(work, name)
         folder = os.path.join(self.backend_directory, "kiln")
         os.makedirs(folder, exist_ok=True)
         for source, name in ((args.backend, "libtriton_kiln.so"), (args.libkiln, "libkiln.so.0")):
             if not os.path.exists(os.path.join(folder, name)):
                 shutil.copy(os.path.realpath(source), os.path.join(folder, name))
-        if not os.path.lexists(os.path.join(folder, "libkiln-compiler.so.0")):
+        if with_compiler and not os.path.lexists(os.path.join(folder, "libkiln-compiler.so.0")):
             os.symlink(os.path.realpath(args.compiler_library), os.path.join(folder, "libkiln-compiler.so.0"))
         self.env = env
         self.clients = []  # closed before the server stops, which otherwise waits for their connections
