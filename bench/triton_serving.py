@@ -1,0 +1,131 @@
+"""Throughput and latency of a symbolic sentence-embedding model served by tritonserver with the kiln
+backend, at 1, 4 and 16 concurrent clients, with and without dynamic batching, against the same plan
+in process (`kiln bench`).
+
+    .venv/bin/python bench/triton_serving.py --build build [--model ../shared/data/models-exported/bert_tiny_legacy/model.onnx]
+        [--sequence 16] [--seconds 8] [--clients 1,4,16] [--protocol grpc|http]
+
+Needs nvidia-pytriton and tritonclient[grpc,http] in the Python running it (tests/serving installs
+them into .venv). Each client is a thread with its own connection sending one request (batch 1,
+`--sequence` tokens) after another for `--seconds`; latency is the client's, request to response.
+The server's own share of it comes from Triton's statistics: per request, the time from arrival to
+response minus kiln's compute time (queueing included). Clients and server share the machine."""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "serving"))
+import triton_server as ts  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--model", default=os.path.join("..", "shared", "data", "models-exported", "bert_tiny_legacy",
+                                                        "model.onnx"))
+    parser.add_argument("--sequence", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=8)
+    parser.add_argument("--clients", default="1,4,16")
+    parser.add_argument("--protocol", default="grpc", choices=["grpc", "http"])
+    parser.add_argument("--queue-delay-us", type=int, default=1000)
+    options = parser.parse_args()
+    kiln = os.path.join(options.build, "tools", "kiln")
+    paths = argparse.Namespace(backend=os.path.join(options.build, "serving", "triton", "libtriton_kiln.so"),
+                               libkiln=os.path.join(options.build, "capi", "libkiln.so.0"),
+                               compiler_library=os.path.join(options.build, "capi", "libkiln-compiler.so.0"))
+    executable = ts.require_triton()
+    import tritonclient.grpc as grpc
+    import tritonclient.http as http
+
+    module = grpc if options.protocol == "grpc" else http
+    with tempfile.TemporaryDirectory(prefix="kiln_triton_bench_") as work:
+        plan = os.path.join(work, "model.kiln")
+        subprocess.run([kiln, "compile", options.model, "--shape", "batch=1..16", "--shape", "sequence=1..64", "-o",
+                        plan], check=True, capture_output=True)
+        in_process = {}
+        for batch in (1, 16):
+            bench = subprocess.run([kiln, "bench", plan, "--shape", f"batch={batch}", "--shape",
+                                    f"sequence={options.sequence}", "--iterations", "300", "--warmup", "30"],
+                                   check=True, capture_output=True, text=True).stdout
+            in_process[batch] = {k: float(v) for k, v in re.findall(r"^(\w+_ms) ([0-9.eE+-]+)$", bench, re.MULTILINE)}
+        print(f"kiln bench, in process, sequence {options.sequence}: batch 1 median "
+              f"{in_process[1]['median_ms']:.3f} ms, p90 {in_process[1]['p90_ms']:.3f}; batch 16 median "
+              f"{in_process[16]['median_ms']:.3f} ms ({1000 * 16 / in_process[16]['median_ms']:.0f} sequences/s)")
+
+        repository = os.path.join(work, "models")
+        ts.write_model(repository, "plain", 'backend: "kiln"\n', {"model.kiln": plan})
+        ts.write_model(repository, "batched", 'backend: "kiln"\ndynamic_batching { max_queue_delay_microseconds: '
+                       f"{options.queue_delay_us} }}\n", {"model.kiln": plan})
+        rng = np.random.default_rng(0)
+        ids = rng.integers(3, 8000, size=(1, options.sequence), dtype=np.int64)
+        request = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        with ts.TritonServer(executable, repository, paths, work) as server:
+            print(f"\n{options.protocol}, batch-1 requests of {options.sequence} tokens, {options.seconds:g} s each")
+            print("| model config | clients | requests/s | p50 ms | p99 ms | server-side overhead per request, ms "
+                  "| mean batch run |")
+            print("|---|---|---|---|---|---|---|")
+            for model in ("plain", "batched"):
+                server.http().load_model(model)
+                for clients in (int(c) for c in options.clients.split(",")):
+                    row = measure(server, module, model, request, clients, options.seconds)
+                    print(f"| {'dynamic batching' if model == 'batched' else 'no batching'} | {clients} | "
+                          f"{row['throughput']:.0f} | {row['p50']:.3f} | {row['p99']:.3f} | "
+                          f"{row['server_overhead']:.3f} | {row['mean_batch']:.2f} |", flush=True)
+                server.http().unload_model(model)
+
+
+def statistics(server, model):
+    """Triton's cumulative counters: requests, plan runs, and the per-request sums of time in the
+    server (arrival to response) and of kiln's compute time (each request counts its run's)."""
+    stats = server.http().get_inference_statistics(model)["model_stats"][0]
+    inference = stats["inference_stats"]
+    return (int(stats["inference_count"]), int(stats["execution_count"]), int(inference["success"]["ns"]),
+            int(inference["compute_infer"]["ns"]))
+
+
+def measure(server, module, model, request, clients, seconds):
+    # Warm up (first runs allocate the arenas), then time.
+    warm = server.grpc() if module.__name__.endswith("grpc") else server.http()
+    for _ in range(20):
+        ts.infer(warm, module, model, request, ["pooler_output"])
+    before = statistics(server, model)
+    latencies = [[] for _ in range(clients)]
+    deadline = time.perf_counter() + seconds
+    barrier = threading.Barrier(clients)
+
+    def client_thread(index):
+        client = server.grpc() if module.__name__.endswith("grpc") else server.http()
+        barrier.wait()
+        while time.perf_counter() < deadline:
+            start = time.perf_counter()
+            ts.infer(client, module, model, request, ["pooler_output"])
+            latencies[index].append(time.perf_counter() - start)
+
+    threads = [threading.Thread(target=client_thread, args=(i,)) for i in range(clients)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    after = statistics(server, model)
+    every = np.array([x for per_client in latencies for x in per_client]) * 1000
+    requests = after[0] - before[0]
+    executions = after[1] - before[1]
+    # Time in the server not spent in kiln's run: queueing, batching, copies, the protocol's end.
+    overhead_ns = ((after[2] - before[2]) - (after[3] - before[3])) / max(requests, 1)
+    return {"throughput": len(every) / elapsed, "p50": float(np.percentile(every, 50)),
+            "p99": float(np.percentile(every, 99)),
+            "server_overhead": overhead_ns / 1e6,
+            "mean_batch": requests / max(executions, 1)}
+
+
+if __name__ == "__main__":
+    main()
