@@ -240,6 +240,15 @@ with tempfile.TemporaryDirectory(prefix="kiln_serving_") as work:
         message = failure(lambda: client.load_model("mnist_onnx"))
         check(message is None and "compiled plan cached in" in server.log(),
               "reloading mnist_onnx takes the cached plan")
+        client.unload_model("mnist_onnx")
+        cached = glob.glob(os.path.join(repository, "mnist_onnx", "1", "model.onnx.*.kiln"))[0]
+        with open(cached, "r+b") as f:
+            f.write(b"XXXXXXXX")  # its magic
+        message = failure(lambda: client.load_model("mnist_onnx"))
+        check(message is None and "recompiling: cannot load plan" in server.log() and
+              ts.close(ts.infer(client, http, "mnist_onnx", mnist_inputs_ok)["Plus214_Output_0"],
+                       mnist_expected["Plus214_Output_0"], MNIST_ATOL),
+              "a damaged cached plan is recompiled, not served")
     if checks.failures:
         print(server.log()[-20000:])
 
