@@ -3,11 +3,15 @@ backend, at 1, 4 and 16 concurrent clients, with and without dynamic batching, a
 in process (`kiln bench`).
 
     .venv/bin/python bench/triton_serving.py --build build [--model ../shared/data/models-exported/bert_tiny_legacy/model.onnx]
-        [--sequence 16] [--seconds 8] [--clients 1,4,16] [--protocol grpc|http]
+        [--sequence 16] [--seconds 8] [--clients 1,4,16] [--protocol raw-http|grpc|http]
 
 Needs nvidia-pytriton and tritonclient[grpc,http] in the Python running it (tests/serving installs
 them into .venv). Each client is a thread with its own connection sending one request (batch 1,
 `--sequence` tokens) after another for `--seconds`; latency is the client's, request to response.
+`raw-http` (the default) sends a prepared KServe v2 request with the binary tensor extension over
+a kept-alive http.client connection and checks only the status and length of the answer, so that
+the Python client costs little CPU beside the server on a small machine; `grpc` and `http` go
+through tritonclient (numpy in and out, protobuf or JSON), as an application would.
 The server's own share of it comes from Triton's statistics: per request, the time from arrival to
 response minus kiln's compute time (queueing included). Clients and server share the machine."""
 import argparse
@@ -33,7 +37,7 @@ def main():
     parser.add_argument("--sequence", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--clients", default="1,4,16")
-    parser.add_argument("--protocol", default="grpc", choices=["grpc", "http"])
+    parser.add_argument("--protocol", default="raw-http", choices=["raw-http", "grpc", "http"])
     parser.add_argument("--queue-delay-us", type=int, default=1000)
     options = parser.parse_args()
     kiln = os.path.join(options.build, "tools", "kiln")
@@ -44,7 +48,7 @@ def main():
     import tritonclient.grpc as grpc
     import tritonclient.http as http
 
-    module = grpc if options.protocol == "grpc" else http
+    module = {"grpc": grpc, "http": http, "raw-http": None}[options.protocol]
     with tempfile.TemporaryDirectory(prefix="kiln_triton_bench_") as work:
         plan = os.path.join(work, "model.kiln")
         subprocess.run([kiln, "compile", options.model, "--shape", "batch=1..16", "--shape", "sequence=1..64", "-o",
@@ -90,22 +94,61 @@ def statistics(server, model):
             int(inference["compute_infer"]["ns"]))
 
 
+class RawHttpClient:
+    """One kept-alive HTTP connection sending one prepared binary-tensor inference request."""
+
+    def __init__(self, port, model, request):
+        import http.client
+        import json
+
+        header = {"inputs": [{"name": name, "shape": list(array.shape), "datatype": "INT64",
+                              "parameters": {"binary_data_size": array.nbytes}} for name, array in request.items()],
+                  "outputs": [{"name": "pooler_output", "parameters": {"binary_data": True}}]}
+        header_bytes = json.dumps(header).encode()
+        self.body = header_bytes + b"".join(array.tobytes() for array in request.values())
+        self.headers = {"Inference-Header-Content-Length": str(len(header_bytes)),
+                        "Content-Type": "application/octet-stream"}
+        self.path = f"/v2/models/{model}/infer"
+        self.connection = http.client.HTTPConnection("127.0.0.1", port)
+
+    def infer(self):
+        self.connection.request("POST", self.path, body=self.body, headers=self.headers)
+        response = self.connection.getresponse()
+        payload = response.read()
+        if response.status != 200 or len(payload) < 256 * 4:
+            raise RuntimeError(f"inference failed: {response.status} {payload[:200]!r}")
+        return payload
+
+    def close(self):
+        self.connection.close()
+
+
+def make_sender(server, module, model, request):
+    """A function sending one request on a connection of its own."""
+    if module is None:
+        client = RawHttpClient(server.http_port, model, request)
+        server.clients.append(client)
+        return client.infer
+    client = server.grpc() if module.__name__.endswith("grpc") else server.http()
+    return lambda: ts.infer(client, module, model, request, ["pooler_output"])
+
+
 def measure(server, module, model, request, clients, seconds):
     # Warm up (first runs allocate the arenas), then time.
-    warm = server.grpc() if module.__name__.endswith("grpc") else server.http()
+    warm = make_sender(server, module, model, request)
     for _ in range(20):
-        ts.infer(warm, module, model, request, ["pooler_output"])
+        warm()
     before = statistics(server, model)
     latencies = [[] for _ in range(clients)]
     deadline = time.perf_counter() + seconds
     barrier = threading.Barrier(clients)
 
     def client_thread(index):
-        client = server.grpc() if module.__name__.endswith("grpc") else server.http()
+        send = make_sender(server, module, model, request)
         barrier.wait()
         while time.perf_counter() < deadline:
             start = time.perf_counter()
-            ts.infer(client, module, model, request, ["pooler_output"])
+            send()
             latencies[index].append(time.perf_counter() - start)
 
     threads = [threading.Thread(target=client_thread, args=(i,)) for i in range(clients)]
