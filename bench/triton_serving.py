@@ -39,6 +39,8 @@ def main():
     parser.add_argument("--clients", default="1,4,16")
     parser.add_argument("--protocol", default="raw-http", choices=["raw-http", "grpc", "http"])
     parser.add_argument("--queue-delay-us", type=int, default=1000)
+    parser.add_argument("--instances", type=int, default=1, help="instance_group count of both models")
+    parser.add_argument("--threads", type=int, default=0, help="the `threads` parameter (0: the default)")
     options = parser.parse_args()
     kiln = os.path.join(options.build, "tools", "kiln")
     paths = argparse.Namespace(backend=os.path.join(options.build, "serving", "triton", "libtriton_kiln.so"),
@@ -64,24 +66,29 @@ def main():
               f"{in_process[16]['median_ms']:.3f} ms ({1000 * 16 / in_process[16]['median_ms']:.0f} sequences/s)")
 
         repository = os.path.join(work, "models")
-        ts.write_model(repository, "plain", 'backend: "kiln"\n', {"model.kiln": plan})
-        ts.write_model(repository, "batched", 'backend: "kiln"\ndynamic_batching { max_queue_delay_microseconds: '
+        common = f'backend: "kiln"\ninstance_group {{ count: {options.instances} kind: KIND_CPU }}\n'
+        if options.threads:
+            common += f'parameters {{ key: "threads" value {{ string_value: "{options.threads}" }} }}\n'
+        ts.write_model(repository, "plain", common, {"model.kiln": plan})
+        ts.write_model(repository, "batched", common + "dynamic_batching { max_queue_delay_microseconds: "
                        f"{options.queue_delay_us} }}\n", {"model.kiln": plan})
         rng = np.random.default_rng(0)
         ids = rng.integers(3, 8000, size=(1, options.sequence), dtype=np.int64)
         request = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
         with ts.TritonServer(executable, repository, paths, work) as server:
-            print(f"\n{options.protocol}, batch-1 requests of {options.sequence} tokens, {options.seconds:g} s each")
+            print(f"\n{options.protocol}, batch-1 requests of {options.sequence} tokens, {options.seconds:g} s each, "
+                  f"{options.instances} instance(s), threads {options.threads or 'default'}, queue delay "
+                  f"{options.queue_delay_us} us")
             print("| model config | clients | requests/s | p50 ms | p99 ms | server-side overhead per request, ms "
-                  "| mean batch run |")
-            print("|---|---|---|---|---|---|---|")
+                  "| requests per run | kiln ms per run |")
+            print("|---|---|---|---|---|---|---|---|")
             for model in ("plain", "batched"):
                 server.http().load_model(model)
                 for clients in (int(c) for c in options.clients.split(",")):
                     row = measure(server, module, model, request, clients, options.seconds)
                     print(f"| {'dynamic batching' if model == 'batched' else 'no batching'} | {clients} | "
                           f"{row['throughput']:.0f} | {row['p50']:.3f} | {row['p99']:.3f} | "
-                          f"{row['server_overhead']:.3f} | {row['mean_batch']:.2f} |", flush=True)
+                          f"{row['server_overhead']:.3f} | {row['mean_batch']:.2f} | {row['run_ms']:.3f} |", flush=True)
                 server.http().unload_model(model)
 
 
@@ -90,8 +97,9 @@ def statistics(server, model):
     server (arrival to response) and of kiln's compute time (each request counts its run's)."""
     stats = server.http().get_inference_statistics(model)["model_stats"][0]
     inference = stats["inference_stats"]
+    run_ns = sum(int(b["compute_infer"]["ns"]) for b in stats["batch_stats"])  # once per plan run
     return (int(stats["inference_count"]), int(stats["execution_count"]), int(inference["success"]["ns"]),
-            int(inference["compute_infer"]["ns"]))
+            int(inference["compute_infer"]["ns"]), run_ns)
 
 
 class RawHttpClient:
@@ -167,7 +175,8 @@ def measure(server, module, model, request, clients, seconds):
     return {"throughput": len(every) / elapsed, "p50": float(np.percentile(every, 50)),
             "p99": float(np.percentile(every, 99)),
             "server_overhead": overhead_ns / 1e6,
-            "mean_batch": requests / max(executions, 1)}
+            "mean_batch": requests / max(executions, 1),
+            "run_ms": (after[4] - before[4]) / max(executions, 1) / 1e6}
 
 
 if __name__ == "__main__":

@@ -179,8 +179,14 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
                                                        TRITONBACKEND_Request** requests, uint32_t request_count) {
   void* state = nullptr;
   KILN_TRITON_TRY(TRITONBACKEND_ModelInstanceState(instance, &state));
-  // execute_requests answers and releases every request itself, errors included.
-  execute_requests(*static_cast<InstanceState*>(state), requests, request_count);
+  // execute_requests answers and releases every request itself, errors included, and catches what
+  // its steps throw; only its own bookkeeping (out of memory) can throw past it, and an exception
+  // must not unwind into the server.
+  try {
+    execute_requests(*static_cast<InstanceState*>(state), requests, request_count);
+  } catch (const std::exception& exception) {
+    log(TRITONSERVER_LOG_ERROR, std::string("kiln: execution failed: ") + exception.what());
+  }
   return nullptr;
 }
 

@@ -174,8 +174,9 @@ TRITONSERVER_Error* load_plan(const PlanRequest& request, kiln_plan** out_plan, 
     return nullptr;
   }
   std::string tried;
-  for (const std::string& name : names) tried += (tried.empty() ? "" : " or ") + (folder / name).string();
-  return error(TRITONSERVER_ERROR_NOT_FOUND, "model '" + request.model_name + "': no plan: found neither " + tried);
+  for (const std::string& name : names) tried += (tried.empty() ? "" : ", ") + (folder / name).string();
+  return error(TRITONSERVER_ERROR_NOT_FOUND, "model '" + request.model_name + "': no model file: none of " + tried +
+                                                 " exists (a plan made by `kiln compile`, or an ONNX model)");
 }
 
 }  // namespace kiln::serving

@@ -94,7 +94,7 @@ with tempfile.TemporaryDirectory(prefix="kiln_serving_") as work:
                            ["cannot load plan", "truncated"]),
         "broken_onnx": (kiln_backend, {"model.onnx": b"\x08\x07garbage that is not a protobuf"},
                         ["cannot compile", "KILN_ERROR_INVALID_MODEL"]),
-        "no_model_file": (kiln_backend, {"README": b"no model here"}, ["no plan: found neither", "model.kiln"]),
+        "no_model_file": (kiln_backend, {"README": b"no model here"}, ["no model file: none of", "1/model.kiln, ", "1/model.onnx exists"]),
         "unknown_parameter": (kiln_backend + 'parameters { key: "thread" value { string_value: "2" } }\n',
                               {"model.kiln": mnist_plan}, ["unknown parameter 'thread'", "threads, shapes"]),
         "bad_threads": (kiln_backend + 'parameters { key: "threads" value { string_value: "many" } }\n',
