@@ -49,7 +49,8 @@ using Initialize = void* (*)(void* backend);
 
 Initialize open_backend() {
   void* library = dlopen(KILN_TRITON_BACKEND_PATH, RTLD_LAZY | RTLD_LOCAL);
-  REQUIRE_MESSAGE(library != nullptr, dlerror());
+  const std::string why = library ? "" : dlerror();
+  REQUIRE_MESSAGE(library != nullptr, why);
   auto initialize = reinterpret_cast<Initialize>(dlsym(library, "TRITONBACKEND_Initialize"));
   const bool found = initialize != nullptr;
   REQUIRE(found);
