@@ -1,7 +1,8 @@
-// TRITONBACKEND_Initialize against servers of other backend API versions. This program plays the
-// server: it exports the few TRITONSERVER_* / TRITONBACKEND_* calls Initialize makes (reporting
-// whatever version a test sets), opens libtriton_kiln.so with dlopen as Triton does, and checks
-// that a matching version is accepted and the others refused with a message naming both versions.
+// TRITONBACKEND_Initialize against servers of other backend API versions, and instances of kinds
+// the backend does not run. This program plays the server: it exports the few TRITONSERVER_* /
+// TRITONBACKEND_* calls those paths make (reporting whatever version or kind a test sets), opens
+// libtriton_kiln.so with dlopen as Triton does, and checks what is accepted and what is refused
+// with which message. (A real server without GPUs refuses KIND_GPU itself, before the backend.)
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -17,6 +18,7 @@ struct FakeError {
 };
 
 uint32_t server_major = 1;
+int instance_kind = 1;  // TRITONSERVER_INSTANCEGROUPKIND_CPU
 uint32_t server_minor = 19;
 std::string logged;
 
@@ -38,6 +40,10 @@ SERVER_CALL void* TRITONBACKEND_ApiVersion(uint32_t* major, uint32_t* minor) {
   *minor = server_minor;
   return nullptr;
 }
+SERVER_CALL void* TRITONBACKEND_ModelInstanceKind(void*, int* kind) {
+  *kind = instance_kind;
+  return nullptr;
+}
 SERVER_CALL void* TRITONBACKEND_BackendName(void*, const char** name) {
   *name = "kiln";
   return nullptr;
@@ -47,11 +53,11 @@ namespace {
 
 using Initialize = void* (*)(void* backend);
 
-Initialize open_backend() {
+Initialize open_backend(const char* entry_point = "TRITONBACKEND_Initialize") {
   void* library = dlopen(KILN_TRITON_BACKEND_PATH, RTLD_LAZY | RTLD_LOCAL);
   const std::string why = library ? "" : dlerror();
   REQUIRE_MESSAGE(library != nullptr, why);
-  auto initialize = reinterpret_cast<Initialize>(dlsym(library, "TRITONBACKEND_Initialize"));
+  auto initialize = reinterpret_cast<Initialize>(dlsym(library, entry_point));
   const bool found = initialize != nullptr;
   REQUIRE(found);
   return initialize;
@@ -82,4 +88,16 @@ TEST_CASE("the backend refuses another major version and an older minor one") {
   CHECK(initialize_at(1, 10) ==
         "kiln backend: unsupported: this server's backend API is 1.10; libtriton_kiln needs 1.x with x >= 19");
   CHECK(initialize_at(0, 99).find("unsupported: this server's backend API is 0.99") != std::string::npos);
+}
+
+TEST_CASE("instances of KIND_GPU and KIND_MODEL are refused as unsupported") {
+  for (int kind : {2, 3}) {
+    instance_kind = kind;
+    auto* error = static_cast<FakeError*>(open_backend("TRITONBACKEND_ModelInstanceInitialize")(nullptr));
+    REQUIRE(error != nullptr);
+    CHECK(error->code == 5);  // TRITONSERVER_ERROR_UNSUPPORTED
+    CHECK(error->message ==
+          "kiln backend: unsupported: instances of a kind other than KIND_CPU (KIND_GPU is not implemented)");
+    delete error;
+  }
 }
