@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <string>
 

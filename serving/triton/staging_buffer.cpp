@@ -1,4 +1,5 @@
 // StagingBuffer (model_state.hpp): aligned scratch for gathered inputs and batched outputs.
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
