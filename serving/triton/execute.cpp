@@ -272,6 +272,9 @@ void finish(InstanceState& instance, Pending& pending, uint64_t exec_start) {
 void execute_requests(InstanceState& instance, TRITONBACKEND_Request** requests, uint32_t request_count) {
   const uint64_t exec_start = now_ns();
   const ModelState& model = *instance.model;
+  if (TRITONSERVER_LogIsEnabled(TRITONSERVER_LOG_VERBOSE))
+    log(TRITONSERVER_LOG_VERBOSE, "kiln: instance '" + instance.name + "' executes " + std::to_string(request_count) +
+                                      " request(s)");
   std::vector<Pending> pending(request_count);
   for (uint32_t r = 0; r < request_count; ++r) {
     pending[r].request = requests[r];

@@ -3,7 +3,8 @@ HTTP, half gRPC) send 50 requests each of bert_tiny_legacy (batch=1..16, sequenc
 sequence lengths; every response must equal its own request's reference (onnxruntime, or `kiln run`
 without it) and no other, and the server's statistics must show batches larger than one.
 
-Twice: once as Triton batches by default (only requests of equal shapes together), once with
+Twice: once as Triton batches by default (only requests of equal shapes together), on two
+instances of one thread sharing the plan, and once (one instance) with
 allow_ragged_batch on the inputs, where Triton hands the backend batches of mixed sequence lengths
 and the backend runs each shape as its own group (its verbose log says so).
 
@@ -79,12 +80,14 @@ with tempfile.TemporaryDirectory(prefix="kiln_batching_") as work:
           f"(closest pair {nearest_other:.3g}), so a response given to the wrong request is caught")
 
     repository = os.path.join(work, "models")
-    batching = 'backend: "kiln"\ndynamic_batching { max_queue_delay_microseconds: 20000 }\n' \
-               "instance_group { count: 1 kind: KIND_CPU }\n"
-    ts.write_model(repository, "bert", batching, {"model.kiln": plan})
+    batching = 'backend: "kiln"\ndynamic_batching { max_queue_delay_microseconds: 20000 }\n'
+    # Two instances of one thread sharing the plan run batches at the same time.
+    ts.write_model(repository, "bert", batching + "instance_group { count: 2 kind: KIND_CPU }\n"
+                   'parameters { key: "threads" value { string_value: "1" } }\n', {"model.kiln": plan})
     ragged = "".join(f'input {{ name: "{n}" data_type: TYPE_INT64 dims: [ -1 ] allow_ragged_batch: true }}\n'
                      for n in ("input_ids", "attention_mask", "token_type_ids"))
-    ts.write_model(repository, "bert_ragged", batching + "max_batch_size: 16\n" + ragged, {"model.kiln": plan})
+    ts.write_model(repository, "bert_ragged", batching + "instance_group { count: 1 kind: KIND_CPU }\n"
+                   "max_batch_size: 16\n" + ragged, {"model.kiln": plan})
     with ts.TritonServer(executable, repository, args, work, extra=["--log-verbose=1"]) as server:
         for model in ("bert", "bert_ragged"):
             server.http().load_model(model)
@@ -127,6 +130,8 @@ with tempfile.TemporaryDirectory(prefix="kiln_batching_") as work:
                   f"{model}: every request is counted once, in the inference count and in the batch statistics")
             check(int(stats["execution_count"]) < int(stats["inference_count"]),
                   f"{model}: fewer executions than requests: requests shared runs")
+        instances = set(re.findall(r"kiln: instance '(bert_0_\d)' executes", server.log()))
+        check(instances == {"bert_0_0", "bert_0_1"}, f"bert: both instances ran batches ({sorted(instances)})")
         split = len(re.findall(r"requests of 'bert_ragged' in \d+ runs \(their shapes differ past the batch\)",
                                server.log()))
         print(f"      bert_ragged: {split} executions held several shapes and were run as one group per shape")
