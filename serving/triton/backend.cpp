@@ -6,12 +6,12 @@
 #include <string>
 #include <thread>
 
-#include "execute.hpp"
-#include "json.hpp"
-#include "model_config.hpp"
-#include "model_state.hpp"
-#include "plan_source.hpp"
-#include "triton_status.hpp"
+#include "execute.h"
+#include "json.h"
+#include "model_config.h"
+#include "model_state.h"
+#include "plan_source.h"
+#include "triton_status.h"
 
 namespace kiln::serving {
 namespace {

@@ -1,5 +1,5 @@
-// The one table pairing kiln dtypes with Triton's (dtype_map.hpp).
-#include "dtype_map.hpp"
+// The one table pairing kiln dtypes with Triton's (dtype_map.h).
+#include "dtype_map.h"
 
 #include <array>
 

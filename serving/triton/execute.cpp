@@ -1,5 +1,5 @@
-// execute_requests (execute.hpp): check, group, run, scatter, report statistics, respond.
-#include "execute.hpp"
+// execute_requests (execute.h): check, group, run, scatter, report statistics, respond.
+#include "execute.h"
 
 #include <chrono>
 #include <cstring>
@@ -7,8 +7,8 @@
 #include <map>
 #include <string>
 
-#include "dtype_map.hpp"
-#include "triton_status.hpp"
+#include "dtype_map.h"
+#include "triton_status.h"
 
 namespace kiln::serving {
 namespace {

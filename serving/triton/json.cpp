@@ -1,6 +1,6 @@
 // Recursive-descent JSON reader and writer for kiln::serving::Json (RFC 8259; \u escapes of the
 // Basic Multilingual Plane and surrogate pairs are decoded to UTF-8).
-#include "json.hpp"
+#include "json.h"
 
 #include <cctype>
 #include <charconv>

@@ -1,12 +1,12 @@
-// Auto-completion and checking of a model's config against its plan (model_config.hpp).
-#include "model_config.hpp"
+// Auto-completion and checking of a model's config against its plan (model_config.h).
+#include "model_config.h"
 
 #include <algorithm>
 #include <climits>
 #include <sstream>
 
-#include "dtype_map.hpp"
-#include "triton_status.hpp"
+#include "dtype_map.h"
+#include "triton_status.h"
 
 namespace kiln::serving {
 namespace {

@@ -1,5 +1,5 @@
-// load_plan (plan_source.hpp): find the model file, compile an ONNX model once, load the plan.
-#include "plan_source.hpp"
+// load_plan (plan_source.h): find the model file, compile an ONNX model once, load the plan.
+#include "plan_source.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <system_error>
 
 #include "kiln/compiler.h"
-#include "triton_status.hpp"
+#include "triton_status.h"
 
 namespace kiln::serving {
 namespace {

@@ -1,9 +1,9 @@
-// StagingBuffer (model_state.hpp): aligned scratch for gathered inputs and batched outputs.
+// StagingBuffer (model_state.h): aligned scratch for gathered inputs and batched outputs.
 #include <algorithm>
 #include <cstdlib>
 #include <new>
 
-#include "model_state.hpp"
+#include "model_state.h"
 
 namespace kiln::serving {
 

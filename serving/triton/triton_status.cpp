@@ -1,5 +1,5 @@
-// Error and log plumbing from kiln to the server (triton_status.hpp).
-#include "triton_status.hpp"
+// Error and log plumbing from kiln to the server (triton_status.h).
+#include "triton_status.h"
 
 namespace kiln::serving {
 

@@ -1,7 +1,7 @@
-// The backend's JSON reader and writer (serving/triton/json.hpp), which carry the model config
+// The backend's JSON reader and writer (serving/triton/json.h), which carry the model config
 // between Triton and the backend: protobuf's JSON mapping writes int64 fields as strings, nests
 // messages, and escapes names; a malformed text is an error saying where, never a crash.
-#include "json.hpp"
+#include "json.h"
 
 #include "doctest/doctest.h"
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "json.hpp"
-#include "model_state.hpp"
+#include "json.h"
+#include "model_state.h"
 #include "triton_api.h"
 
 namespace kiln::serving {

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "model_state.hpp"
+#include "model_state.h"
 #include "triton_api.h"
 
 namespace kiln::serving {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "model_state.hpp"
+#include "model_state.h"
 #include "triton_api.h"
 
 namespace kiln::serving {
