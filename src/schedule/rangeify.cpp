@@ -56,6 +56,7 @@
 #include "schedule/copy_elision.h"
 #include "schedule/order_output_axes.h"
 #include "schedule/reduce_collapse.h"
+#include "schedule/reduce_factors.h"
 #include "schedule/schedule.h"
 #include "schedule/split_reduce_ranges.h"
 #include "support/debug.h"
@@ -1139,6 +1140,8 @@ class Rangeifier {
         // A gather written as "compare with arange, select, sum" is a load (reduce_collapse.h).
         auto reduce_op = static_cast<Ops>(arg.at(0));
         if (UOpPtr collapsed = collapse_one_hot_reduce(reduce_op, node->dtype(), body, ranges)) return collapsed;
+        if (reduce_op == Ops::ADD)
+          if (UOpPtr factored = sum_with_invariant_factors_out(node->dtype(), body, ranges)) return factored;
         std::vector<UOpPtr> sources{body};
         sources.insert(sources.end(), ranges.begin(), ranges.end());
         return UOp::make(Ops::REDUCE, node->dtype(), std::move(sources), static_cast<Ops>(arg.at(0)));

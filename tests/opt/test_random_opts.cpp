@@ -1175,6 +1175,32 @@ TEST_CASE("the heuristics: a 1x1 conv over an image of any size runs its image r
   CHECK_FALSE(rows_outermost(16, 64, 256));
 }
 
+TEST_CASE("the heuristics: a transposing copy with a per-column scale takes its stores as the vector, the other loop unrolled") {
+  // (128, 64) scaled per column and stored as (64, 128): the scale moves along the loop that
+  // transpose_opts would swap in, so it is not swapped; the 128 stores of a row are the vector and
+  // 8 of the 64 rows are unrolled, each vector gathering from the same 8 lines as the last
+  // (transposed_block_opts). Over a symbolic row count the stores' loop is PADTO'd and SPLIT first.
+  auto copy_opts = [](const Tensor& x) {
+    Tensor scaled = x * f32({64}, 41);
+    Schedule schedule = create_schedule({contiguous(scaled.transpose(0, 1)).data().node});
+    REQUIRE(!schedule.kernels.empty());
+    const UOpPtr& ast = schedule.kernels.back().ast;
+    std::vector<Opt> opts = hand_coded_opts(ast, host_cpu_caps());
+    CHECK_NOTHROW(apply_opts(ast, opts));
+    return opts;
+  };
+  const int64_t lanes = host_cpu_caps().vector_lanes(dtypes::f32);
+  std::vector<Opt> fixed = copy_opts(f32({128, 64}, 40));
+  CHECK(std::ranges::any_of(fixed, [&](const Opt& opt) { return opt.op == OptOp::Upcast && opt.amount == lanes; }));
+  CHECK(std::ranges::any_of(fixed, [](const Opt& opt) { return opt.op == OptOp::Unroll && opt.amount == 8; }));
+  CHECK(std::ranges::none_of(fixed, [](const Opt& opt) { return opt.op == OptOp::Swap; }));
+  std::vector<Opt> symbolic = copy_opts(symbolic_graph_input("x", {size_variable("n", 1, 512), 64}, ScalarType::Float32));
+  CHECK(symbolic.size() >= 4);
+  CHECK(symbolic[0].op == OptOp::Padto);
+  CHECK(symbolic[1].op == OptOp::Split);
+  CHECK(std::ranges::any_of(symbolic, [](const Opt& opt) { return opt.op == OptOp::Unroll && opt.amount == 8; }));
+}
+
 TEST_CASE("the heuristics: a conv split by filters gets pixel-row blocks as axis 0 when its weights are small") {
   TargetCaps caps = avx512_with_fixed_caches();
   auto last_kernel = [](const Tensor& t) {

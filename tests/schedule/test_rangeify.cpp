@@ -303,6 +303,30 @@ TEST_CASE("gather, GatherElements-style gather and one-hot selects collapse; oth
   CHECK(count_ops(masked.kernels[0].ast, Ops::REDUCE) == 1);
 }
 
+TEST_CASE("a factor that does not change along a sum's loop multiplies the sum, not each term") {
+  // Σ_k (q·s)·w over k with s a one-element tensor (a stored attention scale): s leaves the REDUCE
+  // and multiplies its result (reduce_factors.h). A factor that moves with k stays inside.
+  Tensor q = input({8, 32}), w = input({32, 16});
+  Tensor scale = Tensor::from_vector<float>({0.125f}, {1});
+  Schedule scaled = schedule_of({(q * scale).matmul(w)});
+  REQUIRE(scaled.kernels.size() == 1);
+  const UOpPtr& ast = scaled.kernels[0].ast;
+  const UOp* reduce = nullptr;
+  for (const UOp* node : toposort(ast))
+    if (node->op() == Ops::REDUCE) reduce = node;
+  REQUIRE(reduce != nullptr);
+  int loads_in_sum = count_ops(reduce->src(0), Ops::LOAD);
+  CHECK(loads_in_sum == 2);               // q and w; the scale is read after the sum
+  CHECK(count_ops(ast, Ops::LOAD) == 3);
+  std::vector<float> values = ((q * scale).matmul(w)).to_vector<float>();
+  for (float value : values) CHECK(value == doctest::Approx(32 * 0.125f));
+  // A per-k factor is no invariant: it stays in the sum.
+  Tensor per_k = input({32}).reshape({1, 32});
+  Schedule varying = schedule_of({(q * per_k).matmul(w)});
+  for (const UOp* node : toposort(varying.kernels[0].ast))
+    if (node->op() == Ops::REDUCE) CHECK(count_ops(node->src(0), Ops::LOAD) == 3);
+}
+
 TEST_CASE("LayerNorm after a matmul runs the matmul once") {
   // (32, 48) @ (48, 64) + bias + residual, then LayerNorm over 64: the mean, the variance and the
   // normalised output all read the matmul. The contraction length 48 appears nowhere else, so the

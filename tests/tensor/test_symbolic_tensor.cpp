@@ -257,6 +257,36 @@ TEST_CASE("attention over a symbolic sequence: matmuls, softmax, layer norm, mea
       {{{-1, d}}}, {1, 2, 17, 40});
 }
 
+TEST_CASE("attention scores over n keys: K copied with its keys contiguous, 8 query rows per tile") {
+  // Q·Kᵀ with the keys symbolic: K goes through a transposing copy (tensor_nn.cpp,
+  // symbolic_columns_in_rows) so that the keys are the vector, in blocks PADTO'd to whole vectors,
+  // and 8 query rows of a symbolic loop are the tile's rows (heuristics.cpp, with_symbolic_row_block).
+  // n = 1, 5 and 17 leave a row block and a key block partly past the end. Two heads; K is a
+  // projection's output, stored in its own order and then copied transposed by a kernel of its own
+  // (transposed_block_opts: the keys the vector, the head dimension unrolled).
+  Tensor wk = weight({64, 64}, 0.0625f);
+  Graph graph = [&](const std::vector<Tensor>& x) {
+    return std::vector<Tensor>{x[0].matmul(x[1].matmul(wk).transpose(1, 2))};
+  };
+  std::vector<InputSpec> inputs{{{2, -1, 64}}, {{2, -1, 64}}};
+  check_at_sizes(graph, inputs, {1, 5, 16, 17, 40});
+  SymbolicProgram program(graph, inputs, 64);
+  int tiled = 0, transposing_copies = 0;
+  for (const ScheduledKernel& kernel : program.schedule().kernels) {
+    bool reduces = std::ranges::any_of(toposort(kernel.ast), [](const UOp* node) { return node->op() == Ops::REDUCE; });
+    bool pads = std::ranges::any_of(kernel.opts, [](const Opt& opt) { return opt.op == OptOp::Padto; });
+    bool row_blocks = std::ranges::any_of(kernel.opts, [](const Opt& opt) { return opt.op == OptOp::Split && opt.amount == 8; });
+    bool row_tile = std::ranges::any_of(kernel.opts, [](const Opt& opt) {
+      return opt.op == OptOp::Unroll && axis_kind(opt.axis) == AxisKind::Loop && opt.amount == 8;
+    });
+    bool upcast = std::ranges::any_of(kernel.opts, [](const Opt& opt) { return opt.op == OptOp::Upcast; });
+    tiled += reduces && pads && row_blocks && row_tile ? 1 : 0;
+    transposing_copies += !reduces && pads && upcast && row_tile ? 1 : 0;
+  }
+  CHECK(tiled == 1);
+  CHECK(transposing_copies == 1);
+}
+
 TEST_CASE("a matmul large enough to be vectorised and tiled along its constant axes") {
   Tensor w = weight({64, 48}, 0.125f), bias = weight({48}, 0.5f);
   check_at_sizes([&](const std::vector<Tensor>& x) { return std::vector<Tensor>{(x[0].matmul(w) + bias).relu()}; },
