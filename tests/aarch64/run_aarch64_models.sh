@@ -31,8 +31,9 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/kiln-aarch64.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cpu_args=()
 [ -n "$cpu" ] && cpu_args=(--cpu "$cpu")
-failed=0
+failed=0 count=0
 for name in "$@"; do
+  count=$((count + 1))
   dir=$models/$name
   log=$work/log
   : > "$log"
@@ -70,5 +71,5 @@ for name in "$@"; do
   case $result in pass*) ;; *) failed=$((failed + 1)); sed 's/^/    | /' "$log" | tail -n 40 ;; esac
   rm -rf "$work/data" "$work/model.kiln"
 done
-echo "$# models, $failed failed"
+echo "$count models, $failed failed"
 [ "$failed" -eq 0 ]
