@@ -45,8 +45,8 @@ CompiledKernel cpu_compile_kernel(const UOpPtr& kernel_ast, const CpuTarget* cro
   if (debug_level() >= 6) debug_print("linearised " + print_linear(program));
 
   llvm::LLVMContext context;
-  std::unique_ptr<llvm::Module> module = render_llvm(program, context);
   const CpuTarget& target = cross_target != nullptr ? *cross_target : CpuTarget::host();
+  std::unique_ptr<llvm::Module> module = render_llvm(program, context, target.caps().l2_bytes);
   std::unique_ptr<llvm::TargetMachine> machine = target.create_machine();
   target.prepare(*module, *machine);
   if (debug_level() >= 4) debug_print("LLVM IR of " + program.name + "\n" + llvm_ir_text(*module));

@@ -63,7 +63,7 @@ std::string compile_cpu_kernel_object(const ScheduledKernel& kernel, bool* from_
   CacheKey key;
   key.ast_hash = lowered->hash();
   key.ast_text = print_graph(lowered);
-  key.target = str_cat(cpu_target_id(target), ";", next_tile_prefetch_setting(host_cpu_caps().l2_bytes));
+  key.target = str_cat(cpu_target_id(target), ";", next_tile_prefetch_setting(caps.l2_bytes));
   // The version alone would let a rebuilt compiler load objects from an older build.
   key.version = str_cat(KILN_VERSION_STRING, "+", KILN_COMPILER_SOURCE_HASH);
   KernelCache& cache = KernelCache::instance();
