@@ -1,4 +1,4 @@
-// The host CPU target; see llvm_target.h.
+// The host CPU target; see llvm_target.h (cross targets: cross_target.cpp).
 #include "codegen/llvm/llvm_target.h"
 
 #include <algorithm>
@@ -120,7 +120,7 @@ CpuTarget::CpuTarget() {
   // Cache sizes steer tiling only (never results); sysconf reports them on Linux/glibc.
   if (long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE); l1 > 0) caps_.l1_bytes = l1;
   if (long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0) caps_.l2_bytes = l2;
-  // A compiler built for AArch64 (the aarch64 compiler wheel) describes its host like a cross target.
+  // A compiler running on AArch64 describes its host as it would describe that CPU as a cross target.
   bool aarch64 = llvm::Triple(triple_).getArch() == llvm::Triple::aarch64;
   TargetCaps detected = aarch64 ? aarch64_target_caps(enabled_features_) : x86_64_target_caps(enabled_features_);
   detected.l1_bytes = caps_.l1_bytes;

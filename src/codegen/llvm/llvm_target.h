@@ -1,4 +1,5 @@
-// The host CPU as an LLVM target: which triple, CPU and features kernels are compiled for, the
+// A CPU as an LLVM target: the host (CpuTarget::host) or one that plans are cross-compiled for
+// (CpuTarget::cross, cross_target.cpp): which triple, CPU and features kernels are compiled for, the
 // optimisation pipeline (the new pass manager at O3), and emission of object files and assembly
 // into memory. Nothing here touches the disk or runs a subprocess.
 #pragma once
