@@ -24,6 +24,7 @@ status=0
 case "$sanitize" in
   "")
     kiln_ensure_sklearn_python_env || true
+    kiln_ensure_wheel_python_env || true
     kiln_build
     meson test -C build --print-errorlogs "$@" || status=$?
     logs=(build/meson-logs/testlog.json)

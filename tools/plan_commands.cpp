@@ -36,7 +36,8 @@ constexpr int kExitError = 1, kExitUsage = 2, kExitInternal = 3;
 // ---- compile ----
 
 void print_compile_help(std::ostream& out) {
-  out << "usage: kiln compile MODEL.onnx -o PLAN [--target cpu|opencl|cuda] [--cuda-arch N] [--tuning DB]\n"
+  out << "usage: kiln compile MODEL.onnx -o PLAN [--target cpu|aarch64|x86_64|opencl|cuda] [--cpu NAME]\n"
+         "                    [--cuda-arch N] [--tuning DB]\n"
          "                    [-j N] [--shape SPEC...]\n"
          "\n"
          "Compiles MODEL for this CPU into one plan file (docs/plan-format.md) that libkiln loads and\n"
@@ -48,7 +49,12 @@ void print_compile_help(std::ostream& out) {
          "  --target T         cpu (default): kernels compiled for this CPU; opencl: OpenCL C kernels\n"
          "                     that libkiln builds for the machine's OpenCL device when it loads the\n"
          "                     plan; cuda: PTX compiled now by NVRTC, loaded by the CUDA driver (device\n"
-         "                     plans take symbolic --shape ranges too, but no --tuning; docs/backends.md)\n"
+         "                     plans take symbolic --shape ranges too, but no --tuning; docs/backends.md);\n"
+         "                     aarch64, x86_64: kernels cross-compiled for that architecture's CPU --cpu\n"
+         "                     (docs/installing.md, \"ARM64\")\n"
+         "  --cpu NAME         with --target aarch64 or x86_64: the LLVM CPU name the kernels are for\n"
+         "                     (neoverse-n1, cortex-a72, apple-m1, x86-64-v3, ...); default: the\n"
+         "                     baseline every such machine runs (generic ARMv8-A NEON, x86-64-v3)\n"
          "  --cuda-arch N      with --target cuda: the compute capability the PTX is for, as NN\n"
          "                     (default 75; GPUs of that capability or newer run it)\n"
          "  --tuning DB        take each kernel's optimisations from DB (written by 'kiln tune',\n"
@@ -67,12 +73,18 @@ void print_compile_help(std::ostream& out) {
          "  -h, --help         show this help\n";
 }
 
+// --target's CPU architectures: a cross-compiled CPU plan (CpuTarget::cross).
+bool is_cpu_architecture(const std::string& target) { return target == "aarch64" || target == "x86_64"; }
+
 int compile(const std::string& model_path, const std::string& output_path, const std::vector<ShapeSpec>& specs,
-            const std::string& tuning_path, const std::string& target, int cuda_architecture = 75) {
+            const std::string& tuning_path, const std::string& target, int cuda_architecture = 75,
+            const std::string& cpu_name = "") {
   onnx_import::OnnxCompileOptions options;
   options.shapes = specs;
   options.tuning_path = tuning_path;
-  options.device = target;
+  options.device = is_cpu_architecture(target) ? "cpu" : target;
+  options.cpu_architecture = is_cpu_architecture(target) ? target : "";
+  options.cpu_name = cpu_name;
   options.cuda_architecture = cuda_architecture;
   options.progress = onnx_import::stderr_compile_progress();
   try {
@@ -370,7 +382,7 @@ void compile_model(const std::string& model_path, const std::string& plan_path,
 
 int compile_command(const std::vector<std::string>& arguments) {
   return guarded("compile", [&]() -> int {
-    std::string model_path, output_path, tuning_path, target = "cpu";
+    std::string model_path, output_path, tuning_path, target = "cpu", cpu_name;
     int cuda_architecture = 75;
     std::vector<ShapeSpec> specs;
     bool in_shapes = false;
@@ -385,10 +397,15 @@ int compile_command(const std::vector<std::string>& arguments) {
         output_path = arguments[++i];
         in_shapes = false;
       } else if (argument == "--target") {
-        if (i + 1 >= arguments.size()) return usage_error("compile", "--target needs cpu or opencl");
+        if (i + 1 >= arguments.size()) return usage_error("compile", "--target needs cpu, aarch64, x86_64, opencl or cuda");
         target = arguments[++i];
-        if (target != "cpu" && target != "opencl" && target != "cuda")
-          return usage_error("compile", "unknown target '" + target + "' (cpu, opencl or cuda)");
+        if (target != "cpu" && target != "opencl" && target != "cuda" && !is_cpu_architecture(target))
+          return usage_error("compile", "unknown target '" + target + "' (cpu, aarch64, x86_64, opencl or cuda)");
+        in_shapes = false;
+      } else if (argument == "--cpu") {
+        if (i + 1 >= arguments.size() || arguments[i + 1].empty())
+          return usage_error("compile", "--cpu needs an LLVM CPU name such as neoverse-n1");
+        cpu_name = arguments[++i];
         in_shapes = false;
       } else if (argument == "--cuda-arch") {
         std::optional<long> number = option_number(arguments, i, 30, 999);
@@ -423,7 +440,9 @@ int compile_command(const std::vector<std::string>& arguments) {
     }
     if (model_path.empty()) return usage_error("compile", "no model given");
     if (output_path.empty()) return usage_error("compile", "no output plan given (-o PLAN)");
-    return compile(model_path, output_path, specs, tuning_path, target, cuda_architecture);
+    if (!cpu_name.empty() && !is_cpu_architecture(target))
+      return usage_error("compile", "--cpu needs --target aarch64 or --target x86_64");
+    return compile(model_path, output_path, specs, tuning_path, target, cuda_architecture, cpu_name);
   });
 }
 

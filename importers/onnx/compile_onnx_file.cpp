@@ -8,6 +8,7 @@
 
 #include "codegen/c_style/cuda_codegen.h"
 #include "codegen/c_style/opencl_codegen.h"
+#include "codegen/llvm/llvm_target.h"
 #include "codegen/target.h"
 #include "driver/run_on_device.h"
 #include "plan/plan_writer.h"
@@ -59,8 +60,17 @@ std::string compile_onnx_plan(const std::string& model_path, const OnnxCompileOp
   // Import and scheduling recurse as deep as the graph (up to limits::kMaxGraphDepth nodes, each
   // several UOps): run them on a stack sized for that, not on the caller's.
   std::string plan;
+  if (options.cpu_architecture.empty() && !options.cpu_name.empty())
+    throw UserError("a CPU name (--cpu " + options.cpu_name + ") needs a CPU target architecture (--target aarch64 or x86_64)");
+  std::optional<CpuTarget> cpu_target;
+  if (!options.cpu_architecture.empty()) {
+    if (!options.device.empty() && options.device != "cpu")
+      throw UserError("a CPU target architecture applies to CPU plans only, not to '" + options.device + "' plans");
+    cpu_target = CpuTarget::cross(options.cpu_architecture, options.cpu_name);
+  }
   const TargetCaps* device_caps = options.device == "cuda"     ? &cuda_target_caps(options.cuda_architecture)
                                   : options.device == "opencl" ? &opencl_target_caps()
+                                  : cpu_target                 ? &cpu_target->caps()
                                                                : &host_cpu_caps();
   run_on_large_stack([&] {
     ScopedGraphTarget target(device_caps);  // the graph's layouts for the device the plan is for
@@ -70,6 +80,7 @@ std::string compile_onnx_plan(const std::string& model_path, const OnnxCompileOp
     write_options.tuning = tuning ? &*tuning : nullptr;
     write_options.device = options.device == "cpu" ? "" : options.device;
     write_options.cuda_architecture = options.cuda_architecture;
+    write_options.cpu_target = cpu_target ? &*cpu_target : nullptr;
     plan = write_plan(graph.inputs, graph.outputs, write_options);
   });
   return plan;

@@ -25,6 +25,11 @@ struct OnnxCompileOptions {
   // kernels, built when libkiln loads it (PlanWriteOptions::device; docs/backends.md).
   std::string device;
   int cuda_architecture = 75;  // "cuda": the compute capability of the PTX (PlanWriteOptions)
+  // CPU plans for another machine (`kiln compile --target aarch64 --cpu neoverse-n1`): the
+  // architecture ("aarch64", "x86_64") and LLVM CPU name (empty: the architecture's baseline;
+  // CpuTarget::cross). An empty cpu_architecture: the host CPU.
+  std::string cpu_architecture;
+  std::string cpu_name;
   CompileProgress progress;       // one line per stage ("loading M", the plan writer's, "wrote P"); may be empty
 };
 

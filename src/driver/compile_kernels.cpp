@@ -51,7 +51,7 @@ std::vector<KernelBuild> compile_schedule_kernels(const Schedule& schedule, cons
       build.compile_ms = loaded.compile_ms;
     } else {
       auto start = std::chrono::steady_clock::now();
-      build.object = compile_cpu_kernel_object(kernel, &build.from_cache);
+      build.object = compile_cpu_kernel_object(kernel, &build.from_cache, options.target);
       build.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     }
     report_finished(d);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cpu_codegen.h"
 #include "runtime/cpu/cpu_jit.h"
 #include "schedule/schedule.h"
 
@@ -22,6 +23,8 @@ struct KernelBuildOptions {
   // Called after each kernel that is compiled or looked up (not after a repeat) with one line:
   // "kernel K/N NAME (compiled)", "(from the disk cache)" or "(already loaded)". May be empty.
   std::function<void(const std::string&)> progress;
+  // Object only: the CPU the objects are for (a cross target, `kiln compile --target`); null: the host.
+  const CpuTarget* target = nullptr;
 };
 
 // One kernel of the schedule, at the kernel's position.

@@ -50,11 +50,12 @@ LoadedKernels& loaded_kernels() {
 
 }  // namespace
 
-std::string compile_cpu_kernel_object(const ScheduledKernel& kernel, bool* from_cache) {
+std::string compile_cpu_kernel_object(const ScheduledKernel& kernel, bool* from_cache, const CpuTarget* target) {
+  const TargetCaps& caps = cpu_target_caps(target);
   SimplifyMemo memo;  // lowering re-derives the same strides and steps
   const std::string& symbol = kernel.name();
   if (debug_level() >= 5) debug_print(str_cat("kernel AST ", symbol, ":\n", print_graph(kernel.ast), ""));
-  UOpPtr lowered = use_dot_products(lower_kernel(kernel.ast), host_cpu_caps().dot_product_bytes / 4);
+  UOpPtr lowered = use_dot_products(lower_kernel(kernel.ast), caps.dot_product_bytes / 4);
   // Runners pass kernel.variables' values in that order and the renderer reads the variables it
   // finds, by name: a variable that lowering simplified away would shift the others.
   KILN_ASSERT(kernel_variables(lowered) == kernel.variables,
@@ -62,14 +63,14 @@ std::string compile_cpu_kernel_object(const ScheduledKernel& kernel, bool* from_
   CacheKey key;
   key.ast_hash = lowered->hash();
   key.ast_text = print_graph(lowered);
-  key.target = str_cat(cpu_target_id(), ";", next_tile_prefetch_setting(host_cpu_caps().l2_bytes));
+  key.target = str_cat(cpu_target_id(target), ";", next_tile_prefetch_setting(caps.l2_bytes));
   // The version alone would let a rebuilt compiler load objects from an older build.
   key.version = str_cat(KILN_VERSION_STRING, "+", KILN_COMPILER_SOURCE_HASH);
   KernelCache& cache = KernelCache::instance();
   std::optional<std::string> object = cache.load(key);
   if (from_cache != nullptr) *from_cache = object.has_value();
   if (!object) {
-    object = cpu_compile(lowered);
+    object = cpu_compile(lowered, target);
     cache.store(key, *object);
   }
   return std::move(*object);

@@ -32,7 +32,8 @@ struct LoadedKernel {
 
 // The kernel's relocatable object for the host CPU (lowered, then from the disk cache or compiled
 // and stored there); *from_cache (if given) says which. Loads nothing. Thread-safe.
-std::string compile_cpu_kernel_object(const ScheduledKernel& kernel, bool* from_cache = nullptr);
+std::string compile_cpu_kernel_object(const ScheduledKernel& kernel, bool* from_cache = nullptr,
+                                      const CpuTarget* target = nullptr);
 
 // The shortest chunk of the kernel's parallel axis worth handing to another thread (~32K units of
 // estimated flops + bytes); the JIT runner and plans use the same rule.

@@ -69,8 +69,13 @@ struct PlanContents {
   std::vector<std::string> device_requirements;
 };
 
-// The host CPU's triple, name and enabled features, as write_plan records them.
-void set_host_target(PlanContents& contents);
+class CpuTarget;  // codegen/llvm/llvm_target.h
+
+// The triple, CPU name and enabled features of `target` (null: the host CPU), as write_plan
+// records them.
+void set_cpu_target(PlanContents& contents, const CpuTarget* target);
+// set_cpu_target(contents, nullptr): the host CPU's (what hand-made test plans use).
+inline void set_host_target(PlanContents& contents) { set_cpu_target(contents, nullptr); }
 
 // The plan file. A plan without variables is format version 1, byte for byte what the first
 // writer wrote; one with variables is version 2, its symbolic sizes written as size programs

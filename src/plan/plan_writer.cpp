@@ -157,7 +157,7 @@ PlanSchedule schedule_plan(const std::vector<std::pair<std::string, Tensor>>& ou
   for (const Tensor& tensor : planned.values) nodes.push_back(tensor.data().node);
   progress("scheduling");
   // CPU plans hold intermediate f16/bf16 values as f32 (TargetCaps::narrow_floats_stored_wide).
-  ScheduleOptions schedule_options{options.device.empty() && host_cpu_caps().narrow_floats_stored_wide};
+  ScheduleOptions schedule_options{options.device.empty() && cpu_target_caps(options.cpu_target).narrow_floats_stored_wide};
   planned.schedule = create_schedule(nodes, schedule_options);
   return planned;
 }
@@ -182,10 +182,12 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   if (device && options.device != "opencl" && options.device != "cuda")
     throw UserError("unsupported: plans for device '" + options.device + "' (plans are for the CPU, OpenCL or CUDA)");
   if (device && options.tuning != nullptr) throw UserError("a tuning database applies to CPU plans only, not to device plans");
+  if (device && options.cpu_target != nullptr)
+    throw UserError("a CPU target (" + options.cpu_target->triple() + ") applies to CPU plans only, not to device plans");
   OptimizeOptions optimize_options;
   optimize_options.tuning = options.tuning;
-  if (options.tuning != nullptr) optimize_options.target_id = cpu_target_id();
-  const TargetCaps& caps = !device                    ? host_cpu_caps()
+  if (options.tuning != nullptr) optimize_options.target_id = cpu_target_id(options.cpu_target);
+  const TargetCaps& caps = !device                    ? cpu_target_caps(options.cpu_target)
                            : options.device == "cuda" ? cuda_target_caps(options.cuda_architecture)
                                                       : opencl_target_caps();
   unsigned threads = compile_thread_count();
@@ -253,6 +255,7 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   KernelBuildOptions build_options;
   build_options.product = KernelProduct::Object;
   build_options.progress = options.progress;
+  build_options.target = options.cpu_target;
   std::vector<std::string> objects;
   int from_cache_count = 0;
   std::vector<RenderedKernel> device_kernels = device ? render_device_kernels(schedule, options, contents, progress)
@@ -271,7 +274,7 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
 
   // The layout: sizes are Dims, symbolic where the graph's are (a plan with variables is written
   // as format version 2).
-  set_host_target(contents);
+  set_cpu_target(contents, options.cpu_target);
   if (device) {
     contents.device = options.device;
     contents.cpu_features.clear();  // no CPU code to need them

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/cpu_codegen.h"
 #include "kiln/kiln.hpp"
 #include "opt/tuning_db.h"
 #include "schedule/schedule.h"
@@ -28,6 +29,9 @@ struct PlanWriteOptions {
   // loaded by the CUDA driver (docs/backends.md). Device plans: symbolic sizes too (format version
   // 5), no tuning database.
   std::string device;
+  // CPU plans: the CPU the kernels are for (CpuTarget::cross: `kiln compile --target aarch64`); null:
+  // the host CPU. The caller keeps it alive until write_plan returns.
+  const CpuTarget* cpu_target = nullptr;
   int cuda_architecture = 75;  // sm_75 (Turing): the oldest NVRTC 13 compiles for; newer GPUs JIT its PTX
 };
 

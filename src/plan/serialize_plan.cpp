@@ -203,8 +203,8 @@ std::string assemble(const std::string& metadata, const PlanContents& contents, 
 
 }  // namespace
 
-void set_host_target(PlanContents& contents) {
-  const CpuTarget& target = CpuTarget::host();
+void set_cpu_target(PlanContents& contents, const CpuTarget* cross_target) {
+  const CpuTarget& target = cross_target != nullptr ? *cross_target : CpuTarget::host();
   contents.target_triple = target.triple();
   contents.cpu_name = target.cpu();
   // "+avx2,+fma,-sse4a,..." → the enabled features, sorted.

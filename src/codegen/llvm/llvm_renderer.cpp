@@ -53,8 +53,9 @@ bool is_accumulator_update(const UOp& node) {
 
 class Renderer {
  public:
-  Renderer(const LinearProgram& program, llvm::LLVMContext& context)
-      : program_(program),
+  Renderer(const LinearProgram& program, llvm::LLVMContext& context, int64_t l2_bytes)
+      : l2_bytes_(l2_bytes),
+        program_(program),
         context_(context),
         module_(std::make_unique<llvm::Module>(program.name, context)),
         builder_(context),
@@ -481,7 +482,7 @@ class Renderer {
     if (index.src(0)->op() != Ops::DEFINE_GLOBAL || slot_is_output_.at(index.src(0)->arg_int())) return;
     std::vector<const UOp*> open_loops;
     for (const OpenLoop& loop : loops_) open_loops.push_back(loop.range);
-    std::optional<int64_t> offset = next_tile_prefetch_offset(load, open_loops, host_cpu_caps().l2_bytes);
+    std::optional<int64_t> offset = next_tile_prefetch_offset(load, open_loops, l2_bytes_);
     if (!offset) return;
     llvm::Value* ahead = builder_.CreateGEP(llvm_memory_type(context_, load.dtype().base()), pointer,
                                             builder_.getInt64(static_cast<uint64_t>(*offset)));
@@ -563,6 +564,7 @@ class Renderer {
     return loop;
   }
 
+  int64_t l2_bytes_;
   const LinearProgram& program_;
   llvm::LLVMContext& context_;
   std::unique_ptr<llvm::Module> module_;
@@ -582,9 +584,10 @@ class Renderer {
 
 }  // namespace
 
-std::unique_ptr<llvm::Module> render_llvm(const LinearProgram& program, llvm::LLVMContext& context) {
+std::unique_ptr<llvm::Module> render_llvm(const LinearProgram& program, llvm::LLVMContext& context,
+                                          int64_t l2_bytes) {
   if (program.name.empty()) throw_internal_error("LLVM renderer: a kernel needs a name");
-  return Renderer(program, context).run();
+  return Renderer(program, context, l2_bytes < 0 ? host_cpu_caps().l2_bytes : l2_bytes).run();
 }
 
 }  // namespace kiln

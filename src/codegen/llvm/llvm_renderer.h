@@ -9,6 +9,7 @@
 // The module has no target yet: llvm_target.h prepares, optimises and emits it.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include <llvm/IR/LLVMContext.h>
@@ -20,7 +21,11 @@ namespace kiln {
 
 // Renders the program; the function is named program.name. Throws InternalError for ops or dtypes the
 // renderer does not support (see llvm_alu.h) and for a malformed program (unbalanced RANGE/END, a
-// source used before it is defined). The module is verified before it is returned.
-std::unique_ptr<llvm::Module> render_llvm(const LinearProgram& program, llvm::LLVMContext& context);
+// source used before it is defined). The module is verified before it is returned. `l2_bytes`: the
+// target's L2 cache per core, which places next-tile prefetches (next_tile_prefetch.h); a negative
+// value means the host's (host_cpu_caps()), so a cross target passes its own and its plans do not
+// depend on the compiling machine.
+std::unique_ptr<llvm::Module> render_llvm(const LinearProgram& program, llvm::LLVMContext& context,
+                                          int64_t l2_bytes = -1);
 
 }  // namespace kiln

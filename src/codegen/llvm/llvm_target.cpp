@@ -1,4 +1,4 @@
-// The host CPU target; see llvm_target.h.
+// The host CPU target; see llvm_target.h (cross targets: cross_target.cpp).
 #include "codegen/llvm/llvm_target.h"
 
 #include <algorithm>
@@ -18,7 +18,9 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
 
+#include "codegen/llvm/cpu_caps.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -64,6 +66,35 @@ bool is_x86_64_v3_feature(const std::string& name) {
 
 }  // namespace
 
+// The vector width and registers of an x86-64 CPU from its LLVM features (cpu_caps.h).
+TargetCaps x86_64_target_caps(const std::set<std::string>& features) {
+  TargetCaps caps;
+  caps.name = "cpu";
+  caps.has_fma = features.count("fma") != 0;
+  caps.narrow_floats_stored_wide = true;
+  if (features.count("avx512f")) {
+    caps.name = "cpu-avx512";
+    caps.vector_bytes = 64;
+    caps.vector_registers = 32;
+  } else if (features.count("avx2") || features.count("avx")) {
+    caps.name = "cpu-avx2";
+    caps.vector_bytes = 32;
+    caps.vector_registers = 16;
+  } else {
+    caps.name = "cpu-sse";
+    caps.vector_bytes = 16;
+    caps.vector_registers = 16;
+  }
+  // vpdpbusd at the vector width: AVX-512 VNNI for 512-bit vectors; for 256-bit ones AVX-VNNI (VEX)
+  // or AVX-512 VNNI with VL (EVEX).
+  bool vnni512 = features.count("avx512vnni") != 0;
+  if (caps.vector_bytes == 64 && vnni512) caps.dot_product_bytes = 64;
+  if (caps.vector_bytes == 32 &&
+      (features.count("avxvnni") || (vnni512 && features.count("avx512vl"))))
+    caps.dot_product_bytes = 32;
+  return caps;
+}
+
 CpuTarget::CpuTarget() {
   initialize_llvm_native_target();
   triple_ = llvm::sys::getProcessTriple();
@@ -89,33 +120,25 @@ CpuTarget::CpuTarget() {
   // Cache sizes steer tiling only (never results); sysconf reports them on Linux/glibc.
   if (long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE); l1 > 0) caps_.l1_bytes = l1;
   if (long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0) caps_.l2_bytes = l2;
-  caps_.name = "cpu";
-  caps_.has_fma = enabled_features_.count("fma") != 0;
-  caps_.narrow_floats_stored_wide = true;
-  if (enabled_features_.count("avx512f")) {
-    caps_.name = "cpu-avx512";
-    caps_.vector_bytes = 64;
-    caps_.vector_registers = 32;
-  } else if (enabled_features_.count("avx2") || enabled_features_.count("avx")) {
-    caps_.name = "cpu-avx2";
-    caps_.vector_bytes = 32;
-    caps_.vector_registers = 16;
-  } else {
-    caps_.name = "cpu-sse";
-    caps_.vector_bytes = 16;
-    caps_.vector_registers = 16;
-  }
-  // vpdpbusd at the vector width: AVX-512 VNNI for 512-bit vectors; for 256-bit ones AVX-VNNI (VEX)
-  // or AVX-512 VNNI with VL (EVEX).
-  bool vnni512 = enabled_features_.count("avx512vnni") != 0;
-  if (caps_.vector_bytes == 64 && vnni512) caps_.dot_product_bytes = 64;
-  if (caps_.vector_bytes == 32 &&
-      (enabled_features_.count("avxvnni") || (vnni512 && enabled_features_.count("avx512vl"))))
-    caps_.dot_product_bytes = 32;
+  // A compiler running on AArch64 describes its host as it would describe that CPU as a cross target.
+  bool aarch64 = llvm::Triple(triple_).getArch() == llvm::Triple::aarch64;
+  TargetCaps detected = aarch64 ? aarch64_target_caps(enabled_features_) : x86_64_target_caps(enabled_features_);
+  detected.l1_bytes = caps_.l1_bytes;
+  detected.l2_bytes = caps_.l2_bytes;
+  caps_ = detected;
   // Sorted by name (not by sign), so the string is the same however LLVM orders its map.
   std::sort(features.begin(), features.end(),
             [](const std::string& a, const std::string& b) { return a.substr(1) < b.substr(1); });
   for (const std::string& feature : features) features_ += (features_.empty() ? "" : ",") + feature;
+}
+
+CpuTarget::CpuTarget(std::string triple, std::string cpu, const std::set<std::string>& enabled,
+                     const std::set<std::string>& disabled, TargetCaps caps)
+    : triple_(std::move(triple)), cpu_(std::move(cpu)), enabled_features_(enabled), caps_(std::move(caps)) {
+  std::set<std::string> names(enabled);
+  names.insert(disabled.begin(), disabled.end());
+  for (const std::string& name : names)  // std::set: sorted by name, as the host's string is
+    features_ += (features_.empty() ? "" : ",") + std::string(enabled.count(name) ? "+" : "-") + name;
 }
 
 const CpuTarget& CpuTarget::host() {

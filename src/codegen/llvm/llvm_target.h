@@ -1,4 +1,5 @@
-// The host CPU as an LLVM target: which triple, CPU and features kernels are compiled for, the
+// A CPU as an LLVM target: the host (CpuTarget::host) or one that plans are cross-compiled for
+// (CpuTarget::cross, cross_target.cpp): which triple, CPU and features kernels are compiled for, the
 // optimisation pipeline (the new pass manager at O3), and emission of object files and assembly
 // into memory. Nothing here touches the disk or runs a subprocess.
 #pragma once
@@ -18,11 +19,21 @@ namespace kiln {
 // Everything that creates a TargetMachine or a JIT calls this first.
 void initialize_llvm_native_target();
 
+// The architectures `kiln compile --target` cross-compiles CPU plans for, besides the host's.
+// Registers the one named (LLVM's AArch64 or X86 back end) once per process; thread-safe.
+void initialize_llvm_cross_target(const std::string& architecture);
+
 class CpuTarget {
  public:
   // The CPU this process runs on (features detected once, so AVX2/AVX-512 are used where present),
   // narrowed to AVX2 when KILN_CPU_TARGET=avx2.
   static const CpuTarget& host();
+  // A CPU that plans are cross-compiled for (cross_target.cpp): `architecture` is "aarch64" or
+  // "x86_64", `cpu` an LLVM CPU name ("neoverse-n1", "cortex-a72", "x86-64-v3"; empty: the
+  // architecture's baseline, "generic" for AArch64's NEON). Its features are exactly those LLVM
+  // gives that CPU, never the build machine's, so the plan is the same on every machine. Throws
+  // UserError naming an unknown architecture or CPU.
+  static CpuTarget cross(const std::string& architecture, const std::string& cpu);
   const TargetCaps& caps() const { return caps_; }
 
   const std::string& triple() const { return triple_; }
@@ -51,6 +62,8 @@ class CpuTarget {
 
  private:
   CpuTarget();
+  CpuTarget(std::string triple, std::string cpu, const std::set<std::string>& enabled,
+            const std::set<std::string>& disabled, TargetCaps caps);
   std::string triple_;
   std::string cpu_;
   std::string features_;

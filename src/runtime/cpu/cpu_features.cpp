@@ -8,6 +8,8 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#elif defined(__aarch64__)
+#include <sys/auxv.h>
 #endif
 
 namespace kiln {
@@ -79,9 +81,46 @@ bool query(const FeatureBit& feature) {
 }
 #endif
 
+// AArch64: Linux reports the CPU's optional extensions in the auxiliary vector (AT_HWCAP and
+// AT_HWCAP2; bit positions from the kernel's arch/arm64/include/uapi/asm/hwcap.h), under the LLVM
+// names that plans cross-compiled for an ARM CPU record (`kiln compile --target aarch64 --cpu`).
+// Only extensions that LLVM may use in arithmetic kernels are listed; the others are skipped.
+struct HwcapBit {
+  const char* name;
+  int word;  // 1: AT_HWCAP, 2: AT_HWCAP2
+  int bit;
+  int also;  // -1, or a second AT_HWCAP bit that must be set too
+};
+
+constexpr HwcapBit kAarch64Features[] = {
+    {"fp-armv8", 1, 0, -1}, {"neon", 1, 1, -1},      {"aes", 1, 3, -1},      {"sha2", 1, 6, -1},
+    {"crc", 1, 7, -1},      {"lse", 1, 8, -1},       {"fullfp16", 1, 9, 10}, {"rdm", 1, 12, -1},
+    {"jsconv", 1, 13, -1},  {"complxnum", 1, 14, -1}, {"rcpc", 1, 15, -1},   {"dotprod", 1, 20, -1},
+    {"sve", 1, 22, -1},     {"fp16fml", 1, 23, -1},  {"sve2", 2, 1, -1},     {"i8mm", 2, 13, -1},
+    {"bf16", 2, 14, -1},
+};
+
+#if defined(__aarch64__)
+bool query(const HwcapBit& feature) {
+  unsigned long word = getauxval(feature.word == 1 ? AT_HWCAP : AT_HWCAP2);
+  bool present = ((word >> feature.bit) & 1ul) != 0;
+  if (feature.also >= 0) present = present && ((getauxval(AT_HWCAP) >> feature.also) & 1ul) != 0;
+  return present;
+}
+#endif
+
 }  // namespace
 
 std::optional<bool> host_has_cpu_feature(std::string_view feature) {
+  for (const HwcapBit& known : kAarch64Features) {
+    if (feature != known.name) continue;
+    if (hidden_by_environment(feature)) return false;
+#if defined(__aarch64__)
+    return query(known);
+#else
+    return std::nullopt;  // an AArch64 feature on x86: the plan's triple already refused it
+#endif
+  }
   for (const FeatureBit& known : kFeatures) {
     if (feature != known.name) continue;
     if (hidden_by_environment(feature)) return false;

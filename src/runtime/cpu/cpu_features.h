@@ -1,6 +1,7 @@
-// Which x86-64 CPU features this machine has, under LLVM's feature names ("avx2", "avx512f", ...),
-// queried with cpuid (and xgetbv for the register state the OS saves) so that libkiln can refuse a
-// plan compiled for features this CPU lacks, without LLVM.
+// Which CPU features this machine has, under LLVM's feature names ("avx2", "avx512f", ... on x86-64,
+// queried with cpuid and xgetbv for the register state the OS saves; "dotprod", "fullfp16", "sve", ...
+// on AArch64, from the kernel's AT_HWCAP words), so that libkiln can refuse a plan compiled for
+// features this CPU lacks, without LLVM.
 #pragma once
 
 #include <optional>
