@@ -462,19 +462,29 @@ bool symbolic_columns_in_rows(const Tensor& a, const Dim& n) {
   return !n.is_known() && n.max() >= kTransposeMinimum && a.ndim() >= 2 && dim_of(a, -2).max() >= kTransposeMinimum;
 }
 
-// Whether t is computed by a reduction (and elementwise ops and views after it) that no CONTIGUOUS
-// separates from it: a projection's output.
-bool computed_by_reduction(const Tensor& t) {
-  std::vector<const UOp*> stack{t.data().node.get()};
+// Visits each node of the graph under `root` once, sources after their consumer; `visit(node)`
+// says whether to go on into node's sources.
+template <typename Visit>
+void walk(const UOpPtr& root, Visit&& visit) {
+  std::vector<const UOp*> stack{root.get()};
   std::unordered_set<const UOp*> seen;
   while (!stack.empty()) {
     const UOp* node = stack.back();
     stack.pop_back();
-    if (!seen.insert(node).second || node->op() == Ops::CONTIGUOUS || node->op() == Ops::BUFFER) continue;
-    if (node->op() == Ops::REDUCE_AXIS) return true;
+    if (!seen.insert(node).second || !visit(node)) continue;
     for (const UOpPtr& source : node->srcs()) stack.push_back(source.get());
   }
-  return false;
+}
+
+// Whether t is computed by a reduction (and elementwise ops and views after it) that no CONTIGUOUS
+// separates from it: a projection's output.
+bool computed_by_reduction(const Tensor& t) {
+  bool found = false;
+  walk(t.data().node, [&](const UOp* node) {
+    found = found || node->op() == Ops::REDUCE_AXIS;
+    return !found && node->op() != Ops::CONTIGUOUS && node->op() != Ops::BUFFER;
+  });
+  return found;
 }
 
 }  // namespace
@@ -606,20 +616,6 @@ Tensor stored_in_order(const Tensor& t, const std::vector<int64_t>& order) {
   std::vector<int64_t> back(order.size());
   for (size_t i = 0; i < order.size(); ++i) back[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
   return contiguous(t.permute(order)).permute(back);
-}
-
-// Visits each node of the graph under `root` once, sources after their consumer; `visit(node)`
-// says whether to go on into node's sources.
-template <typename Visit>
-void walk(const UOpPtr& root, Visit&& visit) {
-  std::vector<const UOp*> stack{root.get()};
-  std::unordered_set<const UOp*> seen;
-  while (!stack.empty()) {
-    const UOp* node = stack.back();
-    stack.pop_back();
-    if (!seen.insert(node).second || !visit(node)) continue;
-    for (const UOpPtr& source : node->srcs()) stack.push_back(source.get());
-  }
 }
 
 // Whether a reduction reads a reordered copy, CONTIGUOUS(PERMUTE(…)): a conv's weight in filter
