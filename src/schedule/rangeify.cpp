@@ -70,6 +70,8 @@ namespace {
 constexpr int kExpensiveOps = 16;
 // A cache line, and the widest vector of any target (16 float32 lanes).
 constexpr int64_t kLineBytes = 64;
+// The shortest symbolic row, in lines, that a padded store takes (Rangeifier::padded_store_of).
+constexpr int64_t kSymbolicPaddedRowLines = 6;
 // Inside a reduction loop, a broadcast value is recomputed once per iteration of the loop for every
 // output it is broadcast over (a conv's input, once per filter and window tap): there even a short
 // chain (a residual add and relu, a LayerNorm's normalise) costs more than a load.
@@ -537,11 +539,16 @@ class Rangeifier {
     // merge into one long vector axis; a row of 56 or 14 floats then ends in a part vector, and the
     // producer lost what the copy cost (MobileNetV2's 1x1 convs at 56x56 and 14x14 took 30-50 %
     // longer, while its 112-wide stage, 7 vectors a row, ran as fast as before). A row of symbolic
-    // length (an image of any width) keeps the copy: it is a whole number of lines at few of its
-    // sizes, and DeepLabV3 over images of 224 to 512 ran no faster with its padded stores (within
-    // this machine's noise, 5 % either way).
+    // length (an image of any width) is a whole number of lines at few of its sizes; it takes the
+    // padded stores where even its shortest row is long (kSymbolicPaddedRowLines), so that the part
+    // vector at its end is a small share of it. DeepLabV3 over images of 224 to 512, one thread,
+    // its 112-to-256-wide stage stored padded: at 224 the copy's 0.23 ms went for 0.02 more in
+    // its producer (the plan 1.16 -> 1.08x its fixed twin), at 512 2.3 ms for 0.5 (1.02 -> 0.98x);
+    // its 56-wide stages stored padded as well gave back half of the gain at 224 in their producers.
     const Dim& row = interior[static_cast<size_t>(order.back())];
-    if (!row.is_known() || row.value() * node->dtype().scalar_bytes() % kLineBytes != 0) return std::nullopt;
+    int64_t row_bytes = (row.is_known() ? row.value() : row.min()) * node->dtype().scalar_bytes();
+    if (row.is_known() ? row_bytes % kLineBytes != 0 : row_bytes < kSymbolicPaddedRowLines * kLineBytes)
+      return std::nullopt;
     return PaddedStore{pad, value, std::move(order)};
   }
 
