@@ -319,6 +319,21 @@ TEST_CASE("symbolic rows in blocks (padded, the extra rows stored nowhere), a sy
       {{{-1, -1}}, {{-1, 16}}, {{-1, -1, 8}}}, {1, 9, 20, 32}, 32);
 }
 
+TEST_CASE("an elementwise kernel over symbolic rows of a constant width keeps the width its own loop, as the vector") {
+  // As a transformer's GELU over [sequence, 1024] with a batch of one: merged with the rows into one
+  // symbolic loop (order_output_axes), the kernel had no constant loop to vectorise and ran scalar,
+  // 11x slower than its fixed twin. Rows n = 1, 7 and 100, of at most 128 (more than a small batch,
+  // which order_output_axes never merges).
+  Tensor b = weight({64}, 0.5f);
+  Graph graph = [&](const std::vector<Tensor>& x) { return std::vector<Tensor>{(x[0] + b).erf() * x[0]}; };
+  std::vector<InputSpec> inputs{{{-1, 64}}};
+  check_at_sizes(graph, inputs, {1, 7, 100}, 128);
+  SymbolicProgram program(graph, inputs, 128);
+  REQUIRE(program.schedule().kernels.size() == 1);
+  const std::vector<Opt>& opts = program.schedule().kernels[0].opts;
+  CHECK(std::ranges::any_of(opts, [](const Opt& opt) { return opt.op == OptOp::Upcast; }));
+}
+
 TEST_CASE("convs and pools over a symbolic image width and signal length (windows at the largest length, cut)") {
   // The image's width is n: each window op pads it to its largest length, windows it there and
   // keeps the windows of length n; the conv's pixels along n are vectorised in padded blocks
