@@ -21,6 +21,7 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include "codegen/llvm/cpu_caps.h"
+#include "codegen/llvm/loop_invariant_masks.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -194,6 +195,7 @@ void CpuTarget::optimize(llvm::Module& module, llvm::TargetMachine& machine) con
   passes.crossRegisterProxies(loops, functions, call_graphs, modules);
   llvm::ModulePassManager pipeline = passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   pipeline.run(module, modules);
+  keep_masks_where_computed(module);
 }
 
 namespace {
