@@ -1478,7 +1478,23 @@ std::optional<std::vector<Opt>> with_symbolic_row_block(const UOpPtr& blocked, c
   } catch (const InvalidOpt&) {
     return std::nullopt;
   }
-  return opts;
+  // Two blocks of keys per tile where the registers hold them: each query broadcast then feeds two
+  // FMAs, and the tile has twice the accumulators to cover the FMAs' latency (the fixed plan's tile
+  // is 2 vectors by 8 rows). The pair's second block is padded where the block count is odd.
+  int64_t tile_rows = 1;
+  for (const Opt& opt : opts)
+    if (opt.op == OptOp::Unroll && axis_kind(opt.axis) == AxisKind::Loop) tile_rows *= opt.amount;
+  if (3 * tile_rows + 2 > caps.vector_registers) return opts;
+  std::vector<Opt> paired = opts;
+  paired.push_back({OptOp::Split, prefix.back().axis, 2});
+  try {
+    UOpPtr split = apply_opts(blocked, {paired.begin() + static_cast<std::ptrdiff_t>(prefix.size()), paired.end()});
+    paired.push_back({OptOp::Unroll, innermost_output_axis(split), 2});
+    (void)apply_opts(blocked, {paired.begin() + static_cast<std::ptrdiff_t>(prefix.size()), paired.end()});
+  } catch (const InvalidOpt&) {
+    return opts;
+  }
+  return paired;
 }
 
 std::optional<std::vector<Opt>> vector_block_opts(const UOpPtr& kernel, const TargetCaps& caps) {
