@@ -226,7 +226,7 @@ UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
       return simplify(substitute(kernel, {{target, range(target->src(0), opt.amount)},
                                           {*other, range((*other)->src(0), opt.axis)}}));
     // Either extent may be symbolic: a batch of any size merged with the channels, so that threads
-    // split batch × channels (heuristics.cpp, with_parallel_axis); an image's rows and columns, of
+    // split batch × channels (thread_blocks.cpp, with_parallel_axis); an image's rows and columns, of
     // any size, as one contiguous loop (the simplifier folds (m / w)·w + m % w back to m).
     const UOpPtr& inner_extent = (*other)->src(0);
     UOpPtr merged = target->src(0)->is_const() && inner_extent->is_const()

@@ -16,7 +16,7 @@ namespace {
 constexpr double kRereadWorthMoving = 1 << 20;
 // A constant output axis at least this long goes before a symbolic axis 0 (see below).
 constexpr int64_t kWideEnoughToSplit = 64;
-// A symbolic axis 0 that stays this small is a batch (heuristics.cpp, kSmallSymbolicAxis).
+// A symbolic axis 0 that stays this small is a batch (thread_blocks.cpp, kSmallSymbolicAxis).
 constexpr int64_t kSmallBatch = 64;
 
 }  // namespace
@@ -38,7 +38,7 @@ OrderedKernel order_output_axes(const UOpPtr& kernel) {
   // Except a small batch over constant axes (a CNN exported with a dynamic batch): filters first
   // made every filter tile read all the batch's images (ShuffleNetV2 at batch 8: 1.4 MB per tile,
   // out of L2), where the fixed plan reads one image for all of them. It stays axis 0, and the
-  // heuristics merge it with the filter tiles for the threads (heuristics.cpp,
+  // heuristics merge it with the filter tiles for the threads (thread_blocks.cpp,
   // with_symbolic_axis_merged). ShuffleNetV2 at batch 8: 25.5 -> 24.2 ms at one thread, 15.5 ->
   // 13.0 at two (fixed: 22.1, 12.1); MobileNetV3 at two threads 6.93 -> 6.36 (fixed 6.18).
   // (Over a symbolic image, DeepLabV3 at batch 1 ran 4 % slower that way; it keeps the order.)

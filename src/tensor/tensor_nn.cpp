@@ -553,7 +553,7 @@ Tensor Tensor::matmul(const Tensor& other) const {
       rows_of_b = in_panels(rows_of_b);
     else if (large && !is_buffer_view(b) && !n.is_known() && computed_by_reduction(b))
       // A symbolic b computed by a reduction (attention's keys, a projection's output) is stored in
-      // its own order, then copied transposed (transposed_block_opts in heuristics.cpp): fused
+      // its own order, then copied transposed (transposed_block_opts in symbolic_tiles.cpp): fused
       // into the projection, the copy made it scatter each vector of its stores a symbolic key
       // count apart (the legacy BERT's key projections 5-10 % slower and no faster scores).
       rows_of_b = contiguous(contiguous(rows_of_b.transpose(-1, -2)).transpose(-1, -2));
@@ -727,7 +727,7 @@ bool computed_channels_last(const Tensor& t) {
 // which the conv reads F/P times. Images that fill whole vectors keep their pixels as the vector
 // and read NCHW rows contiguously already -- except, with 32 vector registers, over a reduction of
 // at least kLongReduction channels: there the register tile takes the filters as its vector even
-// on whole vectors of pixels (two columns of up to 8 rows, heuristics.cpp), and the NCHW lines of a
+// on whole vectors of pixels (two columns of up to 8 rows, symbolic_tiles.cpp), and the NCHW lines of a
 // 28×28 or 56×56 image, one per step, leave L1 long before a row tile's reduction ends. ResNet-50's
 // 1x1 512->128 at 28×28, one thread, AVX-512 Xeon: 112-117 GFLOP/s in NCHW, 161 channels-last
 // (0.88 -> 0.64 ms, plus 0.14 ms for the copy); the model 0.95x at one thread, 0.99x at two. Shorter

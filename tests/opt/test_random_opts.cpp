@@ -831,7 +831,7 @@ TEST_CASE("a conv over a symbolic image width: its pixels in padded vector block
   CHECK(opts.front().op == OptOp::Merge);  // the 14 rows and the width as one loop of pixels
   CHECK_NOTHROW(apply_opts(pointwise, opts));
   // With kernel taps the filters are the vector, a full one, and the block's pixels the tile's rows
-  // (heuristics.cpp, vector_block_opts).
+  // (symbolic_tiles.cpp, vector_block_opts).
   UOpPtr taps;
   opts = symbolic_width_conv_opts(3, taps);
   block = width_block_axis(taps, opts);

@@ -206,7 +206,7 @@ TEST_CASE("views: permute, reshape with an inferred size, unsqueeze, expand, fli
 }
 
 TEST_CASE("reductions along a symbolic contiguous axis in vector blocks: the padded lanes add nothing") {
-  // Each row of n values is reduced in padded vector blocks (heuristics.cpp,
+  // Each row of n values is reduced in padded vector blocks (symbolic_tiles.cpp,
   // symbolic_reduce_vector_opts): the padded lanes load 0, which the sum's computed value (ReLU(0.5·0
   // + 1) = 1) and the max of values below 0 would take in, unless the reduction adds its identity
   // there. n = 1, 5, 16, 17 and 40 end the rows inside and at the end of a block.
@@ -229,7 +229,7 @@ TEST_CASE("reductions along a symbolic contiguous axis in vector blocks: the pad
 TEST_CASE("a masked softmax over n×n scores reduces each row along its keys, beside the narrower mask") {
   // Attention scores over a symbolic sequence, masked by a stored bool per key (one byte beside the
   // f32 scores, as BERT's attention mask). The row maximum takes its vector along the keys
-  // (heuristics.cpp, symbolic_reduce_vector_opts), as wide as an f32 vector: the mask's values do
+  // (symbolic_tiles.cpp, symbolic_reduce_vector_opts), as wide as an f32 vector: the mask's values do
   // not widen it; no reduction takes its vector across rows, which lie n apart
   // (gathers_at_symbolic_stride).
   Graph graph = [](const std::vector<Tensor>& x) {
@@ -273,7 +273,7 @@ TEST_CASE("attention over a symbolic sequence: matmuls, softmax, layer norm, mea
 TEST_CASE("attention scores over n keys: K copied with its keys contiguous, 8 query rows per tile") {
   // Q·Kᵀ with the keys symbolic: K goes through a transposing copy (tensor_nn.cpp,
   // symbolic_columns_in_rows) so that the keys are the vector, in blocks PADTO'd to whole vectors,
-  // and 8 query rows of a symbolic loop are the tile's rows, by two blocks of keys (heuristics.cpp,
+  // and 8 query rows of a symbolic loop are the tile's rows, by two blocks of keys (symbolic_tiles.cpp,
   // with_symbolic_row_block). n = 1, 5 and 17 leave a row block and a key block partly past the end. Two heads; K is a
   // projection's output, stored in its own order and then copied transposed by a kernel of its own
   // (transposed_block_opts: the keys the vector, the head dimension unrolled).
@@ -420,7 +420,7 @@ TEST_CASE("a strided conv over a symbolic signal: its padded windows read withou
   // rows), the last block padded past the windows of length n. The padded rows read what the
   // block's first row reads (src/opt/padded_loads.h), so no load of the input keeps the stores'
   // mask; n = 1, 2, 17 and 120 end the windows at different points of a block.
-  // (32 channels × 3 taps: a reduction long enough for the filters' scattered stores, heuristics.cpp.)
+  // (32 channels × 3 taps: a reduction long enough for the filters' scattered stores, tile_opts.cpp.)
   Tensor w = weight({32, 32, 3}, 0.125f), b = weight({32}, 0.5f);
   ConvOptions strided;
   strided.stride = {2};
@@ -453,7 +453,7 @@ TEST_CASE("a strided conv over a long symbolic signal: threads split its windows
   // wav2vec2's feature extractor over a recording of 256 to 1024 samples: the filter tiles were axis
   // 0, so each thread read the whole signal. BLOCKS cuts the windows (in blocks of a vector, a
   // symbolic count) into a constant number of blocks, merged with the filter tiles as axis 0
-  // (heuristics.cpp, with_row_blocks); the last block is padded where the count does not divide,
+  // (thread_blocks.cpp, with_row_blocks); the last block is padded where the count does not divide,
   // at n = 257, 300 and 1000 (and not at 256, 1024: 128, 512 windows).
   Tensor w = weight({64, 32, 3}, 0.125f), b = weight({64}, 0.5f);
   ConvOptions strided;
@@ -476,7 +476,7 @@ TEST_CASE("a strided conv over a long symbolic signal: threads split its windows
 
 TEST_CASE("an elementwise kernel over an n×n image runs its rows and columns as one loop, with no division left") {
   // DeepLabV3's squeeze-excite scaling: a per-channel scale times a HardSwish of the image. Its rows
-  // and columns are one MERGE (heuristics.cpp, symbolic_rows_merged), whose m / n and m % n every
+  // and columns are one MERGE (symbolic_tiles.cpp, symbolic_rows_merged), whose m / n and m % n every
   // index folds back to m; n = 1, 5, 14 and 17 (odd, under a vector, over one).
   Tensor bias = weight({8, 1, 1}, 0.5f);
   Graph graph = [&](const std::vector<Tensor>& x) {
@@ -533,7 +533,7 @@ TEST_CASE("a dilated conv whose outer taps reach few image rows: one conv per ta
 TEST_CASE("a 1x1 conv over an n×n image merges its pixels and takes two vector blocks as its tile's columns") {
   // The rows and columns are one loop of n² pixels (MERGE), in blocks of one vector, the last one
   // masked; the block is the tile's vector and the filters its rows; the blocks are SPLIT in pairs
-  // (on AVX2, in the symbolic row loop's blocks of 8), unrolled as a second column (heuristics.cpp,
+  // (on AVX2, in the symbolic row loop's blocks of 8), unrolled as a second column (symbolic_tiles.cpp,
   // merged_pixel_block_opts and with_row_pairs). An odd block count pads the last pair (its second
   // block recomputed, stored nowhere). With n at least 6 there are at least 2 blocks of 16 at every
   // size.
