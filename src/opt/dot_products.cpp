@@ -84,7 +84,7 @@ void collect_terms(const UOpPtr& node, std::vector<UOpPtr>& terms) {
 }
 
 // One vector LOAD of `bytes` when they are unmasked loads of consecutive elements of one buffer
-// (b stored in dot-product panels: tensor_nn.cpp); nullptr otherwise.
+// (b stored in dot-product panels: tensor_matmul.cpp); nullptr otherwise.
 UOpPtr consecutive_load(const std::vector<UOpPtr>& bytes, DType byte) {
   const UOpPtr& first = bytes.front();
   if (first->op() != Ops::LOAD || first->src_count() != 1 || first->src(0)->src_count() != 2) return nullptr;

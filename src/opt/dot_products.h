@@ -33,7 +33,7 @@ namespace kiln {
 // (unoptimised) has one reduction, an i32 sum of products of an unsigned and a signed 8-bit load,
 // stored contiguously along an output loop of whole vectors along which one operand is the same
 // in every lane (a row's value) and the other 4 bytes apart with the reduction's steps consecutive
-// (b in dot-product panels, tensor_nn.cpp): that loop vectorised (and unrolled by 2 where it can
+// (b in dot-product panels, tensor_matmul.cpp): that loop vectorised (and unrolled by 2 where it can
 // be), the rows unrolled to share each load of b (a symbolic row loop first split in blocks of
 // 8), the steps unrolled by 4. nullopt otherwise.
 std::optional<std::vector<Opt>> dot_product_tile(const UOpPtr& kernel, const TargetCaps& caps);

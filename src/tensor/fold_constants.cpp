@@ -179,7 +179,7 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
   std::unordered_map<const UOp*, UOpPtr> narrow;  // target → the value folded in its place, then widened
   for (const UOp* node : frontier) {
     while (is_movement(node->op()) && facts.at(node->src(0).get()).constant) node = node->src(0).get();
-    // An 8-bit integer widened (an integer matmul's weight, tensor_nn.cpp) is folded below the cast
+    // An 8-bit integer widened (an integer matmul's weight, tensor_matmul.cpp) is folded below the cast
     // and its views, and widened where it is read: exact, a quarter of the bytes of i32, the copy's
     // own layout (matmul panels) kept, and the operand 8-bit dot-product instructions take.
     if (widens_8bit_integer(node)) {

@@ -40,7 +40,7 @@ std::pair<Tensor, Tensor> small_graph(const Tensor& x, const Tensor& w) {
 }  // namespace
 
 TEST_CASE("a CPU plan folds an f16 matmul weight into f32 panels; a device plan keeps it f16") {
-  // (K, N) = (256, 256): large enough for panels of 32 columns (tensor_nn.cpp, in_panels). The CPU
+  // (K, N) = (256, 256): large enough for panels of 32 columns (tensor_matmul.cpp, in_panels). The CPU
   // casts before the copy, so the fold keeps the panel order; row-major, each step of K would read
   // a row 1 KB from the last.
   std::vector<uint16_t> halves(256 * 256);

@@ -197,7 +197,7 @@ TEST_CASE("fusion: a pool under a 1x1 conv is not recomputed per filter") {
 TEST_CASE("fusion: at 13x13, whose width splits into no register tile rows, a conv's output stays NCHW") {
   // The next 1x1 conv reads a channels-last copy of it, but computed in the copy's order the conv
   // would take the 13 pixels of a row as its tile's rows, which 4 to 8 rows do not divide
-  // (tensor_nn.cpp, Tensor::conv): it is stored NCHW and copied.
+  // (tensor_conv.cpp, Tensor::conv): it is stored NCHW and copied.
   int64_t channels = 2 * host_cpu_caps().vector_lanes(dtypes::f32);
   Tensor a = ramp({1, channels, 13, 13}, 0.01f, -0.3f);
   Tensor w1 = ramp({channels, channels, 1, 1}, 0.003f, -0.05f), w2 = ramp({channels, channels, 1, 1}, 0.002f, -0.04f);
@@ -267,7 +267,7 @@ TEST_CASE("fusion: a small-image 1x1 conv reads a channels-last copy; residual a
 
 TEST_CASE("fusion: a 1x1 conv over a long reduction reads a channels-last copy where vectors are many") {
   // At 28×28 the pixels fill whole vectors. Over 256 channels the conv still reads a channels-last
-  // copy on a target with 32 vector registers (tensor_nn.cpp, reads_channels_last); over 64 it
+  // copy on a target with 32 vector registers (tensor_conv.cpp, reads_channels_last); over 64 it
   // reads NCHW.
   bool many_registers = host_cpu_caps().vector_registers >= 32;
   for (int64_t channels : {256, 64}) {

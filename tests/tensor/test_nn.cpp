@@ -429,7 +429,7 @@ TEST_CASE("conv: errors name the op and the shapes") {
               "conv: bias of shape (5,)");
 }
 
-// Strided transposed convolutions are split by output phase (tensor_nn.cpp): one direct conv per
+// Strided transposed convolutions are split by output phase (tensor_conv_transpose.cpp): one direct conv per
 // residue combination that some kernel tap reaches, plus one kernel that interleaves them.
 size_t conv_transpose_kernel_bound(const ConvOptions& options, size_t n) {
   Spatial s = spatial_of(options, n);

@@ -271,7 +271,7 @@ TEST_CASE("attention over a symbolic sequence: matmuls, softmax, layer norm, mea
 }
 
 TEST_CASE("attention scores over n keys: K copied with its keys contiguous, 8 query rows per tile") {
-  // Q·Kᵀ with the keys symbolic: K goes through a transposing copy (tensor_nn.cpp,
+  // Q·Kᵀ with the keys symbolic: K goes through a transposing copy (tensor_matmul.cpp,
   // symbolic_columns_in_rows) so that the keys are the vector, in blocks PADTO'd to whole vectors,
   // and 8 query rows of a symbolic loop are the tile's rows, by two blocks of keys (symbolic_tiles.cpp,
   // with_symbolic_row_block). n = 1, 5 and 17 leave a row block and a key block partly past the end. Two heads; K is a
@@ -499,7 +499,7 @@ TEST_CASE("an elementwise kernel over an n×n image runs its rows and columns as
 TEST_CASE("a dilated conv whose outer taps reach few image rows: one conv per tap, over the rows it reaches") {
   // Dilation 5, pads 5 over n×n: the outer taps read nothing at n <= 5, one row at n = 6, and at
   // most 3/4 of the rows a padded conv computes up to n = 12, so the conv is one conv per tap over
-  // the rows that tap reaches, zero-padded back and summed (tensor_nn.cpp, conv_by_tap_regions),
+  // the rows that tap reaches, zero-padded back and summed (tensor_conv.cpp, conv_by_tap_regions),
   // in a symbolic plan for 2..12 and at each fixed n. The reference is the same conv with its
   // dilation written into an 11×11 kernel of zeros between the taps (dilation 1, pads 5), which
   // stays one padded conv.
