@@ -400,7 +400,7 @@ TEST_CASE("a symbolic image width: a conv input stored into its padded buffer wh
   // As DeepLabV3 over images of any width: the activation before a padded conv is stored straight
   // into the padded buffer where its rows are at least 96 floats (6 lines) at the smallest width,
   // so that the part vector ending each row is a small share of it; narrower rows keep the padded
-  // copy (rangeify.cpp, padded_store_of). Widths 96, 97 and 130 end the rows at different points
+  // copy (padded_stores.cpp, padded_store_of). Widths 96, 97 and 130 end the rows at different points
   // of a vector.
   Tensor w = weight({8, 8, 3, 3}, 0.125f), b = weight({8}, 0.5f);
   ConvOptions same;
