@@ -20,16 +20,30 @@ AxisKind axis_kind(int64_t axis) {
   return AxisKind::Loop;
 }
 
-std::string Opt::text() const {
-  const char* name = op == OptOp::Upcast ? "UPCAST"
-                     : op == OptOp::Unroll ? "UNROLL"
-                     : op == OptOp::Swap   ? "SWAP"
-                     : op == OptOp::Merge  ? "MERGE"
-                     : op == OptOp::Padto  ? "PADTO"
-                     : op == OptOp::Blocks ? "BLOCKS"
-                                           : "SPLIT";
-  return str_cat(name, "(axis ", axis, ", ", amount, ")");
+const std::vector<OptKind>& opt_kinds() {
+  static const std::vector<OptKind> kinds{
+      {OptOp::Upcast, "UPCAST", OptAxes::OutputOrReduce}, {OptOp::Unroll, "UNROLL", OptAxes::OutputOrReduce},
+      {OptOp::Swap, "SWAP", OptAxes::TwoOutputLoops},     {OptOp::Merge, "MERGE", OptAxes::TwoOutputLoops},
+      {OptOp::Padto, "PADTO", OptAxes::OutputOrReduce},   {OptOp::Split, "SPLIT", OptAxes::OutputOrReduce},
+      {OptOp::Blocks, "BLOCKS", OptAxes::OutputOnly},
+  };
+  return kinds;
 }
+
+const OptKind& opt_kind(OptOp op) {
+  const std::vector<OptKind>& kinds = opt_kinds();
+  auto found = std::find_if(kinds.begin(), kinds.end(), [&](const OptKind& kind) { return kind.op == op; });
+  KILN_ASSERT(found != kinds.end(), "an OptOp missing from opt_kinds()");
+  return *found;
+}
+
+const OptKind* opt_kind_named(std::string_view name) {
+  for (const OptKind& kind : opt_kinds())
+    if (kind.name == name) return &kind;
+  return nullptr;
+}
+
+std::string Opt::text() const { return str_cat(opt_kind(op).name, "(axis ", axis, ", ", amount, ")"); }
 
 std::vector<const UOp*> kernel_ranges(const UOpPtr& kernel) {
   std::vector<const UOp*> ranges;
@@ -217,7 +231,7 @@ UOpPtr apply_opt(const UOpPtr& kernel, const Opt& opt) {
   if (found == ranges.end()) throw invalid("the kernel has no RANGE with this axis id");
   const UOp* target = *found;
   AxisKind kind = axis_kind(opt.axis);
-  if (opt.op == OptOp::Swap || opt.op == OptOp::Merge) {
+  if (opt_kind(opt.op).axes == OptAxes::TwoOutputLoops) {
     auto other = std::find_if(ranges.begin(), ranges.end(), [&](const UOp* r) { return r->arg_int() == opt.amount; });
     if (other == ranges.end()) throw invalid("the kernel has no RANGE with the other axis id");
     if (kind != AxisKind::Loop || axis_kind(opt.amount) != AxisKind::Loop || opt.amount == opt.axis)

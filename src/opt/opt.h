@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -67,6 +68,25 @@ enum class OptOp {
   Split,   // output loop `axis` becomes outer × a new inner output loop of `amount` (padded, see above)
   Blocks,  // output loop `axis` becomes `amount` blocks × a new inner output loop (padded, see above)
 };
+
+// Which loops an Opt takes: output or reduce loops (UPCAST, UNROLL, PADTO, SPLIT), output loops
+// only (BLOCKS), or two different output loops, the second as its amount (SWAP, MERGE).
+enum class OptAxes { OutputOrReduce, OutputOnly, TwoOutputLoops };
+
+// A kind of Opt as the rest of kiln spells it: its name (debug output, `Opt::text`, the tuning
+// database's lines) and the loops it takes. opt_kinds() is the one list of them: a new OptOp is
+// added there and in apply_opt (opt.cpp), and the tuning database reads and writes it from then on.
+struct OptKind {
+  OptOp op;
+  std::string_view name;
+  OptAxes axes;
+};
+
+// Every kind of Opt, in OptOp order.
+const std::vector<OptKind>& opt_kinds();
+const OptKind& opt_kind(OptOp op);
+// The kind called `name` ("UPCAST"), or null.
+const OptKind* opt_kind_named(std::string_view name);
 
 struct Opt {
   OptOp op = OptOp::Upcast;

@@ -24,19 +24,6 @@ namespace {
 constexpr const char* kMagic = "kiln-tuning-db";
 constexpr int kFormatVersion = 1;
 
-const char* op_name(OptOp op) {
-  switch (op) {
-    case OptOp::Upcast: return "UPCAST";
-    case OptOp::Unroll: return "UNROLL";
-    case OptOp::Swap: return "SWAP";
-    case OptOp::Merge: return "MERGE";
-    case OptOp::Padto: return "PADTO";
-    case OptOp::Split: return "SPLIT";
-    case OptOp::Blocks: return "BLOCKS";
-  }
-  return "?";
-}
-
 // Reads a file line by line, remembering the line number for messages.
 class LineReader {
  public:
@@ -100,26 +87,27 @@ Opt parse_opt(const LineReader& reader, const std::vector<std::string>& words) {
   if (words.size() != 4) reader.fail("an Opt line is 'opt OP AXIS AMOUNT'");
   Opt opt;
   const std::string& name = words[1];
-  if (name == "UPCAST") opt.op = OptOp::Upcast;
-  else if (name == "UNROLL") opt.op = OptOp::Unroll;
-  else if (name == "SWAP") opt.op = OptOp::Swap;
-  else if (name == "MERGE") opt.op = OptOp::Merge;
-  else if (name == "PADTO") opt.op = OptOp::Padto;
-  else if (name == "SPLIT") opt.op = OptOp::Split;
-  else if (name == "BLOCKS") opt.op = OptOp::Blocks;
-  else reader.fail(str_cat("unknown Opt '", name, "' (UPCAST, UNROLL, SWAP, MERGE, PADTO, SPLIT or BLOCKS)"));
+  const OptKind* kind = opt_kind_named(name);
+  if (kind == nullptr) {
+    std::string names;  // "UPCAST, …, SPLIT or BLOCKS"
+    const std::vector<OptKind>& kinds = opt_kinds();
+    for (size_t i = 0; i < kinds.size(); ++i)
+      names += str_cat(i == 0 ? "" : i + 1 == kinds.size() ? " or " : ", ", kinds[i].name);
+    reader.fail(str_cat("unknown Opt '", name, "' (", names, ")"));
+  }
+  opt.op = kind->op;
   opt.axis = parse_int(reader, words[2], "axis");
   opt.amount = parse_int(reader, words[3], "amount");
   // Opts split output loops (0…) and reduce loops (1000…), never the UPCAST/UNROLL ranges they make.
   bool loop = opt.axis >= 0 && axis_kind(opt.axis) == AxisKind::Loop;
   bool splittable = loop || (opt.axis >= 0 && axis_kind(opt.axis) == AxisKind::Reduce);
-  if (opt.op == OptOp::Swap || opt.op == OptOp::Merge) {
+  if (kind->axes == OptAxes::TwoOutputLoops) {
     if (!loop) reader.fail(str_cat("bad axis ", opt.axis, " for ", name, " (an output loop: 0 to 999)"));
     if (opt.amount < 0 || axis_kind(opt.amount) != AxisKind::Loop || opt.amount == opt.axis)
       reader.fail(str_cat("bad other axis ", opt.amount, " for ", name, " (another output loop: 0 to 999)"));
   } else {
     // UPCAST, UNROLL, PADTO and SPLIT take reduce loops too (a symbolic reduction in vector blocks).
-    bool output_only = opt.op == OptOp::Blocks;
+    bool output_only = kind->axes == OptAxes::OutputOnly;
     if (output_only ? !loop : !splittable)
       reader.fail(str_cat("bad axis ", opt.axis, " for ", name,
                           output_only ? " (an output loop: 0 to 999)"
@@ -264,7 +252,7 @@ std::string TuningDb::text() const {
     while (std::getline(stream, line)) lines.push_back(line);
     out += str_cat("kernel-lines ", lines.size(), "\n");
     for (const std::string& text : lines) out += "| " + text + "\n";
-    for (const Opt& opt : entry.opts) out += str_cat("opt ", op_name(opt.op), " ", opt.axis, " ", opt.amount, "\n");
+    for (const Opt& opt : entry.opts) out += str_cat("opt ", opt_kind(opt.op).name, " ", opt.axis, " ", opt.amount, "\n");
     out += str_cat("time-us ", format_us(entry.time_us), " ", format_us(entry.heuristic_us), "\nend\n");
   }
   return out;

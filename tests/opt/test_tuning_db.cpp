@@ -107,6 +107,26 @@ TEST_CASE("the text round-trips and does not depend on the order of insertion") 
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("every kind of Opt is listed once, by its name, and round-trips through the database") {
+  // opt_kinds() is the one place an Opt is named (opt.h): Opt::text and the database read it.
+  std::vector<Opt> every;
+  for (const OptKind& kind : opt_kinds()) {
+    CHECK(&opt_kind(kind.op) == &kind);
+    REQUIRE(opt_kind_named(kind.name) != nullptr);
+    CHECK(opt_kind_named(kind.name)->op == kind.op);
+    CHECK(Opt{kind.op, 0, 2}.text().starts_with(std::string(kind.name) + "(axis 0"));
+    every.push_back(kind.axes == OptAxes::TwoOutputLoops ? Opt{kind.op, 0, 1} : Opt{kind.op, 0, 2});
+  }
+  CHECK(opt_kinds().size() == 7);
+  CHECK(opt_kind_named("UPCASTX") == nullptr);
+  TuningKey key = key_of("%0 = CONST index {8}\n%1 = RANGE index (%0) {0}");
+  TuningDb db;
+  db.set(key, entry_with(every, 1.0));
+  TuningDb loaded = TuningDb::parse(db.text(), "kinds.db");
+  REQUIRE(loaded.find(key) != nullptr);
+  CHECK(loaded.find(key)->opts == every);
+}
+
 TEST_CASE("the key holds the whole kernel text, the target and the opt-semantics version") {
   Schedule schedule = two_kernel_schedule();
   TuningKey key = tuning_key(schedule.kernels[0].ast, "cpu-a");
