@@ -176,7 +176,8 @@ with tempfile.TemporaryDirectory(prefix="kiln_python_test_") as work:
         def __dlpack_device__(self):
             return self.array.__dlpack_device__()
     x0 = python_test_env.read_tensor(os.path.join(data_sets[0], "input_0.pb"))
-    producer = Producer(np.ascontiguousarray(x0))
+    # (a writeable copy: numpy 1.x, which nvidia-pytriton pins, exports no read-only array via DLPack)
+    producer = Producer(np.array(x0))
     via_dlpack = plan.run({input_name: producer})[output_name]
     direct = plan.run({input_name: x0})[output_name]
     check(producer.exported == 1 and np.array_equal(via_dlpack, direct),
