@@ -98,13 +98,27 @@ std::vector<std::pair<std::string, Tensor>> ViaPlanRunner::run(const std::vector
                             dims.data(), output_bytes[i].data(), output_bytes[i].size()});
   }
 
-  kiln_status status = kiln_plan_run(plan, input_views.data(), input_views.size(), output_views.data(), output_views.size());
+  // Every output's shape comes back from the run: an output whose shape the run decides (a NonZero
+  // count) was given a buffer at its upper bound (kiln_plan_output_shape), and holds its real shape
+  // row-major from the start.
+  size_t rank_sum = 0;
+  for (const auto& entry : described) rank_sum += entry.second.second.size();
+  std::vector<int64_t> shapes(rank_sum);
+  kiln_run_options run_options;
+  kiln_run_options_init(&run_options);
+  run_options.output_shapes = shapes.data();
+  kiln_status status = kiln_plan_run_with_options(plan, input_views.data(), input_views.size(), output_views.data(),
+                                                  output_views.size(), &run_options);
   if (status != KILN_OK) throw_c_api_error("running the plan", status);
 
   std::vector<std::pair<std::string, Tensor>> outputs;
-  for (size_t i = 0; i < output_count; ++i)
-    outputs.emplace_back(described[i].first,
-                         Tensor::from_data(output_bytes[i].data(), described[i].second.second, described[i].second.first));
+  size_t at = 0;
+  for (size_t i = 0; i < output_count; ++i) {
+    size_t rank = described[i].second.second.size();
+    Shape shape(shapes.begin() + static_cast<std::ptrdiff_t>(at), shapes.begin() + static_cast<std::ptrdiff_t>(at + rank));
+    at += rank;
+    outputs.emplace_back(described[i].first, Tensor::from_data(output_bytes[i].data(), shape, described[i].second.first));
+  }
   return outputs;
 }
 

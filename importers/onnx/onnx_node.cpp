@@ -26,6 +26,7 @@ OnnxNode::OnnxNode(const onnx::NodeProto& proto, int64_t opset, std::vector<std:
       graph_runner_(std::move(graph_runner)) {}
 
 size_t OnnxNode::output_count() const { return static_cast<size_t>(proto_.output_size()); }
+const std::string& OnnxNode::output_name(size_t i) const { return proto_.output(static_cast<int>(i)); }
 
 const std::string& OnnxNode::name() const { return proto_.name(); }
 const std::string& OnnxNode::op_type() const { return proto_.op_type(); }

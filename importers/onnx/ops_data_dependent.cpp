@@ -9,6 +9,8 @@
 // the deciding values are computed early. The cost: the graph holds values of one set of inputs;
 // OnnxModel::run() rebuilds the graph for each call, so that is always correct there. A value that
 // cannot be computed at build time fails with an error naming the node and the input.
+// In a plan (the deciding input reads a graph input placeholder) NonZero's count is a size the run
+// decides instead (run_bound.h; docs/symbolic-shapes.md, stage 6); the other ops still refuse.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -21,6 +23,8 @@
 #include "op_helpers.h"
 #include "op_registry.h"
 #include "support/error.h"
+#include "tensor/run_bound.h"
+#include "tensor/tensor_internal.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -54,8 +58,44 @@ std::vector<uint8_t> realize_nonzero_mask(const OnnxNode& node, size_t index, co
 // NonZero: (rank, count) i64 coordinates of the non-zero elements in row-major order. A scalar
 // gives (0, count), as the spec says (unlike numpy).
 
+// NonZero over a value known only when a plan runs: the count is a run-bound size in 0..n, and
+// column j of the output holds the coordinates of the element that is non-zero and whose running
+// count of non-zeros is j + 1 — one reduction over the n elements per column (O(n · count) work; a
+// scatter by the running count would be O(n), which kiln's graphs cannot express yet).
+Outputs non_zero_in_plan(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  if (!all_known(dims_of(x)))
+    node.fail(str_cat("unsupported: NonZero over a tensor of symbolic shape ", dims_string(dims_of(x)),
+                      " whose values are known only when the plan runs"));
+  Shape shape = x.shape();
+  int64_t n = x.numel(), rank = x.ndim();
+  Tensor nonzero = (x.dtype() == ScalarType::Bool ? x : x.ne(Tensor::zeros({}, x.dtype()))).reshape({n});
+  Tensor flags = nonzero.cast(ScalarType::Int64);
+  Tensor count = flags.sum();
+  Dim columns = run_bound_size(count, str_cat("NonZero(", node.output_name(0), ")"), 0, n, node.describe());
+  Tensor running = reshape_to(flags.cumsum(0), {1, n});
+  Tensor column = arange_dim(columns, ScalarType::Int64);
+  Tensor wanted = reshape_to(column + Tensor::scalar(1, ScalarType::Int64), {columns, 1});
+  Tensor hit = running.eq(wanted).logical_and(reshape_to(nonzero, {1, n})).cast(ScalarType::Int64);  // [count, n]
+  std::vector<int64_t> coordinates(static_cast<size_t>(rank * n));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i;
+    for (int64_t axis = rank - 1; axis >= 0; --axis) {
+      coordinates[static_cast<size_t>(axis * n + i)] = rest % shape[static_cast<size_t>(axis)];
+      rest /= shape[static_cast<size_t>(axis)];
+    }
+  }
+  Tensor table = Tensor::from_vector(coordinates, {rank, 1, n});
+  Tensor result = (reshape_to(hit, {1, columns, n}) * table).sum({2});  // [rank, count]
+  // Reading the count orders the count's kernel before this one, whose size it decides: the
+  // runtime reads the count between the two (every column is below it, so the value is unchanged).
+  Tensor inside = reshape_to(column.lt(count), {1, columns});
+  return {inside.where(result, Tensor::zeros({}, ScalarType::Int64))};
+}
+
 Outputs non_zero(const OnnxNode& node) {
   const Tensor& x = node.input(0);
+  if (reads_graph_input(x)) return non_zero_in_plan(node);
   std::vector<uint8_t> mask = realize_nonzero_mask(node, 0, "X");
   int64_t rank = x.ndim();
   std::vector<int64_t> flat_positions;
