@@ -165,7 +165,13 @@ flatbuffers::Offset<plan_fb::Kernel> write_kernel(flatbuffers::FlatBufferBuilder
 void check_every_variable_bound(const SymbolicWriter& symbols, const std::vector<PlanValueContents>& inputs,
                                 const std::vector<PlanRunBindingContents>& run_bindings) {
   std::set<int64_t> bound;
-  for (const PlanRunBindingContents& binding : run_bindings) bound.insert(symbols.number(binding.variable));
+  for (const PlanRunBindingContents& binding : run_bindings) {
+    const std::vector<PlanVariableContents>& variables = symbols.variables();
+    if (std::none_of(variables.begin(), variables.end(),
+                     [&](const PlanVariableContents& v) { return v.name == binding.variable; }))
+      throw UserError(str_cat("a run binding of '", binding.variable, "', which the plan does not define"));
+    bound.insert(symbols.number(binding.variable));
+  }
   for (const PlanValueContents& input : inputs)
     for (const Dim& dim : input.shape)
       if (!dim.is_known()) {
@@ -187,11 +193,7 @@ std::vector<flatbuffers::Offset<plan_fb::RunBinding>> write_run_bindings(flatbuf
   std::vector<flatbuffers::Offset<plan_fb::RunBinding>> tables;
   std::set<int64_t> seen;
   for (const PlanRunBindingContents& binding : contents.run_bindings) {
-    const std::vector<PlanVariableContents>& variables = symbols.variables();
-    if (std::none_of(variables.begin(), variables.end(),
-                     [&](const PlanVariableContents& v) { return v.name == binding.variable; }))
-      throw UserError(str_cat("a run binding of '", binding.variable, "', which the plan does not define"));
-    int64_t number = symbols.number(binding.variable);
+    int64_t number = symbols.number(binding.variable);  // defined: check_every_variable_bound
     if (!seen.insert(number).second) throw UserError(str_cat("variable '", binding.variable, "' is bound twice by the run"));
     auto reads = [&](const Dim& dim) {
       if (dim.is_known()) return false;
@@ -269,7 +271,8 @@ void set_cpu_target(PlanContents& contents, const CpuTarget* cross_target) {
 std::string serialize_plan(const PlanContents& contents) {
   flatbuffers::FlatBufferBuilder builder;
   SymbolicWriter symbols(builder, contents.variables);
-  if (symbols.symbolic()) check_every_variable_bound(symbols, contents.inputs, contents.run_bindings);
+  if (symbols.symbolic() || !contents.run_bindings.empty())
+    check_every_variable_bound(symbols, contents.inputs, contents.run_bindings);
   std::vector<flatbuffers::Offset<plan_fb::Value>> inputs, outputs;
   for (const PlanValueContents& input : contents.inputs) inputs.push_back(write_value(builder, symbols, input, "input"));
   for (const PlanValueContents& output : contents.outputs)
