@@ -303,9 +303,17 @@ int run(const std::string& path, const std::map<std::string, std::string>& input
     outputs[i].bytes.resize(count * kiln_dtype_size(dtype));
     output_views.push_back({nullptr, dtype, rank, shape, outputs[i].bytes.data(), outputs[i].bytes.size()});
   }
+  // Every output's shape comes back from the run: one whose shape the run decides (a NonZero
+  // count) has a buffer at its upper bound and is written, cut to its real shape, below.
+  size_t rank_sum = 0;
+  for (const Value& output : outputs) rank_sum += output.shape.size();
+  std::vector<int64_t> run_shapes(rank_sum);
+  kiln_run_options run_options;
+  kiln_run_options_init(&run_options);
+  run_options.output_shapes = run_shapes.data();
   auto start = std::chrono::steady_clock::now();
-  kiln_status status = kiln_plan_run(handle.plan, input_views.data(), input_views.size(), output_views.data(),
-                                     output_views.size());
+  kiln_status status = kiln_plan_run_with_options(handle.plan, input_views.data(), input_views.size(),
+                                                  output_views.data(), output_views.size(), &run_options);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (status != KILN_OK) {
     std::cerr << "kiln run: " << kiln_error_message() << " (" << kiln_status_string(status) << ")\n";
@@ -314,7 +322,15 @@ int run(const std::string& path, const std::map<std::string, std::string>& input
   std::error_code error;
   fs::create_directories(output_dir, error);
   if (error) throw UserError(str_cat("cannot create ", output_dir, ": ", error.message()));
+  size_t at = 0;
   for (size_t i = 0; i < output_count; ++i) {
+    size_t rank = outputs[i].shape.size();
+    outputs[i].shape.assign(run_shapes.begin() + static_cast<std::ptrdiff_t>(at),
+                            run_shapes.begin() + static_cast<std::ptrdiff_t>(at + rank));
+    at += rank;
+    size_t count = 1;
+    for (int64_t size : outputs[i].shape) count *= static_cast<size_t>(size);
+    outputs[i].bytes.resize(count * kiln_dtype_size(output_views[i].dtype));
     std::string file = (fs::path(output_dir) / file_name_for(outputs[i].name, "." + output_format)).string();
     if (output_format == "npy") {
       write_npy_file(file, {output_views[i].dtype, outputs[i].shape, outputs[i].bytes});

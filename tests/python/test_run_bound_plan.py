@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Sizes the run decides (docs/symbolic-shapes.md, stage 6) through `kiln compile`, the Python
+binding and `kiln run`: a model whose NonZero count is known only when the plan runs (NonZero of a
+graph input, then a Transpose and a Gather of the input at those coordinates, as detectors use
+it) compiles to ONE plan, and runs at inputs with no, some and all elements non-zero against
+onnxruntime: the binding returns numpy arrays of the real shapes (Plan.run_bound names the
+variable), `kiln run` writes outputs of those shapes.
+
+Run by meson (test 'run-bound-plan'); skipped (77) without numpy, onnx or onnxruntime.
+"""
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import python_test_env  # noqa: E402
+
+args, onnxruntime, kiln = python_test_env.binding_test_setup()
+
+import numpy as np  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+checks = python_test_env.Checks(args.kiln)
+check = checks.check
+rng = np.random.default_rng(53)
+node = helper.make_node
+nodes = [
+    node("NonZero", ["x"], ["where"], name="nz"),
+    node("Transpose", ["where"], ["coordinates"], perm=[1, 0], name="coordinates"),
+    node("GatherND", ["x", "coordinates"], ["picked"], name="picked"),
+]
+inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5])]
+outputs = [helper.make_tensor_value_info("where", TensorProto.INT64, [2, None]),
+           helper.make_tensor_value_info("picked", TensorProto.FLOAT, [None])]
+
+cases = {
+    "none": np.zeros((3, 5), np.float32),
+    "all": rng.uniform(1, 2, (3, 5)).astype(np.float32),
+    "some": np.where(rng.uniform(size=(3, 5)) < 0.4, rng.standard_normal((3, 5)), 0).astype(np.float32),
+    "one": np.pad(np.array([[7.0]], np.float32), ((2, 0), (4, 0))),
+}
+
+with tempfile.TemporaryDirectory() as folder:
+    model_path = os.path.join(folder, "nonzero.onnx")
+    plan_path = os.path.join(folder, "nonzero.kiln")
+    python_test_env.save_model(model_path, nodes, inputs, outputs, [], opset=13)
+    compiled = checks.kiln("compile", model_path, "-o", plan_path)
+    check(compiled.returncode == 0, f"kiln compile makes one plan of a NonZero over a graph input {compiled.stderr[-400:]}")
+    if compiled.returncode != 0:
+        checks.finish()
+    with open(plan_path, "rb") as plan_file:
+        version = int.from_bytes(plan_file.read(12)[8:12], "little")
+    check(version == 6, f"the plan is format version 6 (has a run binding): {version}")
+    reference = onnxruntime.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    with kiln.Plan(plan_path) as plan:
+        check(plan.run_bound == {"NonZero(where)"} and plan.variables["NonZero(where)"] == (0, 15),
+              f"the binding names the run-bound count and its range 0..15: {plan.run_bound} {plan.variables}")
+        for label, x in cases.items():
+            got = plan.run({"x": x})
+            for name, want in zip(["where", "picked"], reference.run(["where", "picked"], {"x": x})):
+                check(got[name].shape == want.shape and np.array_equal(got[name], want),
+                      f"{label}: {name} {got[name].shape} equals onnxruntime's {want.shape}")
+
+    # kiln run: outputs written at the shapes the run reports.
+    for label in ["some", "none"]:
+        input_path = os.path.join(folder, f"{label}.pb")
+        tensor = numpy_helper.from_array(cases[label], "x")
+        with open(input_path, "wb") as out:
+            out.write(tensor.SerializeToString())
+        out_dir = os.path.join(folder, f"out_{label}")
+        ran = checks.kiln("run", plan_path, "--input", f"x={input_path}", "--output-dir", out_dir)
+        check(ran.returncode == 0, f"kiln run on '{label}' {ran.stderr[-300:]}")
+        if ran.returncode == 0:
+            want = reference.run(["where"], {"x": cases[label]})[0]
+            got = python_test_env.read_tensor(os.path.join(out_dir, "where.pb"))
+            check(got.shape == want.shape and np.array_equal(got, want),
+                  f"kiln run '{label}': where.pb {got.shape} equals onnxruntime's {want.shape}")
+
+checks.finish()
