@@ -9,8 +9,9 @@
 // the deciding values are computed early. The cost: the graph holds values of one set of inputs;
 // OnnxModel::run() rebuilds the graph for each call, so that is always correct there. A value that
 // cannot be computed at build time fails with an error naming the node and the input.
-// In a plan (the deciding input reads a graph input placeholder) NonZero's count is a size the run
-// decides instead (run_bound.h; docs/symbolic-shapes.md, stage 6); the other ops still refuse.
+// In a plan (the deciding input reads a graph input placeholder) NonZero's and Compress's counts are
+// sizes the run decides instead (run_bound.h; docs/symbolic-shapes.md, stage 6); Unique and
+// TfIdfVectorizer still refuse.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -58,25 +59,49 @@ std::vector<uint8_t> realize_nonzero_mask(const OnnxNode& node, size_t index, co
 // NonZero: (rank, count) i64 coordinates of the non-zero elements in row-major order. A scalar
 // gives (0, count), as the spec says (unlike numpy).
 
-// NonZero over a value known only when a plan runs: the count is a run-bound size in 0..n, and
-// column j of the output holds the coordinates of the element that is non-zero and whose running
-// count of non-zeros is j + 1 — one reduction over the n elements per column (O(n · count) work; a
-// scatter by the running count would be O(n), which kiln's graphs cannot express yet).
+// Selections known only when a plan runs (NonZero, Compress): the count of selected entries is a
+// run-bound size in 0..n, and selected position j is the entry that is selected and whose running
+// count of selected entries is j + 1 — one reduction over the n entries per position (O(n · count)
+// work; a scatter by the running count would be O(n), which kiln's graphs cannot express yet).
+struct RunTimeSelection {
+  Tensor positions;  // [count] int64, ascending
+  Dim count;
+};
+
+RunTimeSelection select_at_run_time(const OnnxNode& node, const Tensor& selected) {
+  int64_t n = selected.dim(0);
+  Tensor flags = selected.cast(ScalarType::Int64);
+  Tensor count = flags.sum();
+  Dim found = run_bound_size(count, str_cat(node.op_type(), "(", node.output_name(0), ")"), 0, n, node.describe());
+  Tensor running = reshape_to(flags.cumsum(0), {1, n});
+  Tensor column = arange_dim(found, ScalarType::Int64);
+  Tensor wanted = reshape_to(column + Tensor::scalar(1, ScalarType::Int64), {found, 1});
+  Tensor hit = running.eq(wanted).logical_and(reshape_to(selected, {1, n})).cast(ScalarType::Int64);  // [count, n]
+  Tensor positions = (hit * reshape_to(Tensor::arange(n, ScalarType::Int64), {1, n})).sum({1});
+  // Reading the count orders the count's kernel before the ones it sizes: the runtime reads the
+  // count between them (every position is below it, so the value is unchanged).
+  return {column.lt(count).where(positions, Tensor::zeros({}, ScalarType::Int64)), found};
+}
+
+// Whether a value that decides an output's shape is known only when a plan runs (it reads a graph
+// input placeholder): then the op takes the run-bound path instead of realizing it now.
+bool decided_at_run_time(const OnnxNode& node, const Tensor& value) {
+  if (!reads_graph_input(value)) return false;
+  if (!all_known(dims_of(value)))
+    node.fail(str_cat("unsupported: the values that decide the output's shape have a symbolic shape ",
+                      dims_string(dims_of(value)), " and are known only when the plan runs"));
+  return true;
+}
+
+// NonZero in a plan: the coordinates of the selected flat positions, from a table of every
+// element's coordinates.
 Outputs non_zero_in_plan(const OnnxNode& node) {
   const Tensor& x = node.input(0);
-  if (!all_known(dims_of(x)))
-    node.fail(str_cat("unsupported: NonZero over a tensor of symbolic shape ", dims_string(dims_of(x)),
-                      " whose values are known only when the plan runs"));
+  if (x.ndim() == 0) node.fail("unsupported: NonZero of a scalar whose value is known only when the plan runs");
   Shape shape = x.shape();
   int64_t n = x.numel(), rank = x.ndim();
   Tensor nonzero = (x.dtype() == ScalarType::Bool ? x : x.ne(Tensor::zeros({}, x.dtype()))).reshape({n});
-  Tensor flags = nonzero.cast(ScalarType::Int64);
-  Tensor count = flags.sum();
-  Dim columns = run_bound_size(count, str_cat("NonZero(", node.output_name(0), ")"), 0, n, node.describe());
-  Tensor running = reshape_to(flags.cumsum(0), {1, n});
-  Tensor column = arange_dim(columns, ScalarType::Int64);
-  Tensor wanted = reshape_to(column + Tensor::scalar(1, ScalarType::Int64), {columns, 1});
-  Tensor hit = running.eq(wanted).logical_and(reshape_to(nonzero, {1, n})).cast(ScalarType::Int64);  // [count, n]
+  RunTimeSelection selection = select_at_run_time(node, nonzero);
   std::vector<int64_t> coordinates(static_cast<size_t>(rank * n));
   for (int64_t i = 0; i < n; ++i) {
     int64_t rest = i;
@@ -85,17 +110,12 @@ Outputs non_zero_in_plan(const OnnxNode& node) {
       rest /= shape[static_cast<size_t>(axis)];
     }
   }
-  Tensor table = Tensor::from_vector(coordinates, {rank, 1, n});
-  Tensor result = (reshape_to(hit, {1, columns, n}) * table).sum({2});  // [rank, count]
-  // Reading the count orders the count's kernel before this one, whose size it decides: the
-  // runtime reads the count between the two (every column is below it, so the value is unchanged).
-  Tensor inside = reshape_to(column.lt(count), {1, columns});
-  return {inside.where(result, Tensor::zeros({}, ScalarType::Int64))};
+  return {Tensor::from_vector(coordinates, {rank, n}).take(selection.positions, 1)};
 }
 
 Outputs non_zero(const OnnxNode& node) {
   const Tensor& x = node.input(0);
-  if (reads_graph_input(x)) return non_zero_in_plan(node);
+  if (decided_at_run_time(node, x)) return non_zero_in_plan(node);
   std::vector<uint8_t> mask = realize_nonzero_mask(node, 0, "X");
   int64_t rank = x.ndim();
   std::vector<int64_t> flat_positions;
@@ -236,6 +256,12 @@ Outputs compress(const OnnxNode& node) {
   int64_t axis = has_axis ? normalize_axis(node, node.attr_int("axis"), x.ndim()) : 0;
   Tensor source = has_axis ? x : x.reshape({x.numel()});
   int64_t available = source.dim(axis);
+  if (decided_at_run_time(node, condition)) {
+    if (condition.dim(0) > available)
+      node.fail(str_cat("condition has ", condition.dim(0), " entries but the selected axis has only ", available));
+    Tensor keep = condition.dtype() == ScalarType::Bool ? condition : condition.ne(Tensor::zeros({}, condition.dtype()));
+    return {source.take(select_at_run_time(node, keep).positions, axis)};
+  }
   std::vector<uint8_t> keep = realize_nonzero_mask(node, 1, "condition");
   if (static_cast<int64_t>(keep.size()) > available)
     node.fail("condition has " + std::to_string(keep.size()) + " entries but the selected axis has only " +
