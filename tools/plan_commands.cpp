@@ -38,7 +38,7 @@ constexpr int kExitError = 1, kExitUsage = 2, kExitInternal = 3;
 void print_compile_help(std::ostream& out) {
   out << "usage: kiln compile MODEL.onnx -o PLAN [--target cpu|aarch64|x86_64|opencl|cuda] [--cpu NAME]\n"
          "                    [--cuda-arch N] [--tuning DB]\n"
-         "                    [-j N] [--shape SPEC...]\n"
+         "                    [-j N] [--shape SPEC...] [--value NAME=V[,V...]]...\n"
          "\n"
          "Compiles MODEL for this CPU into one plan file (docs/plan-format.md) that libkiln loads and\n"
          "runs without a compiler. Progress goes to stderr. The same model and options give a\n"
@@ -70,6 +70,10 @@ void print_compile_help(std::ostream& out) {
          "                     for the maxima). A dim_param no SPEC names is an error. A dimension\n"
          "                     the model leaves unnamed ('?') is INPUT[AXIS]=N or INPUT[AXIS]=MIN..MAX\n"
          "                     (quote it for the shell: --shape 'x[0]=1..8')\n"
+         "  --value NAME=V,... compile for this one value of input NAME (its elements, row-major): for\n"
+         "                     inputs that decide the graph's structure (a reduction's axes, Pad's\n"
+         "                     pads); the plan refuses runs that give another value (decision 19 of\n"
+         "                     docs/symbolic-shapes.md). Repeat it for several inputs.\n"
          "  -h, --help         show this help\n";
 }
 
@@ -77,10 +81,11 @@ void print_compile_help(std::ostream& out) {
 bool is_cpu_architecture(const std::string& target) { return target == "aarch64" || target == "x86_64"; }
 
 int compile(const std::string& model_path, const std::string& output_path, const std::vector<ShapeSpec>& specs,
-            const std::string& tuning_path, const std::string& target, int cuda_architecture = 75,
-            const std::string& cpu_name = "") {
+            const std::vector<onnx_import::PinnedValueSpec>& values, const std::string& tuning_path,
+            const std::string& target, int cuda_architecture = 75, const std::string& cpu_name = "") {
   onnx_import::OnnxCompileOptions options;
   options.shapes = specs;
+  options.values = values;
   options.tuning_path = tuning_path;
   options.device = is_cpu_architecture(target) ? "cpu" : target;
   options.cpu_architecture = is_cpu_architecture(target) ? target : "";
@@ -393,7 +398,7 @@ void compile_model(const std::string& model_path, const std::string& plan_path,
                    const std::vector<std::string>& shape_specs) {
   std::vector<ShapeSpec> specs;
   for (const std::string& spec : shape_specs) specs.push_back(onnx_import::parse_shape_spec(spec));
-  compile(model_path, plan_path, specs, "", "cpu");
+  compile(model_path, plan_path, specs, {}, "", "cpu");
 }
 
 int compile_command(const std::vector<std::string>& arguments) {
@@ -401,6 +406,7 @@ int compile_command(const std::vector<std::string>& arguments) {
     std::string model_path, output_path, tuning_path, target = "cpu", cpu_name;
     int cuda_architecture = 75;
     std::vector<ShapeSpec> specs;
+    std::vector<onnx_import::PinnedValueSpec> values;
     bool in_shapes = false;
     for (size_t i = 0; i < arguments.size(); ++i) {
       const std::string& argument = arguments[i];
@@ -441,6 +447,10 @@ int compile_command(const std::vector<std::string>& arguments) {
         in_shapes = false;
       } else if (argument == "--shape") {
         in_shapes = true;
+      } else if (argument == "--value") {
+        if (i + 1 >= arguments.size()) return usage_error("compile", "--value needs NAME=V[,V...]");
+        values.push_back(onnx_import::parse_value_spec(arguments[++i]));
+        in_shapes = false;
       } else if (argument.rfind("--shape=", 0) == 0) {
         specs.push_back(onnx_import::parse_shape_spec(argument.substr(8)));
       } else if (!argument.empty() && argument[0] == '-') {
@@ -458,7 +468,7 @@ int compile_command(const std::vector<std::string>& arguments) {
     if (output_path.empty()) return usage_error("compile", "no output plan given (-o PLAN)");
     if (!cpu_name.empty() && !is_cpu_architecture(target))
       return usage_error("compile", "--cpu needs --target aarch64 or --target x86_64");
-    return compile(model_path, output_path, specs, tuning_path, target, cuda_architecture, cpu_name);
+    return compile(model_path, output_path, specs, values, tuning_path, target, cuda_architecture, cpu_name);
   });
 }
 

@@ -1,6 +1,9 @@
 // ViaPlanRunner: model + inputs → plan bytes (compile_onnx_plan) → kiln_plan_load_buffer → kiln_plan_run.
 #include "via_plan.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "compile_onnx_file.h"
 #include "plan/plan_dtype.h"
 #include "support/error.h"
@@ -20,6 +23,33 @@ std::string shape_key(const std::vector<std::pair<std::string, Tensor>>& inputs)
   return key;
 }
 
+// A tensor's elements as `kiln compile --value` text: integers exactly, floats with every digit.
+std::vector<std::string> value_elements(const Tensor& tensor) {
+  std::vector<std::string> elements;
+  if (tensor.dtype() == ScalarType::Float32 || tensor.dtype() == ScalarType::Float64 ||
+      tensor.dtype() == ScalarType::Float16 || tensor.dtype() == ScalarType::BFloat16) {
+    for (double value : tensor.cast(ScalarType::Float64).to_vector<double>()) {
+      char text[40];
+      std::snprintf(text, sizeof text, "%.17g", value);
+      elements.emplace_back(text);
+    }
+  } else {
+    for (int64_t value : tensor.cast(ScalarType::Int64).to_vector<int64_t>()) elements.push_back(std::to_string(value));
+  }
+  return elements;
+}
+
+// The input a compile failed for want of: "the value of graph input 'NAME' is needed at compile
+// time" (src/tensor/realize.cpp), or "" for any other failure.
+std::string input_needed_at_compile_time(const std::string& message) {
+  const std::string prefix = "the value of graph input '";
+  size_t begin = message.find(prefix);
+  if (begin == std::string::npos) return "";
+  begin += prefix.size();
+  size_t end = message.find("' is needed at compile time", begin);
+  return end == std::string::npos ? "" : message.substr(begin, end - begin);
+}
+
 [[noreturn]] void throw_c_api_error(const std::string& what, kiln_status status) {
   throw UserError(str_cat(what, ": ", kiln_error_message(), " (", kiln_status_string(status), ")"));
 }
@@ -32,20 +62,46 @@ ViaPlanRunner::ViaPlanRunner(std::string model_path, std::string target)
 ViaPlanRunner::~ViaPlanRunner() = default;
 
 kiln_plan* ViaPlanRunner::plan_for(const std::vector<std::pair<std::string, Tensor>>& inputs) {
-  std::string key = symbols_.empty() ? shape_key(inputs) : "symbolic";
-  if (auto found = plans_.find(key); found != plans_.end()) return found->second.get();
-  onnx_import::OnnxCompileOptions options;
-  if (symbols_.empty())
-    for (const auto& [name, tensor] : inputs) options.shapes.push_back({name, tensor.shape()});
-  else
-    options.shapes = symbols_;
-  options.device = target_;
-  std::string bytes = onnx_import::compile_onnx_plan(model_path_, options);
-  kiln_plan* plan = nullptr;
-  kiln_status status = kiln_plan_load_buffer(bytes.data(), bytes.size(), &plan);
-  if (status != KILN_OK) throw_c_api_error("loading the compiled plan", status);
-  plans_.emplace(key, plan);
-  return plan;
+  auto find_input = [&](const std::string& name) -> const Tensor* {
+    for (const auto& [input, tensor] : inputs)
+      if (input == name) return &tensor;
+    return nullptr;
+  };
+  for (;;) {
+    onnx_import::OnnxCompileOptions options;
+    std::string key = symbols_.empty() ? shape_key(inputs) : "symbolic";
+    for (const std::string& name : pinned_) {
+      const Tensor* value = find_input(name);
+      if (value == nullptr) throw UserError(str_cat("a data set lacks input '", name, "'"));
+      options.values.push_back({name, value_elements(*value)});
+      key += "|" + name + "=";
+      for (const std::string& element : options.values.back().elements) key += element + ",";
+    }
+    if (auto found = plans_.find(key); found != plans_.end()) return found->second.get();
+    if (symbols_.empty())
+      for (const auto& [name, tensor] : inputs) options.shapes.push_back({name, tensor.shape()});
+    else
+      options.shapes = symbols_;
+    options.device = target_;
+    std::string bytes;
+    try {
+      bytes = onnx_import::compile_onnx_plan(model_path_, options);
+    } catch (const UserError& error) {
+      // An input whose value the graph needs: compile again for this data set's value of it, as
+      // an application that always feeds that value would (the plan refuses any other).
+      std::string needed = input_needed_at_compile_time(error.what());
+      if (needed.empty() || find_input(needed) == nullptr ||
+          std::find(pinned_.begin(), pinned_.end(), needed) != pinned_.end() || (!target_.empty() && target_ != "cpu"))
+        throw;
+      pinned_.push_back(needed);
+      continue;
+    }
+    kiln_plan* plan = nullptr;
+    kiln_status status = kiln_plan_load_buffer(bytes.data(), bytes.size(), &plan);
+    if (status != KILN_OK) throw_c_api_error("loading the compiled plan", status);
+    plans_.emplace(key, plan);
+    return plan;
+  }
 }
 
 std::vector<std::pair<std::string, Tensor>> ViaPlanRunner::run(const std::vector<std::pair<std::string, Tensor>>& inputs) {

@@ -7,7 +7,10 @@
 // sizes compiles once, as an application's plan would: compile_once_over() names each symbol's range
 // (the data sets' smallest to largest size), and every data set runs through that one symbolic plan.
 // Otherwise one fixed-shape plan is compiled per distinct set of input shapes and kept for the data
-// sets that share it.
+// sets that share it. An input whose value a compile needs (a parameter that decides the graph's
+// structure) is pinned to the data set's value (`kiln compile --value`, which the plan checks), so
+// there is one plan per distinct set of shapes and pinned values; sizes the run decides (a NonZero
+// count) need no pin.
 #pragma once
 
 #include <map>
@@ -40,6 +43,9 @@ class ViaPlanRunner {
   void compile_once_over(std::vector<onnx_import::ShapeSpec> symbols) { symbols_ = std::move(symbols); }
   const std::vector<onnx_import::ShapeSpec>& symbols() const { return symbols_; }
 
+  // The inputs pinned so far (each plan compiled for its data set's value of them).
+  const std::vector<std::string>& pinned() const { return pinned_; }
+
   // How many plans run() has compiled so far.
   size_t plans_compiled() const { return plans_.size(); }
 
@@ -52,6 +58,9 @@ class ViaPlanRunner {
   std::string model_path_;
   std::string target_;
   std::vector<onnx_import::ShapeSpec> symbols_;  // non-empty: one symbolic plan
+  // Inputs whose value a compile needed (a reduction's axes, a Pad's pads): each plan is compiled
+  // for the data set's value of them (kiln compile --value), which the plan checks on every run.
+  std::vector<std::string> pinned_;
   std::map<std::string, std::unique_ptr<kiln_plan, PlanFree>> plans_;  // by input shapes (shape_key)
 };
 

@@ -15,8 +15,19 @@ namespace kiln::onnx_import {
 
 using CompileProgress = std::function<void(const std::string&)>;
 
+// `kiln compile --value NAME=V[,V...]`: graph input NAME is compiled for this one value (its
+// elements in row-major order, as text: integers, or decimal numbers for float inputs); the plan
+// refuses runs that give it another (docs/symbolic-shapes.md, decision 19).
+struct PinnedValueSpec {
+  std::string name;
+  std::vector<std::string> elements;
+};
+// "axes=0,2" → {"axes", {"0", "2"}}; a UserError for text without '=' or with an empty name.
+PinnedValueSpec parse_value_spec(const std::string& text);
+
 struct OnnxCompileOptions {
   std::vector<ShapeSpec> shapes;  // --shape values (parse_shape_spec)
+  std::vector<PinnedValueSpec> values;  // --value values (parse_value_spec)
 
   // A tuning database written by `kiln tune` (--tuning; src/opt/tuning_db.h): its kernels get its
   // Opts. Only read. Empty: the heuristics choose every kernel's Opts.
@@ -41,6 +52,9 @@ CompileProgress stderr_compile_progress();
 // M", "building the graph"). `kiln tune` schedules the same graph.
 struct OnnxGraph {
   std::vector<std::pair<std::string, Tensor>> inputs, outputs;
+  // Inputs compiled for one value (--value): name and the value's bytes. The graph was built with
+  // the value as a constant; `inputs` still holds the placeholder, which the plan checks.
+  std::vector<std::pair<std::string, std::string>> pinned;
 };
 OnnxGraph build_onnx_graph(const std::string& model_path, const OnnxCompileOptions& options);
 

@@ -65,6 +65,12 @@ struct PlanRunBindingContents {
   std::string origin;  // the model node that decides it ("node 'nz' (NonZero, opset 13)")
 };
 
+// An input compiled for one value (format version 6): runs must give exactly these bytes.
+struct PlanPinnedInputContents {
+  int input = 0;
+  std::string bytes;
+};
+
 struct PlanContents {
   std::string target_triple, cpu_name;
   std::vector<std::string> cpu_features;  // the enabled ones, sorted
@@ -81,6 +87,8 @@ struct PlanContents {
   std::vector<std::string> device_requirements;
   // Variables the run decides; any makes the plan format version 6 (CPU plans only).
   std::vector<PlanRunBindingContents> run_bindings;
+  // Inputs compiled for one value; any makes the plan format version 6 (CPU plans only).
+  std::vector<PlanPinnedInputContents> pinned_inputs;
 };
 
 class CpuTarget;  // codegen/llvm/llvm_target.h

@@ -194,6 +194,7 @@ void check_consistency(const plan_fb::Plan& plan, uint32_t version, uint64_t wei
   if (version >= plan::kPlanFormatVersionSymbolic) check_symbolic_metadata(plan);
   check_device_fields(plan, version);
   check_run_bindings(plan, version);
+  check_pinned_inputs(plan, version);
 }
 
 void check_target(const plan_fb::Plan& plan) {

@@ -403,6 +403,11 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   }
   contents.arena_bytes = arena_bytes;  // laid out at the variables' maxima, then the run-bound values
   contents.variables = plan_variables(schedule, contents.inputs, contents.outputs);
+  for (const auto& [name, bytes] : options.pinned_inputs) {
+    auto input = std::find_if(inputs.begin(), inputs.end(), [&](const auto& entry) { return entry.first == name; });
+    if (input == inputs.end()) throw UserError(str_cat("a pinned value of '", name, "', which is no input of the plan"));
+    contents.pinned_inputs.push_back({static_cast<int>(input - inputs.begin()), bytes});
+  }
   std::string file = serialize_plan(contents);
   std::string kernels = device ? str_cat(" (", options.device == "cuda" ? "PTX" : "OpenCL C", ", built when the plan is loaded)")
                                 : str_cat(" (", objects.size(), " distinct, ", from_cache_count, " from the disk cache)");

@@ -105,4 +105,26 @@ void check_run_bindings(const plan_fb::Plan& plan, uint32_t version) {
   }
 }
 
+void check_pinned_inputs(const plan_fb::Plan& plan, uint32_t version) {
+  if (plan.pinned_inputs() == nullptr) return;
+  if (version < plan::kPlanFormatVersionRunBound)
+    invalid_plan("a plan of format version " + number(version) + " has pinned inputs (a format version " +
+                 number(plan::kPlanFormatVersionRunBound) + " field)");
+  if (plan.device() != nullptr) invalid_plan("a device plan has pinned inputs");
+  std::vector<bool> seen(plan.inputs()->size(), false);
+  for (const plan_fb::PinnedInput* pinned : *plan.pinned_inputs()) {
+    if (pinned == nullptr || pinned->bytes() == nullptr) invalid_plan("a pinned input without bytes");
+    int32_t index = pinned->input();
+    if (index < 0 || static_cast<size_t>(index) >= seen.size())
+      invalid_plan("a pinned value of input " + number(index) + " (the plan has " + number(static_cast<int64_t>(seen.size())) + ")");
+    const plan_fb::Value& input = *plan.inputs()->Get(static_cast<flatbuffers::uoffset_t>(index));
+    std::string label = "the pinned value of input '" + input.name()->str() + "'";
+    if (seen[static_cast<size_t>(index)]) invalid_plan("input '" + input.name()->str() + "' is pinned twice");
+    seen[static_cast<size_t>(index)] = true;
+    if (input.dims() != nullptr) invalid_plan(label + ": the input has a symbolic shape");
+    if (static_cast<int64_t>(pinned->bytes()->size()) != input.byte_size())
+      invalid_plan(label + " has " + number(pinned->bytes()->size()) + " bytes; the input has " + number(input.byte_size()));
+  }
+}
+
 }  // namespace kiln

@@ -23,4 +23,8 @@ std::vector<bool> run_bound_variables(const plan_fb::Plan& plan);
 // Plans below `kPlanFormatVersionRunBound` and device plans may not have bindings.
 void check_run_bindings(const plan_fb::Plan& plan, uint32_t version);
 
+// Checks Plan.pinned_inputs (format version 6, CPU plans): each names an input once, the input has
+// a fixed shape, and the pinned bytes are its byte size. PlanError KILN_ERROR_INVALID_PLAN.
+void check_pinned_inputs(const plan_fb::Plan& plan, uint32_t version);
+
 }  // namespace kiln

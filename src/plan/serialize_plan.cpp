@@ -285,9 +285,11 @@ std::string serialize_plan(const PlanContents& contents) {
   std::vector<flatbuffers::Offset<flatbuffers::String>> features;
   for (const std::string& feature : contents.cpu_features) features.push_back(builder.CreateString(feature));
   bool device = !contents.device.empty();
-  bool run_bound = !contents.run_bindings.empty();
-  if (run_bound && device)
+  bool run_bound = !contents.run_bindings.empty() || !contents.pinned_inputs.empty();
+  if (!contents.run_bindings.empty() && device)
     throw UserError("unsupported: sizes decided by the run (" + contents.run_bindings.front().variable + ") in a device plan");
+  if (!contents.pinned_inputs.empty() && device)
+    throw UserError("unsupported: inputs compiled for one value (kiln compile --value) in a device plan");
   bool local_sizes = std::ranges::any_of(contents.kernels, [](const PlanKernelContents& k) { return k.device_local_size != 0; });
   uint32_t version = run_bound                ? plan::kPlanFormatVersionRunBound
                      : device && symbols.symbolic() ? plan::kPlanFormatVersionSymbolicDevice
@@ -300,12 +302,20 @@ std::string serialize_plan(const PlanContents& contents) {
   for (const std::string& requirement : contents.device_requirements) requirements.push_back(builder.CreateString(requirement));
   // Made only for a plan that has them, so every other plan keeps its bytes.
   std::vector<flatbuffers::Offset<plan_fb::RunBinding>> run_bindings;
-  if (run_bound) run_bindings = write_run_bindings(builder, symbols, contents);
+  if (!contents.run_bindings.empty()) run_bindings = write_run_bindings(builder, symbols, contents);
+  std::vector<flatbuffers::Offset<plan_fb::PinnedInput>> pinned;
+  for (const PlanPinnedInputContents& input : contents.pinned_inputs) {
+    if (input.input < 0 || static_cast<size_t>(input.input) >= contents.inputs.size())
+      throw UserError(str_cat("a pinned value of input ", input.input, ", which the plan does not have"));
+    std::vector<uint8_t> bytes(input.bytes.begin(), input.bytes.end());
+    pinned.push_back(plan_fb::CreatePinnedInputDirect(builder, input.input, &bytes));
+  }
   auto root = plan_fb::CreatePlanDirect(builder, version, KILN_VERSION_STRING, contents.target_triple.c_str(),
                                         contents.cpu_name.c_str(), &features, &inputs, &outputs, &weights,
                                         contents.arena_bytes, &kernels, symbols.symbolic() ? &variables : nullptr,
                                         device ? contents.device.c_str() : nullptr, device ? &requirements : nullptr,
-                                        run_bound ? &run_bindings : nullptr);
+                                        contents.run_bindings.empty() ? nullptr : &run_bindings,
+                                        contents.pinned_inputs.empty() ? nullptr : &pinned);
   builder.Finish(root, plan_fb::PlanIdentifier());
   std::string metadata(reinterpret_cast<const char*>(builder.GetBufferPointer()), builder.GetSize());
   return assemble(metadata, contents, version);

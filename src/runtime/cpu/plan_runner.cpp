@@ -94,6 +94,9 @@ PlanRunner::PlanRunner(PlanBytes bytes, const PlanRunnerOptions& options)
         if (options_.log != nullptr && options_.log_level <= KILN_LOG_DEBUG) log(KILN_LOG_DEBUG, line);
       });
     load_launches();
+    if (meta.pinned_inputs() != nullptr)
+      for (const plan_fb::PinnedInput* pinned : *meta.pinned_inputs())
+        pinned_.emplace_back(static_cast<size_t>(pinned->input()), pinned->bytes());
     if (meta.run_bindings() != nullptr) {
       bindings_at_.resize(launches_.size() + 1);
       for (const plan_fb::RunBinding* binding : *meta.run_bindings())
@@ -464,6 +467,44 @@ void PlanRunner::apply_run_bindings(RunContext& context, size_t point) const {
   prepare_symbolic_launches(context, point);
 }
 
+namespace {
+
+// "(1, -2)": the first elements of a small tensor's bytes, for messages.
+std::string values_text(kiln_dtype dtype, const unsigned char* bytes, size_t size) {
+  size_t element = kiln_dtype_size(dtype);
+  std::string text = "(";
+  size_t count = element == 0 ? 0 : size / element;
+  for (size_t i = 0; i < count && i < 8; ++i) {
+    const unsigned char* at = bytes + i * element;
+    std::string value;
+    switch (dtype) {
+      case KILN_DTYPE_INT64: { int64_t v; std::memcpy(&v, at, 8); value = std::to_string(v); break; }
+      case KILN_DTYPE_INT32: { int32_t v; std::memcpy(&v, at, 4); value = std::to_string(v); break; }
+      case KILN_DTYPE_FLOAT32: { float v; std::memcpy(&v, at, 4); value = std::to_string(v); break; }
+      case KILN_DTYPE_FLOAT64: { double v; std::memcpy(&v, at, 8); value = std::to_string(v); break; }
+      case KILN_DTYPE_BOOL: case KILN_DTYPE_UINT8: value = std::to_string(at[0]); break;
+      default: value = "?"; break;
+    }
+    text += (i ? ", " : "") + value;
+  }
+  return text + (count > 8 ? ", ...)" : ")");
+}
+
+}  // namespace
+
+void PlanRunner::check_pinned_inputs(const RunContext& context) const {
+  for (const auto& [index, bytes] : pinned_) {
+    const kiln_tensor& tensor = *context.bound_inputs[index];
+    // bind() checked the shape and the buffer (at least byte_size bytes, the pinned size).
+    if (bytes->size() == 0 || std::memcmp(tensor.data, bytes->data(), bytes->size()) == 0) continue;
+    const PlanValue& input = inputs_[index];
+    bad_argument(kRun, "input '" + input.name + "' holds " +
+                           values_text(input.dtype, static_cast<const unsigned char*>(tensor.data), bytes->size()) +
+                           "; this plan was compiled for " + values_text(input.dtype, bytes->data(), bytes->size()) +
+                           " only (kiln compile --value " + input.name + "=...)");
+  }
+}
+
 void PlanRunner::finish_output_shapes(RunContext& context, int64_t* shapes) const {
   for (size_t i = 0; i < outputs_.size(); ++i) {
     std::span<const int64_t> program = shapes_.output_bytes(i);
@@ -600,6 +641,7 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
   ContextLease context(*this);
   bind(inputs, input_count, inputs_, false, *context, kRun);
   if (shapes_.symbolic()) bind_symbolic_inputs(*context, kRun, false);
+  if (!pinned_.empty()) check_pinned_inputs(*context);
   bind(outputs, output_count, outputs_, true, *context, kRun);
   if (shapes_.symbolic()) {
     bind_symbolic_outputs(*context, kRun);

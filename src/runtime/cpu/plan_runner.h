@@ -132,6 +132,9 @@ class PlanRunner {
   // After a run: each symbolic output's bytes and, into `shapes` (when non-null), every output's
   // shape, at the values the run decided.
   void finish_output_shapes(RunContext& context, int64_t* shapes) const;
+  // Inputs compiled for one value (format version 6): the caller's bytes must be those
+  // (PlanError KILN_ERROR_INVALID_ARGUMENT naming the input and both values).
+  void check_pinned_inputs(const RunContext& context) const;
   void check_overlaps(const RunContext& context, bool device_memory) const;  // PlanError naming the two tensors
   void copy_same_outputs(const RunContext& context) const;  // outputs that are copies of earlier ones
   void run_on_device(RunContext& context, const RunSettings& settings) const;  // a device plan's run
@@ -163,6 +166,8 @@ class PlanRunner {
   // Run bindings by point: bindings_at_[0] before the first kernel, [k + 1] after kernel k; empty
   // for a plan without them.
   std::vector<std::vector<const plan_fb::RunBinding*>> bindings_at_;
+  // Pinned inputs: (input position, the bytes every run must give), from the verified metadata.
+  std::vector<std::pair<size_t, const flatbuffers::Vector<uint8_t>*>> pinned_;
   // Staging space after the plan's arena, for inputs and outputs whose buffers are not 64-byte
   // aligned (kernels assume 64-byte alignment): offsets per input, then per output.
   std::vector<uint64_t> staging_offsets_;
