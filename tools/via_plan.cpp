@@ -39,14 +39,16 @@ std::vector<std::string> value_elements(const Tensor& tensor) {
   return elements;
 }
 
-// The input a compile failed for want of: "the value of graph input 'NAME' is needed at compile
-// time" (src/tensor/realize.cpp), or "" for any other failure.
+// The input a compile failed for want of as a node's parameter: "the value of graph input 'NAME' is
+// needed at compile time as a parameter" (OnnxNode::input_ints, input_doubles), or "" for any
+// other failure. Inputs whose data a node needs (NonMaxSuppression's boxes, Unique's values) are
+// never pinned: the plan would then compute nothing from its inputs.
 std::string input_needed_at_compile_time(const std::string& message) {
   const std::string prefix = "the value of graph input '";
   size_t begin = message.find(prefix);
   if (begin == std::string::npos) return "";
   begin += prefix.size();
-  size_t end = message.find("' is needed at compile time", begin);
+  size_t end = message.find("' is needed at compile time as a parameter", begin);
   return end == std::string::npos ? "" : message.substr(begin, end - begin);
 }
 

@@ -62,8 +62,7 @@ void reject_graph_inputs(const Schedule& schedule, const GraphBuffers& buffers) 
     auto found = buffers.graph_inputs.find(buffer.input_id);
     if (found != buffers.graph_inputs.end())
       throw UserError(str_cat("the value of graph input '", found->second,
-                              "' is needed at compile time (it is only known when the plan runs; `kiln compile --value ",
-                              found->second, "=...` compiles the plan for one value of it)"));
+                              "' is needed at compile time (it is only known when the plan runs)"));
   }
 }
 
