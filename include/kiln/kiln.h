@@ -182,6 +182,8 @@ typedef struct kiln_tensor {
  * NonZero(nz)=13 in this run; the plan allows 0..12"; then no kernel that depends on it has run,
  * and nothing was written out of bounds), and when such a plan has an output whose shape the run
  * decides: kiln_plan_run cannot report it, use kiln_plan_run_with_options with output_shapes.
+ * Plans with inputs compiled for one value (kiln compile --value): KILN_ERROR_INVALID_ARGUMENT when
+ * such an input holds another ("input 'axes' holds (0); this plan was compiled for (1) only").
  * After any error the plan stays usable. */
 KILN_API kiln_status kiln_plan_run(const kiln_plan* plan, const kiln_tensor* inputs, size_t input_count,
                                    const kiln_tensor* outputs, size_t output_count);

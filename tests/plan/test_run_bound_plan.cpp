@@ -266,3 +266,53 @@ TEST_CASE("hostile run bindings are refused at load, naming the binding") {
   shaped.inputs.push_back({"x", KILN_DTYPE_FLOAT32, {size_variable("k", 0, 8)}, -1});
   CHECK_THROWS_WITH_AS(serialize_plan(shaped), "input 'x' has a shape over 'k', which only the run decides", UserError);
 }
+
+// A kernel-less plan compiled for one value of input 'p' (int64 [2]): (3, 4).
+namespace {
+
+PlanContents pinned_contents() {
+  PlanContents contents;
+  set_host_target(contents);
+  contents.inputs = {{"p", KILN_DTYPE_INT64, {2}, -1}};
+  contents.outputs = {{"o", KILN_DTYPE_FLOAT32, {1}, -1}};
+  int64_t value[] = {3, 4};
+  contents.pinned_inputs = {{0, std::string(reinterpret_cast<const char*>(value), sizeof value)}};
+  return contents;
+}
+
+kiln_status run_pinned(const kiln_plan* plan, int64_t first, int64_t second) {
+  alignas(64) int64_t p[] = {first, second};
+  alignas(64) float o[1];
+  int64_t p_shape[] = {2}, o_shape[] = {1};
+  kiln_tensor inputs[] = {{"p", KILN_DTYPE_INT64, 1, p_shape, p, sizeof p}};
+  kiln_tensor outputs[] = {{"o", KILN_DTYPE_FLOAT32, 1, o_shape, o, sizeof o}};
+  return kiln_plan_run(plan, inputs, 1, outputs, 1);
+}
+
+}  // namespace
+
+TEST_CASE("a pinned input: format version 6, its value checked on every run, hostile pins refused") {
+  std::string bytes = serialize_plan(pinned_contents());
+  CHECK(format_version(bytes) == plan::kPlanFormatVersionRunBound);
+  kiln_plan* plan = load(bytes);
+  CHECK(run_pinned(plan, 3, 4) == KILN_OK);
+  CHECK(run_pinned(plan, 3, 5) == KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(kiln_error_message()) ==
+        "kiln_plan_run: input 'p' holds (3, 5); this plan was compiled for (3, 4) only (kiln compile --value p=...)");
+  CHECK(run_pinned(plan, 3, 4) == KILN_OK);
+  kiln_plan_free(plan);
+
+  PlanContents short_bytes = pinned_contents();
+  short_bytes.pinned_inputs[0].bytes.resize(4);
+  CHECK(load_error(short_bytes) == "invalid plan: the pinned value of input 'p' has 4 bytes; the input has 16");
+  PlanContents twice = pinned_contents();
+  twice.pinned_inputs.push_back(twice.pinned_inputs[0]);
+  CHECK(load_error(twice) == "invalid plan: input 'p' is pinned twice");
+  PlanContents missing = pinned_contents();
+  missing.pinned_inputs[0].input = 3;
+  CHECK_THROWS_WITH_AS(serialize_plan(missing), "a pinned value of input 3, which the plan does not have", UserError);
+  PlanContents device = pinned_contents();
+  device.device = "opencl";
+  CHECK_THROWS_WITH_AS(serialize_plan(device), "unsupported: inputs compiled for one value (kiln compile --value) in a device plan",
+                       UserError);
+}

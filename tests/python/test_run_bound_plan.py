@@ -4,7 +4,9 @@ binding and `kiln run`: a model whose NonZero count is known only when the plan 
 graph input, then a Transpose and a Gather of the input at those coordinates, as detectors use
 it) compiles to ONE plan, and runs at inputs with no, some and all elements non-zero against
 onnxruntime: the binding returns numpy arrays of the real shapes (Plan.run_bound names the
-variable), `kiln run` writes outputs of those shapes.
+variable), `kiln run` writes outputs of those shapes. Then a parameter fed as a graph input (a
+ReduceSum's axes): refused by `kiln compile` with a message naming it as a parameter, and with
+`--value axes=1` compiled for that value, which every run checks (decision 19).
 
 Run by meson (test 'run-bound-plan'); skipped (77) without numpy, onnx or onnxruntime.
 """
@@ -75,5 +77,33 @@ with tempfile.TemporaryDirectory() as folder:
             got = python_test_env.read_tensor(os.path.join(out_dir, "where.pb"))
             check(got.shape == want.shape and np.array_equal(got, want),
                   f"kiln run '{label}': where.pb {got.shape} equals onnxruntime's {want.shape}")
+
+    # A reduction whose axes are a graph input: a parameter, pinned with --value.
+    reduce_path = os.path.join(folder, "reduce.onnx")
+    python_test_env.save_model(reduce_path, [node("ReduceSum", ["x", "axes"], ["y"], keepdims=0, name="sum")],
+                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5]),
+                                helper.make_tensor_value_info("axes", TensorProto.INT64, [1])],
+                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])], [], opset=13)
+    refused = checks.kiln("compile", reduce_path, "-o", reduce_path + ".kiln")
+    check(refused.returncode != 0 and "the value of graph input 'axes' is needed at compile time as a parameter" in
+          refused.stderr and "--value axes=" in refused.stderr,
+          "without --value, the axes input is refused as a parameter, naming --value")
+    pinned = checks.kiln("compile", reduce_path, "-o", reduce_path + ".kiln", "--value", "axes=1")
+    check(pinned.returncode == 0, f"with --value axes=1 it compiles {pinned.stderr[-300:]}")
+    if pinned.returncode == 0:
+        reduce_reference = onnxruntime.InferenceSession(reduce_path, providers=["CPUExecutionProvider"])
+        x = rng.standard_normal((3, 5)).astype(np.float32)
+        with kiln.Plan(reduce_path + ".kiln") as plan:
+            got = plan.run({"x": x, "axes": np.array([1], np.int64)})["y"]
+            want = reduce_reference.run(["y"], {"x": x, "axes": np.array([1], np.int64)})[0]
+            check(got.shape == want.shape and np.allclose(got, want, atol=1e-5), f"axes=1: {got.shape} as onnxruntime")
+            try:
+                plan.run({"x": x, "axes": np.array([0], np.int64)})
+                check(False, "a run with axes=0 is refused")
+            except kiln.Error as error:
+                check("input 'axes' holds (0); this plan was compiled for (1) only (kiln compile --value axes=...)"
+                      in str(error), f"a run with axes=0 is refused, naming both values: {error}")
+            again = plan.run({"x": x, "axes": np.array([1], np.int64)})["y"]
+            check(np.array_equal(again, got), "and the plan runs correctly afterwards")
 
 checks.finish()
