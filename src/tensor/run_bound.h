@@ -21,7 +21,8 @@ struct RunBoundValue {
 // known only when a plan runs. The range must hold every value the op can produce (the arena is
 // laid out at max; a run that decides a value outside it is refused). The variable is registered
 // process-wide by name: a later registration of the same name replaces the earlier one, so names
-// must be unique within one graph (an ONNX builder names it after the node's output).
+// must be unique within one graph (an ONNX builder names it after the node's output). The registry
+// keeps the value's graph alive until then: one small count graph per name.
 Dim run_bound_size(const Tensor& value, const std::string& name, int64_t min, int64_t max, std::string origin);
 
 // The value of run-bound variable `name`, if run_bound_size made one.

@@ -399,8 +399,13 @@ Area plan_area(const std::string& work) {
   run_bound("run_loads", KILN_OK, {}, [](fb::PlanT&) {});
   run_bound("run_version_5", INVALID, {"a plan of format version 5 has run bindings (a format version 6 field)"},
             [](fb::PlanT& p) { p.format_version = 5; }, 5);
-  run_bound("run_variable_index", INVALID, {"run binding 0 binds variable 7 (the plan has 1)"},
-            [](fb::PlanT& p) { p.run_bindings[0]->variable = 7; });
+  run_bound("run_variable_index", INVALID, {"run binding 1 binds variable 7 (the plan has 1)"}, [](fb::PlanT& p) {
+    auto second = std::make_unique<fb::RunBindingT>();
+    second->variable = 7;
+    second->source = std::make_unique<fb::Slot>(fb::SlotKind_Arena, 0, 0, 8);
+    second->dtype = KILN_DTYPE_INT64;
+    p.run_bindings.push_back(std::move(second));
+  });
   run_bound("run_bound_twice", INVALID, {"variable 'count' is bound by the run twice"}, [](fb::PlanT& p) {
     auto second = std::make_unique<fb::RunBindingT>();
     second->variable = 0;
