@@ -106,4 +106,37 @@ with tempfile.TemporaryDirectory() as folder:
             again = plan.run({"x": x, "axes": np.array([1], np.int64)})["y"]
             check(np.array_equal(again, got), "and the plan runs correctly afterwards")
 
+    # TopK with k from a graph input: k is decided by the run, in 0..5.
+    top_path = os.path.join(folder, "top_k.onnx")
+    python_test_env.save_model(top_path, [node("TopK", ["x", "k"], ["values", "indices"], axis=1, name="top")],
+                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5]),
+                                helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
+                               [helper.make_tensor_value_info("values", TensorProto.FLOAT, [3, None]),
+                                helper.make_tensor_value_info("indices", TensorProto.INT64, [3, None])], [], opset=13)
+    top = checks.kiln("compile", top_path, "-o", top_path + ".kiln")
+    check(top.returncode == 0, f"a TopK with k from an input compiles to one plan, no --value {top.stderr[-300:]}")
+    if top.returncode == 0:
+        top_reference = onnxruntime.InferenceSession(top_path, providers=["CPUExecutionProvider"])
+        x = rng.standard_normal((3, 5)).astype(np.float32)
+        with kiln.Plan(top_path + ".kiln") as plan:
+            check(plan.run_bound == {"TopK(values)"} and plan.variables["TopK(values)"] == (0, 5),
+                  f"k is decided by the run, in 0..5: {plan.variables}")
+            for k in [0, 2, 5, 1]:
+                feed = {"x": x, "k": np.array([k], np.int64)}
+                got = plan.run(feed)
+                for name, want in zip(["values", "indices"], top_reference.run(["values", "indices"], feed)):
+                    check(got[name].shape == want.shape and np.array_equal(got[name], want),
+                          f"k={k}: {name} {got[name].shape} equals onnxruntime's {want.shape}")
+            for k, text in [([6], "node 'top' (TopK, opset 13) decided TopK(values)=6 in this run; the plan allows 0..5"),
+                            ([-1], "node 'top' (TopK, opset 13) decided TopK(values)=-1 in this run; the plan allows 0..5"),
+                            ([2, 3], "input 'k' axis 0 is 2; the plan expects 1")]:
+                try:
+                    plan.run({"x": x, "k": np.array(k, np.int64)})
+                    check(False, f"k={k} is refused")
+                except kiln.Error as error:
+                    check(text in str(error) and error.status == "KILN_ERROR_INVALID_ARGUMENT",
+                          f"k={k} is refused: {error}")
+            got = plan.run({"x": x, "k": np.array([3], np.int64)})
+            check(got["values"].shape == (3, 3), "and the plan runs correctly afterwards")
+
 checks.finish()
