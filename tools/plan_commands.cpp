@@ -74,6 +74,9 @@ void print_compile_help(std::ostream& out) {
          "                     inputs that decide the graph's structure (a reduction's axes, Pad's\n"
          "                     pads); the plan refuses runs that give another value (decision 19 of\n"
          "                     docs/symbolic-shapes.md). Repeat it for several inputs.\n"
+         "  --value NAME=MIN..MAX  each element of NAME (an int64 scalar or 1-D input: a shape, a\n"
+         "                     count) is a size the run reads from the input, in that range: one plan\n"
+         "                     for ConstantOfShape, Expand, Range's limit... of any such value\n"
          "  -h, --help         show this help\n";
 }
 
@@ -147,7 +150,10 @@ int inspect(const std::string& path) {
     const char* name;
     int64_t min, max;
     kiln_plan_variable_info(handle.plan, v, &name, &min, &max);
-    std::cout << "  " << name << ": " << min << ".." << max << "\n";
+    kiln_variable_source source = KILN_VARIABLE_FROM_SHAPES;
+    kiln_plan_variable_source(handle.plan, v, &source);
+    std::cout << "  " << name << ": " << min << ".." << max
+              << (source == KILN_VARIABLE_FROM_RUN ? " (decided by the run)" : "") << "\n";
     variable_names.push_back(name);
   }
   for (int output = 0; output < 2; ++output) {

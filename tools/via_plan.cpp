@@ -75,7 +75,7 @@ kiln_plan* ViaPlanRunner::plan_for(const std::vector<std::pair<std::string, Tens
     for (const std::string& name : pinned_) {
       const Tensor* value = find_input(name);
       if (value == nullptr) throw UserError(str_cat("a data set lacks input '", name, "'"));
-      options.values.push_back({name, value_elements(*value)});
+      options.values.push_back({name, value_elements(*value), std::nullopt});
       key += "|" + name + "=";
       for (const std::string& element : options.values.back().elements) key += element + ",";
     }

@@ -16,6 +16,8 @@
 #include "support/atomic_file.h"
 #include "support/large_stack.h"
 #include "op_helpers.h"
+#include "shape_values.h"
+#include "tensor/run_bound.h"
 #include "tensor/tensor_internal.h"
 
 namespace kiln::onnx_import {
@@ -32,8 +34,22 @@ PinnedValueSpec parse_value_spec(const std::string& text) {
   size_t equals = text.find('=');
   if (equals == std::string::npos || equals == 0)
     throw UserError(str_cat("--value '", text, "': expected NAME=V[,V...] (the input's elements, row-major)"));
-  PinnedValueSpec spec{text.substr(0, equals), {}};
+  PinnedValueSpec spec{text.substr(0, equals), {}, std::nullopt};
   std::string rest = text.substr(equals + 1);
+  if (size_t dots = rest.find(".."); dots != std::string::npos) {
+    size_t used_min = 0, used_max = 0;
+    int64_t min = -1, max = -1;
+    try {
+      min = std::stoll(rest.substr(0, dots), &used_min);
+      max = std::stoll(rest.substr(dots + 2), &used_max);
+    } catch (const std::exception&) {
+      used_min = 0;
+    }
+    if (used_min != dots || used_max != rest.size() - dots - 2 || min < 0 || min > max)
+      throw UserError(str_cat("--value '", text, "': a range is NAME=MIN..MAX with 0 <= MIN <= MAX"));
+    spec.range = std::make_pair(min, max);
+    return spec;
+  }
   for (size_t begin = 0; begin <= rest.size();) {
     size_t end = std::min(rest.find(',', begin), rest.size());
     if (end > begin) spec.elements.push_back(rest.substr(begin, end - begin));
@@ -75,6 +91,22 @@ Tensor pinned_value(const PinnedValueSpec& spec, const Tensor& placeholder) {
   return typed;
 }
 
+// What the graph sees for an input given as sizes the run decides (--value NAME=MIN..MAX): a shape
+// value (shape_values.h) whose elements are run-bound sizes, each read from the caller's input
+// before the first kernel. Its data equals the input's, so a model may also use it as data.
+Tensor run_time_sizes(const PinnedValueSpec& spec, const Tensor& placeholder) {
+  if (placeholder.dtype() != ScalarType::Int64 || !all_known(dims_of(placeholder)) || placeholder.ndim() > 1 ||
+      placeholder.numel() > 64)
+    throw UserError(str_cat("--value ", spec.name, "=MIN..MAX: the input must be an int64 scalar or 1-D tensor of at "
+                            "most 64 elements with a fixed shape, not ", scalar_type_name(placeholder.dtype()), " ",
+                            dims_string(dims_of(placeholder))));
+  Dims sizes;
+  for (int64_t i = 0; i < placeholder.numel(); ++i)
+    sizes.push_back(run_bound_input_element(spec.name, i, placeholder.ndim() == 0 ? spec.name : str_cat(spec.name, "[", i, "]"),
+                                            spec.range->first, spec.range->second));
+  return shape_value_tensor(sizes, placeholder.ndim() == 0);
+}
+
 }  // namespace
 
 OnnxGraph build_onnx_graph(const std::string& model_path, const OnnxCompileOptions& options) {
@@ -102,6 +134,10 @@ OnnxGraph build_onnx_graph(const std::string& model_path, const OnnxCompileOptio
         std::string names;
         for (const auto& entry : graph.inputs) names += (names.empty() ? "" : ", ") + entry.first;
         throw UserError(str_cat("--value names no input of the model: '", spec.name, "' (its inputs: ", names, ")"));
+      }
+      if (spec.range) {
+        input->second = run_time_sizes(spec, input->second);
+        continue;
       }
       Tensor value = pinned_value(spec, input->second);
       std::string bytes(static_cast<size_t>(value.numel()) * scalar_type_size(value.dtype()), '\0');

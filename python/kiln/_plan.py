@@ -220,7 +220,11 @@ class Plan:
         keep = []  # arrays and shape buffers that must outlive the call
         input_tensors = (_Tensor * max(len(inputs), 1))()
         for k, (name, value) in enumerate(inputs.items()):
-            array = np.ascontiguousarray(_from_dlpack(name, value))
+            # np.ascontiguousarray would make a 0-d array 1-d (numpy returns ndim >= 1): a scalar
+            # input would reach libkiln as rank 1.
+            array = np.asarray(_from_dlpack(name, value))
+            if not array.flags.c_contiguous:
+                array = np.ascontiguousarray(array)
             tensor, shape = self._tensor(name, array)
             input_tensors[k] = tensor
             keep += [array, shape, tensor]

@@ -108,12 +108,30 @@ std::vector<RunBoundRoot> new_run_bound_roots(const Schedule& schedule, const st
 // arena's size with those bytes.
 int64_t place_run_bound_values(const Schedule& schedule, const std::vector<RunBoundRoot>& run_bound, size_t output_count,
                                const std::vector<int>& output_of_buffer, const std::map<int64_t, int>& input_of_buffer,
+                               const std::vector<std::pair<std::string, Tensor>>& inputs,
                                std::vector<PlanSlotContents>& buffer_slots, PlanContents& contents) {
   int64_t arena_end = schedule.arena_bytes;
+  size_t root = output_count;  // the scheduled values follow the outputs, in run_bound's order
   for (size_t r = 0; r < run_bound.size(); ++r) {
     const std::string& name = run_bound[r].name;
     const std::string& origin = run_bound[r].value.origin;
-    auto b = static_cast<size_t>(schedule.outputs[output_count + r]);
+    if (!run_bound[r].value.input.empty()) {
+      // An element of a graph input, read before the first kernel.
+      const std::string& input = run_bound[r].value.input;
+      auto found = std::find_if(inputs.begin(), inputs.end(), [&](const auto& entry) { return entry.first == input; });
+      if (found == inputs.end())
+        throw UserError(str_cat("size '", name, "' is read from input '", input, "', which is no input of the plan"));
+      int64_t element = found->second.dtype() == ScalarType::Int32 ? 4 : 8;
+      PlanRunBindingContents binding;
+      binding.variable = name;
+      binding.origin = origin;
+      binding.dtype = element == 4 ? KILN_DTYPE_INT32 : KILN_DTYPE_INT64;
+      binding.source = PlanSlotContents{plan_fb::SlotKind_GraphInput, static_cast<int>(found - inputs.begin()),
+                                        run_bound[r].value.element * element, element};
+      contents.run_bindings.push_back(std::move(binding));
+      continue;
+    }
+    auto b = static_cast<size_t>(schedule.outputs[root++]);
     const ScheduledBuffer& buffer = schedule.buffers[b];
     int64_t element = buffer.dtype.scalar_bytes();
     PlanRunBindingContents binding;
@@ -259,10 +277,16 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   for (;;) {
     std::vector<RunBoundRoot> found = new_run_bound_roots(planned.schedule, roots_to_schedule, run_bound);
     if (found.empty()) break;
+    bool new_roots = false;
     for (RunBoundRoot& root : found) {
-      roots_to_schedule.emplace_back(root.name, root.value.value);
+      // A value read straight from a graph input needs no kernel: it is bound from the input.
+      if (root.value.input.empty()) {
+        roots_to_schedule.emplace_back(root.name, root.value.value);
+        new_roots = true;
+      }
       run_bound.push_back(std::move(root));
     }
+    if (!new_roots) break;
     planned = schedule_plan(roots_to_schedule, options);
   }
   if (!run_bound.empty() && device)
@@ -346,7 +370,8 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   }
 
   int64_t arena_bytes =
-      place_run_bound_values(schedule, run_bound, outputs.size(), output_of_buffer, input_of_buffer, buffer_slots, contents);
+      place_run_bound_values(schedule, run_bound, outputs.size(), output_of_buffer, input_of_buffer, inputs, buffer_slots,
+                             contents);
 
   // Kernel objects, one per distinct symbol (a symbol names its AST, so equal symbols are equal code).
   KernelBuildOptions build_options;

@@ -24,7 +24,15 @@ Dim run_bound_size(const Tensor& value, const std::string& name, int64_t min, in
               "run-bound size '", name, "' needs an int32 or int64 scalar");
   Dim dim = size_variable(name, min, max);
   std::lock_guard lock(registry_mutex);
-  registry()[name] = RunBoundValue{value, std::move(origin)};
+  registry()[name] = RunBoundValue{value, std::move(origin), std::string(), 0};
+  return dim;
+}
+
+Dim run_bound_input_element(const std::string& input, int64_t element, const std::string& name, int64_t min,
+                            int64_t max) {
+  Dim dim = size_variable(name, min, max);
+  std::lock_guard lock(registry_mutex);
+  registry()[name] = RunBoundValue{Tensor(), "input '" + input + "'", input, element};
   return dim;
 }
 

@@ -139,4 +139,84 @@ with tempfile.TemporaryDirectory() as folder:
             got = plan.run({"x": x, "k": np.array([3], np.int64)})
             check(got["values"].shape == (3, 3), "and the plan runs correctly afterwards")
 
+    # A shape read from an input at run time: --value shape=0..6 (each element a size in 0..6).
+    shape_path = os.path.join(folder, "shape.onnx")
+    fill = helper.make_tensor("v", TensorProto.FLOAT, [1], [2.5])
+    python_test_env.save_model(shape_path, [node("ConstantOfShape", ["shape"], ["y"], value=fill, name="fill"),
+                                            node("Expand", ["row", "shape"], ["z"], name="spread")],
+                               [helper.make_tensor_value_info("shape", TensorProto.INT64, [2]),
+                                helper.make_tensor_value_info("row", TensorProto.FLOAT, [1, 1])],
+                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None]),
+                                helper.make_tensor_value_info("z", TensorProto.FLOAT, [None, None])], [], opset=13)
+    shaped = checks.kiln("compile", shape_path, "-o", shape_path + ".kiln", "--value", "shape=0..6")
+    check(shaped.returncode == 0, f"--value shape=0..6 compiles ConstantOfShape and Expand to one plan {shaped.stderr[-300:]}")
+    if shaped.returncode == 0:
+        shape_reference = onnxruntime.InferenceSession(shape_path, providers=["CPUExecutionProvider"])
+        row = np.array([[1.5]], np.float32)
+        with kiln.Plan(shape_path + ".kiln") as plan:
+            check(plan.run_bound == {"shape[0]", "shape[1]"}, f"both elements are decided by the run: {plan.run_bound}")
+            for dims in [(2, 3), (0, 4), (6, 6), (1, 1)]:
+                feed = {"shape": np.array(dims, np.int64), "row": row}
+                got = plan.run(feed)
+                for name, want in zip(["y", "z"], shape_reference.run(["y", "z"], feed)):
+                    check(got[name].shape == want.shape and np.array_equal(got[name], want),
+                          f"shape {dims}: {name} {got[name].shape} equals onnxruntime's {want.shape}")
+            for dims, text in [((7, 1), "input 'shape' decided shape[0]=7 in this run; the plan allows 0..6"),
+                               ((2, -1), "input 'shape' decided shape[1]=-1 in this run; the plan allows 0..6"),
+                               ((2, 3, 4), "input 'shape' axis 0 is 3; the plan expects 2")]:
+                try:
+                    plan.run({"shape": np.array(dims, np.int64), "row": row})
+                    check(False, f"shape {dims} is refused")
+                except kiln.Error as error:
+                    check(text in str(error) and error.status == "KILN_ERROR_INVALID_ARGUMENT",
+                          f"shape {dims} is refused: {error}")
+            check(plan.run({"shape": np.array([3, 2], np.int64), "row": row})["z"].shape == (3, 2),
+                  "and the plan runs correctly afterwards")
+
+    # Range(1, limit, 2) with a scalar limit read at run time (--value limit=0..10); the scalar input
+    # also checks the binding's 0-d arrays.
+    range_path = os.path.join(folder, "range.onnx")
+    python_test_env.save_model(range_path, [node("Range", ["start", "limit", "delta"], ["r"], name="positions")],
+                               [helper.make_tensor_value_info("limit", TensorProto.INT64, [])],
+                               [helper.make_tensor_value_info("r", TensorProto.INT64, [None])],
+                               [("start", np.array(1, np.int64)), ("delta", np.array(2, np.int64))], opset=13)
+    ranged = checks.kiln("compile", range_path, "-o", range_path + ".kiln", "--value", "limit=0..10")
+    check(ranged.returncode == 0, f"--value limit=0..10 compiles Range to one plan {ranged.stderr[-300:]}")
+    if ranged.returncode == 0:
+        with kiln.Plan(range_path + ".kiln") as plan:
+            for limit in [0, 1, 2, 7, 10]:
+                got = plan.run({"limit": np.array(limit, np.int64)})["r"]
+                check(np.array_equal(got, np.arange(1, limit, 2)), f"limit={limit}: {got}")
+            try:
+                plan.run({"limit": np.array(11, np.int64)})
+                check(False, "limit=11 is refused")
+            except kiln.Error as error:
+                check("input 'limit' decided limit=11 in this run; the plan allows 0..10" in str(error),
+                      f"limit=11 is refused: {error}")
+
+    # Slice's ends and Resize's sizes read at run time (--value ends=0..10 --value sizes=1..8).
+    cut_path = os.path.join(folder, "cut.onnx")
+    python_test_env.save_model(cut_path, [node("Slice", ["x", "starts", "ends", "axes"], ["y"], name="cut"),
+                                          node("Resize", ["img", "", "", "sizes"], ["z"], mode="nearest", name="resize")],
+                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [10]),
+                                helper.make_tensor_value_info("ends", TensorProto.INT64, [1]),
+                                helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 1, 4, 4]),
+                                helper.make_tensor_value_info("sizes", TensorProto.INT64, [4])],
+                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None]),
+                                helper.make_tensor_value_info("z", TensorProto.FLOAT, [None, None, None, None])],
+                               [("starts", np.array([0], np.int64)), ("axes", np.array([0], np.int64))], opset=13)
+    cut = checks.kiln("compile", cut_path, "-o", cut_path + ".kiln", "--value", "ends=0..10", "--value", "sizes=1..8")
+    check(cut.returncode == 0, f"Slice's ends and Resize's sizes read at run time compile {cut.stderr[-300:]}")
+    if cut.returncode == 0:
+        cut_reference = onnxruntime.InferenceSession(cut_path, providers=["CPUExecutionProvider"])
+        x = np.arange(10, dtype=np.float32)
+        img = rng.standard_normal((1, 1, 4, 4)).astype(np.float32)
+        with kiln.Plan(cut_path + ".kiln") as plan:
+            for end, sizes in [(3, (1, 1, 8, 8)), (0, (1, 1, 2, 3)), (10, (1, 1, 4, 4)), (7, (1, 1, 5, 7))]:
+                feed = {"x": x, "ends": np.array([end], np.int64), "img": img, "sizes": np.array(sizes, np.int64)}
+                got = plan.run(feed)
+                for name, want in zip(["y", "z"], cut_reference.run(["y", "z"], feed)):
+                    check(got[name].shape == want.shape and np.allclose(got[name], want, atol=1e-6),
+                          f"ends={end} sizes={sizes}: {name} {got[name].shape} as onnxruntime's {want.shape}")
+
 checks.finish()
