@@ -347,10 +347,13 @@ Result run_test(const fs::path& folder) {
   // A model that ran every data set through one symbolic plan says so in its PASS line.
   // A model that needed inputs pinned to their data sets' values says which (--via-plan -v).
   auto passed = [&] {
-    std::string pinned;
-    if (via_plan)
+    std::string pinned, sizes;
+    if (via_plan) {
       for (const std::string& name : via_plan->pinned()) pinned += (pinned.empty() ? "" : " ") + name;
+      for (const std::string& name : via_plan->read_as_sizes()) sizes += (sizes.empty() ? "" : " ") + name;
+    }
     if (!pinned.empty()) pinned = "pinned to the data sets' values: " + pinned;
+    if (!sizes.empty()) pinned = "sizes read at run time: " + sizes + (pinned.empty() ? "" : "; " + pinned);
     if (via_plan && via_plan->symbols().empty() && !pinned.empty())
       return Result{Outcome::Pass, str_cat(pinned, timings.empty() ? "" : "; " + timings)};
     if (!via_plan || via_plan->symbols().empty()) return Result{Outcome::Pass, timings};

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "compile_onnx_file.h"
 #include "plan/plan_dtype.h"
@@ -63,15 +64,35 @@ ViaPlanRunner::ViaPlanRunner(std::string model_path, std::string target)
 
 ViaPlanRunner::~ViaPlanRunner() = default;
 
+// The range --via-plan gives an input whose elements may be sizes read at run time (--value
+// NAME=MIN..MAX): 0..max(16, twice its largest element), for an int64 scalar or 1-D input of at
+// most 64 non-negative elements; nothing for any other.
+std::optional<std::pair<int64_t, int64_t>> run_time_size_range(const Tensor& value) {
+  if (value.dtype() != ScalarType::Int64 || value.ndim() > 1 || value.numel() > 64) return std::nullopt;
+  int64_t largest = 0;
+  for (int64_t element : value.to_vector<int64_t>()) {
+    if (element < 0) return std::nullopt;
+    largest = std::max(largest, element);
+  }
+  return std::make_pair(int64_t{0}, std::max<int64_t>(16, 2 * largest));
+}
+
 kiln_plan* ViaPlanRunner::plan_for(const std::vector<std::pair<std::string, Tensor>>& inputs) {
   auto find_input = [&](const std::string& name) -> const Tensor* {
     for (const auto& [input, tensor] : inputs)
       if (input == name) return &tensor;
     return nullptr;
   };
+  auto listed = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
   for (;;) {
     onnx_import::OnnxCompileOptions options;
     std::string key = symbols_.empty() ? shape_key(inputs) : "symbolic";
+    for (const auto& [name, range] : ranged_) {
+      options.values.push_back({name, {}, range});
+      key += str_cat("|", name, "=", range.first, "..", range.second);
+    }
     for (const std::string& name : pinned_) {
       const Tensor* value = find_input(name);
       if (value == nullptr) throw UserError(str_cat("a data set lacks input '", name, "'"));
@@ -89,14 +110,33 @@ kiln_plan* ViaPlanRunner::plan_for(const std::vector<std::pair<std::string, Tens
     try {
       bytes = onnx_import::compile_onnx_plan(model_path_, options);
     } catch (const UserError& error) {
-      // An input whose value the graph needs: compile again for this data set's value of it, as
-      // an application that always feeds that value would (the plan refuses any other).
+      // An input a node reads as a parameter: first as sizes the run reads (--value NAME=MIN..MAX,
+      // one plan for every value in range), and where the graph needs it as constants after all
+      // (a reduction's axes) or cannot take it as sizes, pinned to this data set's value, as an
+      // application that always feeds that value would (the plan refuses any other).
+      bool cpu = target_.empty() || target_ == "cpu";
       std::string needed = input_needed_at_compile_time(error.what());
-      if (needed.empty() || find_input(needed) == nullptr ||
-          std::find(pinned_.begin(), pinned_.end(), needed) != pinned_.end() || (!target_.empty() && target_ != "cpu"))
-        throw;
-      pinned_.push_back(needed);
-      continue;
+      auto ranged = std::find_if(ranged_.begin(), ranged_.end(), [&](const auto& entry) { return entry.first == needed; });
+      if (cpu && !needed.empty() && ranged != ranged_.end()) {
+        pinned_.push_back(needed);
+        ranged_.erase(ranged);
+        continue;
+      }
+      if (cpu && !needed.empty() && find_input(needed) != nullptr && !listed(pinned_, needed)) {
+        if (auto range = run_time_size_range(*find_input(needed)))
+          ranged_.emplace_back(needed, *range);
+        else
+          pinned_.push_back(needed);
+        continue;
+      }
+      // Any other failure while inputs are taken as sizes (an op that cannot take them, a Reshape
+      // to them): pin the latest one instead. Each input moves once, so this ends.
+      if (cpu && !ranged_.empty()) {
+        pinned_.push_back(ranged_.back().first);
+        ranged_.pop_back();
+        continue;
+      }
+      throw;
     }
     kiln_plan* plan = nullptr;
     kiln_status status = kiln_plan_load_buffer(bytes.data(), bytes.size(), &plan);
