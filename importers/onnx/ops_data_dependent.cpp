@@ -9,9 +9,9 @@
 // the deciding values are computed early. The cost: the graph holds values of one set of inputs;
 // OnnxModel::run() rebuilds the graph for each call, so that is always correct there. A value that
 // cannot be computed at build time fails with an error naming the node and the input.
-// In a plan (the deciding input reads a graph input placeholder) NonZero's and Compress's counts are
-// sizes the run decides instead (run_bound.h; docs/symbolic-shapes.md, stage 6); Unique and
-// TfIdfVectorizer still refuse.
+// In a plan (the deciding input reads a graph input placeholder) NonZero's and Compress's counts,
+// and Unique's group count without an axis, are sizes the run decides instead (run_bound.h;
+// docs/symbolic-shapes.md, stage 6); Unique with an axis and TfIdfVectorizer still refuse.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -215,9 +215,52 @@ UniqueResult unique_groups(const OnnxNode& node, const Tensor& rows_first, bool 
   node.fail("unsupported: X of type " + scalar_type_name(type));
 }
 
+// Unique in a plan, without an axis: the element order and equality of unique_groups (NaN equals
+// NaN and sorts last, −0 equals +0) as n × n comparisons. An element opens a group when no earlier
+// element equals it; its group's rank counts the group openers before it (in value order when
+// sorted, in position order otherwise). The group count is a run-bound size in 1..n, and output
+// slot p holds the opener whose rank is p: a reduction over the n elements per slot, O(n²) work.
+Outputs unique_in_plan(const OnnxNode& node, bool sorted) {
+  const Tensor& x = node.input(0);
+  int64_t n = x.numel();
+  if (n == 0) node.fail("unsupported: Unique of an empty tensor whose values are known only when the plan runs");
+  Tensor values = x.reshape({n});
+  Tensor mine = values.reshape({1, n});    // [j][i]: element i, compared with …
+  Tensor other = values.reshape({n, 1});   // … element j
+  Tensor same = other.eq(mine), before = other.lt(mine);
+  if (is_floating(x.dtype())) {
+    Tensor other_nan = other.isnan(), mine_nan = mine.isnan();
+    same = same.logical_or(other_nan.logical_and(mine_nan));
+    before = before.logical_or(other_nan.logical_not().logical_and(mine_nan));
+  }
+  Tensor position = Tensor::arange(n, ScalarType::Int64);
+  Tensor earlier = position.reshape({n, 1}).lt(position.reshape({1, n}));  // [j][i] = j < i
+  Tensor opens = same.logical_and(earlier).cast(ScalarType::Int64).sum({0}).eq(Tensor::zeros({}, ScalarType::Int64));  // [n]
+  Tensor opener = opens.reshape({n, 1});
+  // Group rank: for an opener, the openers before its value (sorted) or before its position; every
+  // element then takes the rank of the one opener it equals.
+  Tensor ahead = sorted ? before : earlier.logical_and(same.logical_not());
+  Tensor opener_rank = opener.logical_and(ahead).cast(ScalarType::Int64).sum({0});  // [n], valid at openers
+  Tensor rank = (opener.logical_and(same).cast(ScalarType::Int64) * opener_rank.reshape({n, 1})).sum({0});  // [n]
+  Tensor count = opens.cast(ScalarType::Int64).sum();
+  Dim groups = run_bound_size(count, str_cat("Unique(", node.output_name(0), ")"), 1, n, node.describe());
+  Tensor slot = reshape_to(arange_dim(groups, ScalarType::Int64), {groups, 1});
+  // Reading the count orders its kernel before the ones it sizes (every slot is below it).
+  Tensor live = slot.lt(count);
+  Tensor hit = rank.reshape({1, n}).eq(slot).logical_and(opens.reshape({1, n})).logical_and(live);  // [groups, n]
+  Tensor indices = (hit.cast(ScalarType::Int64) * position.reshape({1, n})).sum({1});
+  Tensor counts = rank.reshape({1, n}).eq(slot).logical_and(live).cast(ScalarType::Int64).sum({1});
+  return declared_outputs(node, {values.take(indices, 0), indices, rank, counts});
+}
+
 Outputs unique(const OnnxNode& node) {
   const Tensor& x = node.input(0);
   bool sorted = node.attr_int("sorted", 1) != 0;
+  if (decided_at_run_time(node, x)) {
+    if (node.has_attribute("axis"))
+      node.fail("unsupported: Unique with an axis over values known only when the plan runs");
+    return unique_in_plan(node, sorted);
+  }
   // Without an axis the elements of the flattened input are the rows; with one, the slices along it.
   bool has_axis = node.has_attribute("axis");
   int64_t axis = 0;

@@ -219,4 +219,29 @@ with tempfile.TemporaryDirectory() as folder:
                     check(got[name].shape == want.shape and np.allclose(got[name], want, atol=1e-6),
                           f"ends={end} sizes={sizes}: {name} {got[name].shape} as onnxruntime's {want.shape}")
 
+    # Unique without an axis: the group count is decided by the run (1..n); sorted and unsorted.
+    for sorted_flag in (1, 0):
+        unique_path = os.path.join(folder, f"unique_{sorted_flag}.onnx")
+        python_test_env.save_model(unique_path, [node("Unique", ["x"], ["y", "indices", "inverse", "counts"],
+                                                      sorted=sorted_flag, name="unique")],
+                                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None]),
+                                    helper.make_tensor_value_info("indices", TensorProto.INT64, [None]),
+                                    helper.make_tensor_value_info("inverse", TensorProto.INT64, [8]),
+                                    helper.make_tensor_value_info("counts", TensorProto.INT64, [None])], [], opset=13)
+        made = checks.kiln("compile", unique_path, "-o", unique_path + ".kiln")
+        check(made.returncode == 0, f"Unique (sorted={sorted_flag}) over a graph input compiles {made.stderr[-300:]}")
+        if made.returncode != 0:
+            continue
+        unique_reference = onnxruntime.InferenceSession(unique_path, providers=["CPUExecutionProvider"])
+        names = ["y", "indices", "inverse", "counts"]
+        with kiln.Plan(unique_path + ".kiln") as plan:
+            for label, x in [("distinct", np.arange(8, dtype=np.float32).reshape(2, 4)[:, ::-1].copy()),
+                             ("one value", np.full((2, 4), 3.5, np.float32)),
+                             ("repeats", np.array([[2, 1, 1, 3], [4, 3, -0.0, 0.0]], np.float32))]:
+                got = plan.run({"x": x})
+                for name, want in zip(names, unique_reference.run(names, {"x": x})):
+                    check(got[name].shape == want.shape and np.array_equal(got[name], want),
+                          f"sorted={sorted_flag} {label}: {name} {got[name].tolist()} equals onnxruntime's {want.tolist()}")
+
 checks.finish()
