@@ -90,6 +90,10 @@ with tempfile.TemporaryDirectory() as folder:
           "without --value, the axes input is refused as a parameter, naming --value")
     pinned = checks.kiln("compile", reduce_path, "-o", reduce_path + ".kiln", "--value", "axes=1")
     check(pinned.returncode == 0, f"with --value axes=1 it compiles {pinned.stderr[-300:]}")
+    # The same through kiln.compile (compiler.h's kiln_compile_options.values): the same bytes.
+    kiln.compile(reduce_path, reduce_path + ".api.kiln", values=["axes=1"])
+    with open(reduce_path + ".kiln", "rb") as cli_plan, open(reduce_path + ".api.kiln", "rb") as api_plan:
+        check(cli_plan.read() == api_plan.read(), "kiln.compile(values=['axes=1']) writes the CLI's plan byte for byte")
     if pinned.returncode == 0:
         reduce_reference = onnxruntime.InferenceSession(reduce_path, providers=["CPUExecutionProvider"])
         x = rng.standard_normal((3, 5)).astype(np.float32)
