@@ -39,6 +39,18 @@ void compile(const char* model_path, const kiln_compile_options& options, const 
                                                             options.shapes[i] + "': " + error.what()};
     }
   }
+  std::vector<kiln::onnx_import::PinnedValueSpec> values;
+  for (size_t i = 0; i < options.value_count; ++i) {
+    if (options.values == nullptr || options.values[i] == nullptr)
+      throw CompileFailure{KILN_ERROR_INVALID_ARGUMENT,
+                           "kiln_compile_onnx_file: options->values[" + std::to_string(i) + "] is NULL"};
+    try {
+      values.push_back(kiln::onnx_import::parse_value_spec(options.values[i]));
+    } catch (const kiln::UserError& error) {
+      throw CompileFailure{KILN_ERROR_INVALID_ARGUMENT, std::string("kiln_compile_onnx_file: value spec '") +
+                                                            options.values[i] + "': " + error.what()};
+    }
+  }
   {
     std::ifstream probe(model_path, std::ios::binary);
     if (!probe)
@@ -47,6 +59,7 @@ void compile(const char* model_path, const kiln_compile_options& options, const 
   }
   kiln::onnx_import::OnnxCompileOptions compile_options;
   compile_options.shapes = std::move(specs);
+  compile_options.values = std::move(values);
   if (options.verbose) compile_options.progress = kiln::onnx_import::stderr_compile_progress();
   try {
     kiln::onnx_import::compile_onnx_file(model_path, plan_path, compile_options);

@@ -259,6 +259,7 @@ kiln_status kiln_plan_run_with_options(const kiln_plan* plan, const kiln_tensor*
   settings.cancel = options.cancel ? &options.cancel->requested : nullptr;
   settings.tensors_on_device = options.tensors_on_device != 0;
   settings.queue = options.queue;
+  settings.output_shapes = options.output_shapes;
   return guarded("kiln_plan_run_with_options",
                  [&] { plan->runner.run(inputs, input_count, outputs, output_count, settings); });
 }
@@ -291,6 +292,19 @@ kiln_status kiln_plan_variable_info(const kiln_plan* plan, size_t index, const c
   if (out_name) *out_name = variables[index].name.c_str();
   if (out_min) *out_min = variables[index].min;
   if (out_max) *out_max = variables[index].max;
+  last_error.clear();
+  return KILN_OK;
+}
+
+kiln_status kiln_plan_variable_source(const kiln_plan* plan, size_t index, kiln_variable_source* out_source) {
+  if (plan == nullptr) return null_argument("kiln_plan_variable_source", "plan");
+  if (out_source == nullptr) return null_argument("kiln_plan_variable_source", "out_source");
+  const auto& variables = plan->runner.shapes().variables();
+  if (index >= variables.size())
+    return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_plan_variable_source: index " + std::to_string(index) +
+                                                 " is out of range (the plan has " + std::to_string(variables.size()) +
+                                                 (variables.size() == 1 ? " variable)" : " variables)"));
+  *out_source = plan->runner.shapes().run_bound(index) ? KILN_VARIABLE_FROM_RUN : KILN_VARIABLE_FROM_SHAPES;
   last_error.clear();
   return KILN_OK;
 }

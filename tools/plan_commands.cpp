@@ -38,7 +38,7 @@ constexpr int kExitError = 1, kExitUsage = 2, kExitInternal = 3;
 void print_compile_help(std::ostream& out) {
   out << "usage: kiln compile MODEL.onnx -o PLAN [--target cpu|aarch64|x86_64|opencl|cuda] [--cpu NAME]\n"
          "                    [--cuda-arch N] [--tuning DB]\n"
-         "                    [-j N] [--shape SPEC...]\n"
+         "                    [-j N] [--shape SPEC...] [--value NAME=V[,V...]]...\n"
          "\n"
          "Compiles MODEL for this CPU into one plan file (docs/plan-format.md) that libkiln loads and\n"
          "runs without a compiler. Progress goes to stderr. The same model and options give a\n"
@@ -70,6 +70,13 @@ void print_compile_help(std::ostream& out) {
          "                     for the maxima). A dim_param no SPEC names is an error. A dimension\n"
          "                     the model leaves unnamed ('?') is INPUT[AXIS]=N or INPUT[AXIS]=MIN..MAX\n"
          "                     (quote it for the shell: --shape 'x[0]=1..8')\n"
+         "  --value NAME=V,... compile for this one value of input NAME (its elements, row-major): for\n"
+         "                     inputs that decide the graph's structure (a reduction's axes, Pad's\n"
+         "                     pads); the plan refuses runs that give another value (decision 19 of\n"
+         "                     docs/symbolic-shapes.md). Repeat it for several inputs.\n"
+         "  --value NAME=MIN..MAX  each element of NAME (an int64 scalar or 1-D input: a shape, a\n"
+         "                     count) is a size the run reads from the input, in that range: one plan\n"
+         "                     for ConstantOfShape, Expand, Range's limit... of any such value\n"
          "  -h, --help         show this help\n";
 }
 
@@ -77,10 +84,11 @@ void print_compile_help(std::ostream& out) {
 bool is_cpu_architecture(const std::string& target) { return target == "aarch64" || target == "x86_64"; }
 
 int compile(const std::string& model_path, const std::string& output_path, const std::vector<ShapeSpec>& specs,
-            const std::string& tuning_path, const std::string& target, int cuda_architecture = 75,
-            const std::string& cpu_name = "") {
+            const std::vector<onnx_import::PinnedValueSpec>& values, const std::string& tuning_path,
+            const std::string& target, int cuda_architecture = 75, const std::string& cpu_name = "") {
   onnx_import::OnnxCompileOptions options;
   options.shapes = specs;
+  options.values = values;
   options.tuning_path = tuning_path;
   options.device = is_cpu_architecture(target) ? "cpu" : target;
   options.cpu_architecture = is_cpu_architecture(target) ? target : "";
@@ -142,7 +150,10 @@ int inspect(const std::string& path) {
     const char* name;
     int64_t min, max;
     kiln_plan_variable_info(handle.plan, v, &name, &min, &max);
-    std::cout << "  " << name << ": " << min << ".." << max << "\n";
+    kiln_variable_source source = KILN_VARIABLE_FROM_SHAPES;
+    kiln_plan_variable_source(handle.plan, v, &source);
+    std::cout << "  " << name << ": " << min << ".." << max
+              << (source == KILN_VARIABLE_FROM_RUN ? " (decided by the run)" : "") << "\n";
     variable_names.push_back(name);
   }
   for (int output = 0; output < 2; ++output) {
@@ -303,9 +314,17 @@ int run(const std::string& path, const std::map<std::string, std::string>& input
     outputs[i].bytes.resize(count * kiln_dtype_size(dtype));
     output_views.push_back({nullptr, dtype, rank, shape, outputs[i].bytes.data(), outputs[i].bytes.size()});
   }
+  // Every output's shape comes back from the run: one whose shape the run decides (a NonZero
+  // count) has a buffer at its upper bound and is written, cut to its real shape, below.
+  size_t rank_sum = 0;
+  for (const Value& output : outputs) rank_sum += output.shape.size();
+  std::vector<int64_t> run_shapes(rank_sum);
+  kiln_run_options run_options;
+  kiln_run_options_init(&run_options);
+  run_options.output_shapes = run_shapes.data();
   auto start = std::chrono::steady_clock::now();
-  kiln_status status = kiln_plan_run(handle.plan, input_views.data(), input_views.size(), output_views.data(),
-                                     output_views.size());
+  kiln_status status = kiln_plan_run_with_options(handle.plan, input_views.data(), input_views.size(),
+                                                  output_views.data(), output_views.size(), &run_options);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (status != KILN_OK) {
     std::cerr << "kiln run: " << kiln_error_message() << " (" << kiln_status_string(status) << ")\n";
@@ -314,7 +333,15 @@ int run(const std::string& path, const std::map<std::string, std::string>& input
   std::error_code error;
   fs::create_directories(output_dir, error);
   if (error) throw UserError(str_cat("cannot create ", output_dir, ": ", error.message()));
+  size_t at = 0;
   for (size_t i = 0; i < output_count; ++i) {
+    size_t rank = outputs[i].shape.size();
+    outputs[i].shape.assign(run_shapes.begin() + static_cast<std::ptrdiff_t>(at),
+                            run_shapes.begin() + static_cast<std::ptrdiff_t>(at + rank));
+    at += rank;
+    size_t count = 1;
+    for (int64_t size : outputs[i].shape) count *= static_cast<size_t>(size);
+    outputs[i].bytes.resize(count * kiln_dtype_size(output_views[i].dtype));
     std::string file = (fs::path(output_dir) / file_name_for(outputs[i].name, "." + output_format)).string();
     if (output_format == "npy") {
       write_npy_file(file, {output_views[i].dtype, outputs[i].shape, outputs[i].bytes});
@@ -377,7 +404,7 @@ void compile_model(const std::string& model_path, const std::string& plan_path,
                    const std::vector<std::string>& shape_specs) {
   std::vector<ShapeSpec> specs;
   for (const std::string& spec : shape_specs) specs.push_back(onnx_import::parse_shape_spec(spec));
-  compile(model_path, plan_path, specs, "", "cpu");
+  compile(model_path, plan_path, specs, {}, "", "cpu");
 }
 
 int compile_command(const std::vector<std::string>& arguments) {
@@ -385,6 +412,7 @@ int compile_command(const std::vector<std::string>& arguments) {
     std::string model_path, output_path, tuning_path, target = "cpu", cpu_name;
     int cuda_architecture = 75;
     std::vector<ShapeSpec> specs;
+    std::vector<onnx_import::PinnedValueSpec> values;
     bool in_shapes = false;
     for (size_t i = 0; i < arguments.size(); ++i) {
       const std::string& argument = arguments[i];
@@ -425,6 +453,10 @@ int compile_command(const std::vector<std::string>& arguments) {
         in_shapes = false;
       } else if (argument == "--shape") {
         in_shapes = true;
+      } else if (argument == "--value") {
+        if (i + 1 >= arguments.size()) return usage_error("compile", "--value needs NAME=V[,V...]");
+        values.push_back(onnx_import::parse_value_spec(arguments[++i]));
+        in_shapes = false;
       } else if (argument.rfind("--shape=", 0) == 0) {
         specs.push_back(onnx_import::parse_shape_spec(argument.substr(8)));
       } else if (!argument.empty() && argument[0] == '-') {
@@ -442,7 +474,7 @@ int compile_command(const std::vector<std::string>& arguments) {
     if (output_path.empty()) return usage_error("compile", "no output plan given (-o PLAN)");
     if (!cpu_name.empty() && !is_cpu_architecture(target))
       return usage_error("compile", "--cpu needs --target aarch64 or --target x86_64");
-    return compile(model_path, output_path, specs, tuning_path, target, cuda_architecture, cpu_name);
+    return compile(model_path, output_path, specs, values, tuning_path, target, cuda_architecture, cpu_name);
   });
 }
 

@@ -345,14 +345,24 @@ Result run_test(const fs::path& folder) {
     via_plan->compile_once_over(symbol_ranges(model, required_inputs, data_sets));
   }
   // A model that ran every data set through one symbolic plan says so in its PASS line.
+  // A model that needed inputs pinned to their data sets' values says which (--via-plan -v).
   auto passed = [&] {
+    std::string pinned, sizes;
+    if (via_plan) {
+      for (const std::string& name : via_plan->pinned()) pinned += (pinned.empty() ? "" : " ") + name;
+      for (const std::string& name : via_plan->read_as_sizes()) sizes += (sizes.empty() ? "" : " ") + name;
+    }
+    if (!pinned.empty()) pinned = "pinned to the data sets' values: " + pinned;
+    if (!sizes.empty()) pinned = "sizes read at run time: " + sizes + (pinned.empty() ? "" : "; " + pinned);
+    if (via_plan && via_plan->symbols().empty() && !pinned.empty())
+      return Result{Outcome::Pass, str_cat(pinned, timings.empty() ? "" : "; " + timings)};
     if (!via_plan || via_plan->symbols().empty()) return Result{Outcome::Pass, timings};
     std::string over;
     for (const onnx_import::ShapeSpec& spec : via_plan->symbols())
       over += str_cat(over.empty() ? "" : " ", spec.name, "=",
                       spec.range ? str_cat(spec.range->first, "..", spec.range->second) : std::to_string(spec.dims.at(0)));
     return Result{Outcome::Pass, str_cat(via_plan->plans_compiled(), " plan(s) for ", data_sets.size(), " data sets, over ",
-                                         over, timings.empty() ? "" : "; " + timings)};
+                                         over, pinned.empty() ? "" : "; " + pinned, timings.empty() ? "" : "; " + timings)};
   };
   // One run of the model on a data set's inputs: in process, or through a plan.
   auto run_model = [&](const std::vector<std::pair<std::string, onnx_import::OnnxValue>>& inputs) {

@@ -7,7 +7,11 @@
 // sizes compiles once, as an application's plan would: compile_once_over() names each symbol's range
 // (the data sets' smallest to largest size), and every data set runs through that one symbolic plan.
 // Otherwise one fixed-shape plan is compiled per distinct set of input shapes and kept for the data
-// sets that share it.
+// sets that share it. An input a compile needs as a parameter is first read as sizes at run time
+// (`kiln compile --value NAME=0..MAX`, where the graph can take it so: a shape, a limit), else
+// pinned to the data set's value (`kiln compile --value NAME=V`, which the plan checks), so there
+// is one plan per distinct set of shapes and pinned values; sizes the run decides (a NonZero count)
+// need neither.
 #pragma once
 
 #include <map>
@@ -40,6 +44,15 @@ class ViaPlanRunner {
   void compile_once_over(std::vector<onnx_import::ShapeSpec> symbols) { symbols_ = std::move(symbols); }
   const std::vector<onnx_import::ShapeSpec>& symbols() const { return symbols_; }
 
+  // The inputs pinned so far (each plan compiled for its data set's value of them), and those read
+  // as sizes at run time.
+  const std::vector<std::string>& pinned() const { return pinned_; }
+  std::vector<std::string> read_as_sizes() const {
+    std::vector<std::string> names;
+    for (const auto& entry : ranged_) names.push_back(entry.first);
+    return names;
+  }
+
   // How many plans run() has compiled so far.
   size_t plans_compiled() const { return plans_.size(); }
 
@@ -52,6 +65,12 @@ class ViaPlanRunner {
   std::string model_path_;
   std::string target_;
   std::vector<onnx_import::ShapeSpec> symbols_;  // non-empty: one symbolic plan
+  // Inputs a compile needed as parameters. First each is tried as sizes the run reads (kiln compile
+  // --value NAME=0..MAX, ranged_: one plan for every value in range); where that fails, or the
+  // graph needs constants (a reduction's axes), each plan is compiled for the data set's value
+  // (--value NAME=V, pinned_), which the plan checks on every run.
+  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> ranged_;
+  std::vector<std::string> pinned_;
   std::map<std::string, std::unique_ptr<kiln_plan, PlanFree>> plans_;  // by input shapes (shape_key)
 };
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,24 @@ namespace kiln::onnx_import {
 
 using CompileProgress = std::function<void(const std::string&)>;
 
+// `kiln compile --value NAME=V[,V...]`: graph input NAME is compiled for this one value (its
+// elements in row-major order, as text: integers, or decimal numbers for float inputs); the plan
+// refuses runs that give it another (docs/symbolic-shapes.md, decision 19).
+// `--value NAME=MIN..MAX`: each element of NAME (an int64 scalar or 1-D input, a shape or a count)
+// is a size the run reads from the caller's input, in that range (decision 14): ConstantOfShape,
+// Expand, Range's limit, Slice's ends and Resize's sizes take it as a symbolic size.
+struct PinnedValueSpec {
+  std::string name;
+  std::vector<std::string> elements;
+  std::optional<std::pair<int64_t, int64_t>> range;
+};
+// "axes=0,2" → {"axes", {"0", "2"}}; "shape=1..8" → {"shape", {}, (1, 8)}; a UserError for text
+// without '=', with an empty name, or a bad range.
+PinnedValueSpec parse_value_spec(const std::string& text);
+
 struct OnnxCompileOptions {
   std::vector<ShapeSpec> shapes;  // --shape values (parse_shape_spec)
+  std::vector<PinnedValueSpec> values;  // --value values (parse_value_spec)
 
   // A tuning database written by `kiln tune` (--tuning; src/opt/tuning_db.h): its kernels get its
   // Opts. Only read. Empty: the heuristics choose every kernel's Opts.
@@ -41,6 +58,9 @@ CompileProgress stderr_compile_progress();
 // M", "building the graph"). `kiln tune` schedules the same graph.
 struct OnnxGraph {
   std::vector<std::pair<std::string, Tensor>> inputs, outputs;
+  // Inputs compiled for one value (--value): name and the value's bytes. The graph was built with
+  // the value as a constant; `inputs` still holds the placeholder, which the plan checks.
+  std::vector<std::pair<std::string, std::string>> pinned;
 };
 OnnxGraph build_onnx_graph(const std::string& model_path, const OnnxCompileOptions& options);
 

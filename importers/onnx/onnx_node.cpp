@@ -5,6 +5,7 @@
 #include "op_registry.h"
 #include "shape_values.h"
 #include "support/error.h"
+#include "tensor/tensor_data.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -26,6 +27,7 @@ OnnxNode::OnnxNode(const onnx::NodeProto& proto, int64_t opset, std::vector<std:
       graph_runner_(std::move(graph_runner)) {}
 
 size_t OnnxNode::output_count() const { return static_cast<size_t>(proto_.output_size()); }
+const std::string& OnnxNode::output_name(size_t i) const { return proto_.output(static_cast<int>(i)); }
 
 const std::string& OnnxNode::name() const { return proto_.name(); }
 const std::string& OnnxNode::op_type() const { return proto_.op_type(); }
@@ -64,6 +66,28 @@ const Tensor& OnnxNode::input(size_t i) const {
   return value.tensor();
 }
 
+namespace {
+
+// Reads a parameter (a reduction's axes, Pad's pads, a Resize's scales) with `read`. When the
+// parameter is a graph input itself, fed by the caller, a plan cannot know it at compile time: the
+// error then says that it is a parameter and how to compile for one value of it (`kiln compile
+// --value`, docs/symbolic-shapes.md decision 19). A parameter computed from inputs keeps the plain
+// error: pinning the inputs it is computed from would pin data.
+template <class Read>
+auto read_parameter(const Tensor& value, Read&& read) {
+  try {
+    return read();
+  } catch (const UserError&) {
+    const std::string& name = value.defined() ? value.data().graph_input_name : std::string();
+    if (name.empty()) throw;
+    throw UserError(str_cat("the value of graph input '", name,
+                            "' is needed at compile time as a parameter of this node (it is only known when the plan "
+                            "runs; `kiln compile --value ", name, "=V,...` compiles the plan for one value of it)"));
+  }
+}
+
+}  // namespace
+
 std::vector<int64_t> OnnxNode::input_ints(size_t i) const {
   const Tensor& value = input(i);
   if (value.dtype() == ScalarType::Float16 || value.dtype() == ScalarType::BFloat16 ||
@@ -73,10 +97,13 @@ std::vector<int64_t> OnnxNode::input_ints(size_t i) const {
   // tensor with a symbolic batch) is read from its Dims: the tensor itself is computed from the
   // whole shape, variables included, and cannot be realized now.
   if (std::optional<Dims> values = shape_value_of(value); values && all_known(*values)) return known_sizes(*values);
-  return value.to_vector<int64_t>();
+  return read_parameter(value, [&] { return value.to_vector<int64_t>(); });
 }
 
-std::vector<double> OnnxNode::input_doubles(size_t i) const { return input(i).to_vector<double>(); }
+std::vector<double> OnnxNode::input_doubles(size_t i) const {
+  const Tensor& value = input(i);
+  return read_parameter(value, [&] { return value.to_vector<double>(); });
+}
 
 Dims OnnxNode::input_dims(size_t i) const {
   if (std::optional<Dims> values = shape_value_of(input(i))) return *values;

@@ -53,6 +53,8 @@ class OnnxNode {
 
   // How many outputs the node declares (trailing optional outputs may be left out of the model).
   size_t output_count() const;
+  // The name of output i in the model ("" for an omitted optional output): unique in the graph.
+  const std::string& output_name(size_t i) const;
 
   // Inputs: an empty input name (an omitted optional input) is nullopt.
   size_t input_count() const { return inputs_.size(); }

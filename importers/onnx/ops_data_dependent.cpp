@@ -9,6 +9,9 @@
 // the deciding values are computed early. The cost: the graph holds values of one set of inputs;
 // OnnxModel::run() rebuilds the graph for each call, so that is always correct there. A value that
 // cannot be computed at build time fails with an error naming the node and the input.
+// In a plan (the deciding input reads a graph input placeholder) NonZero's and Compress's counts,
+// and Unique's group count without an axis, are sizes the run decides instead (run_bound.h;
+// docs/symbolic-shapes.md, stage 6); Unique with an axis and TfIdfVectorizer still refuse.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -21,6 +24,8 @@
 #include "op_helpers.h"
 #include "op_registry.h"
 #include "support/error.h"
+#include "tensor/run_bound.h"
+#include "tensor/tensor_internal.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -54,8 +59,63 @@ std::vector<uint8_t> realize_nonzero_mask(const OnnxNode& node, size_t index, co
 // NonZero: (rank, count) i64 coordinates of the non-zero elements in row-major order. A scalar
 // gives (0, count), as the spec says (unlike numpy).
 
+// Selections known only when a plan runs (NonZero, Compress): the count of selected entries is a
+// run-bound size in 0..n, and selected position j is the entry that is selected and whose running
+// count of selected entries is j + 1 — one reduction over the n entries per position (O(n · count)
+// work; a scatter by the running count would be O(n), which kiln's graphs cannot express yet).
+struct RunTimeSelection {
+  Tensor positions;  // [count] int64, ascending
+  Dim count;
+};
+
+RunTimeSelection select_at_run_time(const OnnxNode& node, const Tensor& selected) {
+  int64_t n = selected.dim(0);
+  Tensor flags = selected.cast(ScalarType::Int64);
+  Tensor count = flags.sum();
+  Dim found = run_bound_size(count, str_cat(node.op_type(), "(", node.output_name(0), ")"), 0, n, node.describe());
+  Tensor running = reshape_to(flags.cumsum(0), {1, n});
+  Tensor column = arange_dim(found, ScalarType::Int64);
+  Tensor wanted = reshape_to(column + Tensor::scalar(1, ScalarType::Int64), {found, 1});
+  Tensor hit = running.eq(wanted).logical_and(reshape_to(selected, {1, n})).cast(ScalarType::Int64);  // [count, n]
+  Tensor positions = (hit * reshape_to(Tensor::arange(n, ScalarType::Int64), {1, n})).sum({1});
+  // Reading the count orders the count's kernel before the ones it sizes: the runtime reads the
+  // count between them (every position is below it, so the value is unchanged).
+  return {column.lt(count).where(positions, Tensor::zeros({}, ScalarType::Int64)), found};
+}
+
+// Whether a value that decides an output's shape is known only when a plan runs (it reads a graph
+// input placeholder): then the op takes the run-bound path instead of realizing it now.
+bool decided_at_run_time(const OnnxNode& node, const Tensor& value) {
+  if (!reads_graph_input(value)) return false;
+  if (!all_known(dims_of(value)))
+    node.fail(str_cat("unsupported: the values that decide the output's shape have a symbolic shape ",
+                      dims_string(dims_of(value)), " and are known only when the plan runs"));
+  return true;
+}
+
+// NonZero in a plan: the coordinates of the selected flat positions, from a table of every
+// element's coordinates.
+Outputs non_zero_in_plan(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  if (x.ndim() == 0) node.fail("unsupported: NonZero of a scalar whose value is known only when the plan runs");
+  Shape shape = x.shape();
+  int64_t n = x.numel(), rank = x.ndim();
+  Tensor nonzero = (x.dtype() == ScalarType::Bool ? x : x.ne(Tensor::zeros({}, x.dtype()))).reshape({n});
+  RunTimeSelection selection = select_at_run_time(node, nonzero);
+  std::vector<int64_t> coordinates(static_cast<size_t>(rank * n));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i;
+    for (int64_t axis = rank - 1; axis >= 0; --axis) {
+      coordinates[static_cast<size_t>(axis * n + i)] = rest % shape[static_cast<size_t>(axis)];
+      rest /= shape[static_cast<size_t>(axis)];
+    }
+  }
+  return {Tensor::from_vector(coordinates, {rank, n}).take(selection.positions, 1)};
+}
+
 Outputs non_zero(const OnnxNode& node) {
   const Tensor& x = node.input(0);
+  if (decided_at_run_time(node, x)) return non_zero_in_plan(node);
   std::vector<uint8_t> mask = realize_nonzero_mask(node, 0, "X");
   int64_t rank = x.ndim();
   std::vector<int64_t> flat_positions;
@@ -155,9 +215,52 @@ UniqueResult unique_groups(const OnnxNode& node, const Tensor& rows_first, bool 
   node.fail("unsupported: X of type " + scalar_type_name(type));
 }
 
+// Unique in a plan, without an axis: the element order and equality of unique_groups (NaN equals
+// NaN and sorts last, −0 equals +0) as n × n comparisons. An element opens a group when no earlier
+// element equals it; its group's rank counts the group openers before it (in value order when
+// sorted, in position order otherwise). The group count is a run-bound size in 1..n, and output
+// slot p holds the opener whose rank is p: a reduction over the n elements per slot, O(n²) work.
+Outputs unique_in_plan(const OnnxNode& node, bool sorted) {
+  const Tensor& x = node.input(0);
+  int64_t n = x.numel();
+  if (n == 0) node.fail("unsupported: Unique of an empty tensor whose values are known only when the plan runs");
+  Tensor values = x.reshape({n});
+  Tensor mine = values.reshape({1, n});    // [j][i]: element i, compared with …
+  Tensor other = values.reshape({n, 1});   // … element j
+  Tensor same = other.eq(mine), before = other.lt(mine);
+  if (is_floating(x.dtype())) {
+    Tensor other_nan = other.isnan(), mine_nan = mine.isnan();
+    same = same.logical_or(other_nan.logical_and(mine_nan));
+    before = before.logical_or(other_nan.logical_not().logical_and(mine_nan));
+  }
+  Tensor position = Tensor::arange(n, ScalarType::Int64);
+  Tensor earlier = position.reshape({n, 1}).lt(position.reshape({1, n}));  // [j][i] = j < i
+  Tensor opens = same.logical_and(earlier).cast(ScalarType::Int64).sum({0}).eq(Tensor::zeros({}, ScalarType::Int64));  // [n]
+  Tensor opener = opens.reshape({n, 1});
+  // Group rank: for an opener, the openers before its value (sorted) or before its position; every
+  // element then takes the rank of the one opener it equals.
+  Tensor ahead = sorted ? before : earlier.logical_and(same.logical_not());
+  Tensor opener_rank = opener.logical_and(ahead).cast(ScalarType::Int64).sum({0});  // [n], valid at openers
+  Tensor rank = (opener.logical_and(same).cast(ScalarType::Int64) * opener_rank.reshape({n, 1})).sum({0});  // [n]
+  Tensor count = opens.cast(ScalarType::Int64).sum();
+  Dim groups = run_bound_size(count, str_cat("Unique(", node.output_name(0), ")"), 1, n, node.describe());
+  Tensor slot = reshape_to(arange_dim(groups, ScalarType::Int64), {groups, 1});
+  // Reading the count orders its kernel before the ones it sizes (every slot is below it).
+  Tensor live = slot.lt(count);
+  Tensor hit = rank.reshape({1, n}).eq(slot).logical_and(opens.reshape({1, n})).logical_and(live);  // [groups, n]
+  Tensor indices = (hit.cast(ScalarType::Int64) * position.reshape({1, n})).sum({1});
+  Tensor counts = rank.reshape({1, n}).eq(slot).logical_and(live).cast(ScalarType::Int64).sum({1});
+  return declared_outputs(node, {values.take(indices, 0), indices, rank, counts});
+}
+
 Outputs unique(const OnnxNode& node) {
   const Tensor& x = node.input(0);
   bool sorted = node.attr_int("sorted", 1) != 0;
+  if (decided_at_run_time(node, x)) {
+    if (node.has_attribute("axis"))
+      node.fail("unsupported: Unique with an axis over values known only when the plan runs");
+    return unique_in_plan(node, sorted);
+  }
   // Without an axis the elements of the flattened input are the rows; with one, the slices along it.
   bool has_axis = node.has_attribute("axis");
   int64_t axis = 0;
@@ -196,6 +299,12 @@ Outputs compress(const OnnxNode& node) {
   int64_t axis = has_axis ? normalize_axis(node, node.attr_int("axis"), x.ndim()) : 0;
   Tensor source = has_axis ? x : x.reshape({x.numel()});
   int64_t available = source.dim(axis);
+  if (decided_at_run_time(node, condition)) {
+    if (condition.dim(0) > available)
+      node.fail(str_cat("condition has ", condition.dim(0), " entries but the selected axis has only ", available));
+    Tensor keep = condition.dtype() == ScalarType::Bool ? condition : condition.ne(Tensor::zeros({}, condition.dtype()));
+    return {source.take(select_at_run_time(node, keep).positions, axis)};
+  }
   std::vector<uint8_t> keep = realize_nonzero_mask(node, 1, "condition");
   if (static_cast<int64_t>(keep.size()) > available)
     node.fail("condition has " + std::to_string(keep.size()) + " entries but the selected axis has only " +

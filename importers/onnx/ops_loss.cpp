@@ -13,10 +13,15 @@
 // tests; a large-axis user would need dedicated kernels.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "op_helpers.h"
 #include "op_registry.h"
+#include "shape_values.h"
+#include "support/error.h"
+#include "tensor/run_bound.h"
+#include "tensor/tensor_internal.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -99,21 +104,38 @@ Outputs softmax_cross_entropy_loss(const OnnxNode& node) {
 // ---------------------------------------------------------------------------------------------
 // TopK
 
+// Whether `value` is a shape value whose elements are all known (computed from an input's fixed
+// dims): input_ints reads it now, so it is no value the run decides.
+bool known_shape_value(const Tensor& value) {
+  std::optional<Dims> elements = shape_value_of(value);
+  return elements && all_known(*elements);
+}
+
 Outputs top_k(const OnnxNode& node) {
   const Tensor& x = node.input(0);
   int64_t rank = x.ndim();
   if (rank == 0) node.fail("input must have at least one axis");
   int64_t axis = normalize_axis(node, node.attr_int("axis", -1), rank);
-  int64_t k = 0;
+  int64_t n = x.dim(axis);
+  // k: known now (an attribute before opset 10, an initializer or a computed constant), or in a
+  // plan a graph input's value, which the run decides (docs/symbolic-shapes.md, stage 6): a
+  // run-bound size in 0..n, so a k past the axis is refused by kiln_plan_run, not at compile time.
+  Dim k = 0;
+  std::optional<Tensor> run_k;  // the run-time k, as an int64 scalar
   if (node.opset() < 10) {
     k = node.attr_int("k");  // opset 10 moved k from an attribute to an input
+  } else if (reads_graph_input(node.input(1)) && !known_shape_value(node.input(1))) {
+    const Tensor& given = node.input(1);
+    if (given.numel() != 1) node.fail("K must hold exactly one value");
+    run_k = given.reshape({}).cast(ScalarType::Int64);
+    k = run_bound_size(*run_k, str_cat("TopK(", node.output_name(0), ")"), 0, n, node.describe());
   } else {
     std::vector<int64_t> ks = node.input_ints(1);
     if (ks.size() != 1) node.fail("K must hold exactly one value");
     k = ks[0];
   }
-  int64_t n = x.dim(axis);
-  if (k < 0 || k > n) node.fail("K = " + std::to_string(k) + " is out of range for an axis of " + std::to_string(n));
+  if (k.is_known() && (k.value() < 0 || k.value() > n))
+    node.fail("K = " + std::to_string(k.value()) + " is out of range for an axis of " + std::to_string(n));
   bool largest = node.attr_int("largest", 1) != 0;
   // sorted = 0 leaves the output order unspecified, so the sorted order is a valid answer for it.
 
@@ -137,7 +159,11 @@ Outputs top_k(const OnnxNode& node) {
   Tensor position = Tensor::arange(n);
   Tensor earlier = position.reshape({1, n}).lt(position.reshape({n, 1}));  // [i][j] = j < i
   Tensor element_rank = better.logical_or(same.logical_and(earlier)).cast(ScalarType::Int64).sum({-1});
-  Tensor slot = element_rank.unsqueeze(-1).eq(Tensor::arange(k).reshape({1, k}));  // (…, n, k)
+  Tensor wanted = reshape_to(arange_dim(k, ScalarType::Int64), {1, k});
+  Tensor slot = element_rank.unsqueeze(-1).eq(wanted);  // (…, n, k)
+  // A run-time k: reading it orders the kernel that stores it before the ones it sizes (every slot
+  // is below it, so nothing changes).
+  if (run_k) slot = slot.logical_and(wanted.lt(*run_k));
   Tensor values = slot.where(mine, zero_of(x.dtype())).sum({-2});
   Tensor indices = slot.where(position.reshape({n, 1}), zero_of(ScalarType::Int64)).sum({-2});
   std::vector<int64_t> back = inverse_permutation(order);

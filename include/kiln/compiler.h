@@ -33,6 +33,12 @@ typedef struct kiln_compile_options {
                                 symbolic dimension, everywhere it is used) */
   size_t shape_count;
   int verbose;               /* nonzero: progress lines on stderr ("kiln compile: [  0.12s] ...") */
+  const char* const* values; /* value_count specs, as `kiln compile --value`: "NAME=V1,V2,..." (input
+                                NAME compiled for that one value, row-major; the plan refuses runs
+                                that give another) or "NAME=MIN..MAX" (each element of an int64
+                                scalar or 1-D input NAME is a size read at run time, in that range).
+                                docs/symbolic-shapes.md, decisions 14 and 19. Since 0.2.0. */
+  size_t value_count;
 } kiln_compile_options;
 
 /* Fills *options with the defaults (size = sizeof, no shapes, quiet). NULL is a no-op. */

@@ -177,6 +177,13 @@ typedef struct kiln_tensor {
  * different values ("'ids' gives batch=2, 'mask' gives batch=3"), a dimension that is not its
  * expression's value, an output whose shape is not the one kiln_plan_output_shape computes; and
  * KILN_ERROR_INVALID_PLAN when the plan's sizes fail at these shapes (see kiln_plan_output_shape).
+ * Plans with sizes the run decides (kiln_plan_variable_source): KILN_ERROR_INVALID_ARGUMENT when
+ * the run decides a value outside the variable's range ("node 'nz' (NonZero, opset 13) decided
+ * NonZero(nz)=13 in this run; the plan allows 0..12"; then no kernel that depends on it has run,
+ * and nothing was written out of bounds), and when such a plan has an output whose shape the run
+ * decides: kiln_plan_run cannot report it, use kiln_plan_run_with_options with output_shapes.
+ * Plans with inputs compiled for one value (kiln compile --value): KILN_ERROR_INVALID_ARGUMENT when
+ * such an input holds another ("input 'axes' holds (0); this plan was compiled for (1) only").
  * After any error the plan stays usable. */
 KILN_API kiln_status kiln_plan_run(const kiln_plan* plan, const kiln_tensor* inputs, size_t input_count,
                                    const kiln_tensor* outputs, size_t output_count);
@@ -237,6 +244,14 @@ typedef struct kiln_run_options {
                   release its queue once it has synchronised it). A queue of another context or
                   device, or an out-of-order OpenCL queue, is KILN_ERROR_INVALID_ARGUMENT. Since
                   0.2.0. */
+  int64_t* output_shapes; /* NULL, or room for the sum of the outputs' ranks (kiln_plan_output_info):
+                             a successful run writes every output's shape there, output after
+                             output. Required for a plan with an output whose shape the run decides
+                             (a variable of KILN_VARIABLE_FROM_RUN, e.g. a NonZero count): the caller
+                             gives that output a buffer of the upper bound kiln_plan_output_shape
+                             reports, and the run writes the output row-major at the shape it reports
+                             here, from the start of the buffer (the rest is unspecified). Since
+                             0.2.0. */
 } kiln_run_options;
 
 /* Fills *options with the defaults (size = sizeof, everything else 0/NULL). NULL is a no-op. */
@@ -362,6 +377,20 @@ KILN_API size_t kiln_plan_variable_count(const kiln_plan* plan);
 KILN_API kiln_status kiln_plan_variable_info(const kiln_plan* plan, size_t index, const char** out_name,
                                              int64_t* out_min, int64_t* out_max);
 
+/* Where a run takes a variable's value from. */
+typedef enum kiln_variable_source KILN_ENUM_TYPE {
+  KILN_VARIABLE_FROM_SHAPES = 0, /* an input dimension that is exactly the variable */
+  KILN_VARIABLE_FROM_RUN = 1     /* a value the run computes or reads from an input's data (a NonZero
+                                    count, TopK's k): known only during the run */
+} kiln_variable_source;
+
+/* Where variable `index` gets its value (docs/symbolic-shapes.md, stage 6). A variable the run
+ * decides has the range of the op that decides it (0..n for a NonZero over n elements); an output
+ * whose shape names it is sized at its maximum before the run (kiln_plan_output_shape) and its real
+ * shape comes back through kiln_run_options.output_shapes. Thread-safe. Since 0.2.0.
+ * Errors: KILN_ERROR_INVALID_ARGUMENT (NULL plan or out_source, index out of range). */
+KILN_API kiln_status kiln_plan_variable_source(const kiln_plan* plan, size_t index, kiln_variable_source* out_source);
+
 /* kiln_plan_input_info / kiln_plan_output_info with each dimension's symbolic form. *out_shape
  * has -1 where a dimension is symbolic. *out_dims (*out_rank strings): NULL for a fixed
  * dimension, else its text: a variable's name where the dimension is exactly that variable
@@ -386,7 +415,9 @@ KILN_API kiln_status kiln_plan_output_info_v2(const kiln_plan* plan, size_t inde
  * may be NULL and byte_size 0. Writes the output's rank to *out_rank (may be NULL) and its
  * dimensions to out_shape[0 .. rank), which has room for `capacity` (the rank is fixed:
  * kiln_plan_output_info reports it). For a fixed-shape plan it checks the inputs and gives the
- * stored shape. Thread-safe. Since 0.2.0.
+ * stored shape. An output whose shape the run decides (a dimension over a KILN_VARIABLE_FROM_RUN
+ * variable) gets its upper bound: those variables at their maxima, the shape of a buffer that holds
+ * any run. Thread-safe. Since 0.2.0.
  * Errors: KILN_ERROR_INVALID_ARGUMENT (NULL plan; output_index out of range; NULL out_shape with
  * capacity > 0; capacity below the output's rank; an input error of kiln_plan_run, with its
  * message); KILN_ERROR_INVALID_PLAN (the plan's size program fails at these shapes: overflow or a

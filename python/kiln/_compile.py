@@ -29,11 +29,15 @@ def kiln_cli() -> Optional[str]:
     return shutil.which("kiln")
 
 
-def compile(model_path: PathLike, plan_path: PathLike, shapes: Iterable[str] = (), verbose: bool = False) -> PathLike:
+def compile(model_path: PathLike, plan_path: PathLike, shapes: Iterable[str] = (), verbose: bool = False,
+            values: Iterable[str] = ()) -> PathLike:
     """Compiles the ONNX model at `model_path` into a plan file at `plan_path` for this CPU.
 
     shapes: bindings for symbolic or unknown dimensions, as for `kiln compile --shape`:
     "INPUT=D1,D2,..." (a whole input shape) or "SYMBOL=N" (one dim_param everywhere).
+    values: as for `kiln compile --value`: "NAME=V1,V2,..." compiles for that one value of input
+    NAME (the plan refuses others), "NAME=MIN..MAX" reads each element of an int64 input as a size
+    at run time (docs/symbolic-shapes.md, decisions 14 and 19).
 
     Uses libkiln-compiler's kiln_compile_onnx_file (include/kiln/compiler.h) when that library is
     found and loads (KILN_COMPILER_LIBRARY, the copy bundled in the wheel, the build folder, or the
@@ -41,12 +45,15 @@ def compile(model_path: PathLike, plan_path: PathLike, shapes: Iterable[str] = (
     command-line tool (KILN_CLI, the build folder's tools/kiln, or `kiln` on PATH). Raises Error
     with the compiler's message when compiling fails. Returns `plan_path`."""
     shapes = [str(s) for s in shapes]
+    values = [str(v) for v in values]
     lib = _library.compiler()
     if lib is not None:
         options = _CompileOptions()
         lib.kiln_compile_options_init(ctypes.byref(options))
         encoded = (ctypes.c_char_p * max(len(shapes), 1))(*[s.encode() for s in shapes])
         options.shapes, options.shape_count, options.verbose = encoded, len(shapes), int(bool(verbose))
+        encoded_values = (ctypes.c_char_p * max(len(values), 1))(*[v.encode() for v in values])
+        options.values, options.value_count = encoded_values, len(values)
         status = lib.kiln_compile_onnx_file(os.fsencode(model_path), ctypes.byref(options), os.fsencode(plan_path))
         _library.check(status, lib)
         return plan_path
@@ -62,6 +69,8 @@ def compile(model_path: PathLike, plan_path: PathLike, shapes: Iterable[str] = (
     arguments = [cli, "compile", os.fspath(model_path), "-o", os.fspath(plan_path)]
     if shapes:
         arguments += ["--shape"] + shapes
+    for value in values:
+        arguments += ["--value", value]
     completed = subprocess.run(arguments, capture_output=True, text=True)
     if verbose and completed.stderr:
         print(completed.stderr, end="")

@@ -34,10 +34,18 @@ class _Tensor(ctypes.Structure):
                 ("byte_size", ctypes.c_size_t)]
 
 
+class _RunOptions(ctypes.Structure):
+    """struct kiln_run_options (kiln.h); `size` says how much of it this binding fills in."""
+    _fields_ = [("size", ctypes.c_size_t), ("thread_count", ctypes.c_int), ("cancel", ctypes.c_void_p),
+                ("tensors_on_device", ctypes.c_int), ("queue", ctypes.c_void_p),
+                ("output_shapes", ctypes.POINTER(ctypes.c_int64))]
+
+
 class _CompileOptions(ctypes.Structure):
     """struct kiln_compile_options (compiler.h)."""
     _fields_ = [("size", ctypes.c_size_t), ("shapes", ctypes.POINTER(ctypes.c_char_p)),
-                ("shape_count", ctypes.c_size_t), ("verbose", ctypes.c_int)]
+                ("shape_count", ctypes.c_size_t), ("verbose", ctypes.c_int),
+                ("values", ctypes.POINTER(ctypes.c_char_p)), ("value_count", ctypes.c_size_t)]
 
 
 def build_folder() -> Optional[str]:
@@ -94,6 +102,11 @@ _RUNTIME_SIGNATURES: _Signatures = {
     "kiln_plan_output_shape": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_Tensor), ctypes.c_size_t,
                                               ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t,
                                               _SIZE_P]),
+    # Sizes the run decides (docs/symbolic-shapes.md, stage 6): outputs whose shape comes back from the run.
+    "kiln_plan_variable_source": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int)]),
+    "kiln_plan_run_with_options": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_Tensor), ctypes.c_size_t,
+                                                  ctypes.POINTER(_Tensor), ctypes.c_size_t,
+                                                  ctypes.POINTER(_RunOptions)]),
 }
 _COMPILER_SIGNATURES: _Signatures = {
     "kiln_compile_options_init": (None, [ctypes.POINTER(_CompileOptions)]),

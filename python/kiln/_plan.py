@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -60,7 +60,10 @@ class Plan:
     Attributes: `inputs` and `outputs`, lists of TensorInfo in the plan's order; `variables`,
     {name: (min, max)} of a symbolic plan's run-time sizes (empty for a fixed-shape plan), whose
     symbolic dimensions are -1 in the TensorInfo shapes: run() then takes inputs of any shapes in
-    range and makes outputs of the shapes libkiln computes (kiln_plan_output_shape)."""
+    range and makes outputs of the shapes libkiln computes (kiln_plan_output_shape). `run_bound`:
+    the names of the variables the run itself decides (a NonZero count; docs/symbolic-shapes.md,
+    stage 6): outputs over them are allocated at their upper bound and returned as views of the
+    real shape the run reports."""
 
     inputs: List[TensorInfo]
     outputs: List[TensorInfo]
@@ -79,11 +82,16 @@ class Plan:
         self.inputs = self._infos(lib.kiln_plan_input_count, lib.kiln_plan_input_info)
         self.outputs = self._infos(lib.kiln_plan_output_count, lib.kiln_plan_output_info)
         self.variables = {}
+        self.run_bound: Set[str] = set()
         for index in range(lib.kiln_plan_variable_count(handle)):
             name, low, high = ctypes.c_char_p(), ctypes.c_int64(), ctypes.c_int64()
             _library.check(lib.kiln_plan_variable_info(handle, index, ctypes.byref(name), ctypes.byref(low),
                                                        ctypes.byref(high)), lib)
             self.variables[(name.value or b"").decode()] = (low.value, high.value)
+            source = ctypes.c_int()
+            _library.check(lib.kiln_plan_variable_source(handle, index, ctypes.byref(source)), lib)
+            if source.value == 1:  # KILN_VARIABLE_FROM_RUN
+                self.run_bound.add((name.value or b"").decode())
         # Per thread, kiln_tensor arrays filled in once with the plan's own names, dtypes and shapes:
         # a run whose arrays match them only sets the data pointers (see run()). Per thread because
         # ctypes releases the GIL during kiln_plan_run, so threads may run one plan at once.
@@ -212,7 +220,11 @@ class Plan:
         keep = []  # arrays and shape buffers that must outlive the call
         input_tensors = (_Tensor * max(len(inputs), 1))()
         for k, (name, value) in enumerate(inputs.items()):
-            array = np.ascontiguousarray(_from_dlpack(name, value))
+            # np.ascontiguousarray would make a 0-d array 1-d (numpy returns ndim >= 1): a scalar
+            # input would reach libkiln as rank 1.
+            array = np.asarray(_from_dlpack(name, value))
+            if not array.flags.c_contiguous:
+                array = np.ascontiguousarray(array)
             tensor, shape = self._tensor(name, array)
             input_tensors[k] = tensor
             keep += [array, shape, tensor]
@@ -229,9 +241,24 @@ class Plan:
             tensor, shape = self._tensor(name, array)
             output_tensors[k] = tensor
             keep += [shape, tensor]
-        _library.check(self._lib.kiln_plan_run(self._handle, input_tensors, len(inputs), output_tensors,
-                                               len(outputs)), self._lib)
-        return {info.name: outputs[info.name] for info in self.outputs if info.name in outputs}
+        if not self.run_bound:
+            _library.check(self._lib.kiln_plan_run(self._handle, input_tensors, len(inputs), output_tensors,
+                                                   len(outputs)), self._lib)
+            return {info.name: outputs[info.name] for info in self.outputs if info.name in outputs}
+        # The run reports every output's shape; each array (at its upper bound) is cut to it: its
+        # first elements hold the output row-major.
+        shapes = (ctypes.c_int64 * max(sum(len(info.shape) for info in self.outputs), 1))()
+        options = _library._RunOptions(ctypes.sizeof(_library._RunOptions), 0, None, 0, None, shapes)
+        _library.check(self._lib.kiln_plan_run_with_options(self._handle, input_tensors, len(inputs), output_tensors,
+                                                            len(outputs), ctypes.byref(options)), self._lib)
+        results, at = {}, 0
+        for info in self.outputs:
+            shape = tuple(shapes[at + d] for d in range(len(info.shape)))
+            at += len(info.shape)
+            if info.name in outputs:
+                array = outputs[info.name]
+                results[info.name] = array.reshape(-1)[:int(np.prod(shape))].reshape(shape)
+        return results
 
 
     def _output_shape(self, index: int, input_tensors: Any, input_count: int) -> Tuple[int, ...]:

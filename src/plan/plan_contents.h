@@ -53,6 +53,24 @@ struct PlanKernelContents {
   int64_t device_local_size = 0;
 };
 
+// A variable the run decides (format version 6; docs/symbolic-shapes.md, stage 6): after kernel
+// `after_kernel` (-1: before the first) the runtime reads the int32/int64 element at `source` (an
+// Arena, GraphInput or GraphOutput slot whose offset is the element's byte offset and whose size
+// is the element's bytes) as the value of `variable`.
+struct PlanRunBindingContents {
+  std::string variable;
+  PlanSlotContents source;
+  int dtype = 0;  // KILN_DTYPE_INT32 or KILN_DTYPE_INT64
+  int after_kernel = -1;
+  std::string origin;  // the model node that decides it ("node 'nz' (NonZero, opset 13)")
+};
+
+// An input compiled for one value (format version 6): runs must give exactly these bytes.
+struct PlanPinnedInputContents {
+  int input = 0;
+  std::string bytes;
+};
+
 struct PlanContents {
   std::string target_triple, cpu_name;
   std::vector<std::string> cpu_features;  // the enabled ones, sorted
@@ -67,6 +85,10 @@ struct PlanContents {
   // plan is format version 3; device_requirements names what the device must offer ("f16", "f64").
   std::string device;
   std::vector<std::string> device_requirements;
+  // Variables the run decides; any makes the plan format version 6 (CPU plans only).
+  std::vector<PlanRunBindingContents> run_bindings;
+  // Inputs compiled for one value; any makes the plan format version 6 (CPU plans only).
+  std::vector<PlanPinnedInputContents> pinned_inputs;
 };
 
 class CpuTarget;  // codegen/llvm/llvm_target.h

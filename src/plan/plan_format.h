@@ -15,7 +15,7 @@ namespace kiln::plan {
 // sizes; a plan
 // without variables is written as version 1 (kPlanFormatVersionFixedShapes), so fixed-shape plans
 // stay byte-identical and an older libkiln still reads them.
-constexpr uint32_t kPlanFormatVersion = 5;
+constexpr uint32_t kPlanFormatVersion = 6;
 constexpr uint32_t kPlanFormatVersionFixedShapes = 1;
 // The first version whose plans may carry variables and size programs.
 constexpr uint32_t kPlanFormatVersionSymbolic = 2;
@@ -30,6 +30,10 @@ constexpr uint32_t kPlanFormatVersionLocalSizes = 4;
 // so an older libkiln, which refuses a device plan with variables as invalid, is told instead that
 // the plan is newer than it reads.
 constexpr uint32_t kPlanFormatVersionSymbolicDevice = 5;
+// The first version whose plans may have variables the run decides (Plan.run_bindings): only such a
+// plan is written as version 6, so an older libkiln, which would run its kernels with a variable it
+// never set, refuses it as too new.
+constexpr uint32_t kPlanFormatVersionRunBound = 6;
 
 constexpr char kPlanMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 constexpr uint64_t kPlanHeaderSize = 128;

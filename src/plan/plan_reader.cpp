@@ -16,6 +16,7 @@
 
 #include "kiln/version.h"
 #include "plan/plan_format.h"
+#include "plan/run_bound_metadata.h"
 #include "plan/symbolic_metadata.h"
 #include "runtime/cpu/cpu_features.h"
 #include "support/limits.h"
@@ -192,6 +193,8 @@ void check_consistency(const plan_fb::Plan& plan, uint32_t version, uint64_t wei
   }
   if (version >= plan::kPlanFormatVersionSymbolic) check_symbolic_metadata(plan);
   check_device_fields(plan, version);
+  check_run_bindings(plan, version);
+  check_pinned_inputs(plan, version);
 }
 
 void check_target(const plan_fb::Plan& plan) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -24,6 +25,7 @@
 #include "schedule/schedule.h"
 #include "support/error.h"
 #include "support/parallel_tasks.h"
+#include "tensor/run_bound.h"
 #include "tensor/tensor_internal.h"
 
 namespace kiln {
@@ -48,8 +50,10 @@ PlanValueContents value_contents(const std::string& name, const Tensor& tensor, 
   return value;
 }
 
-// The plan's variables: every size variable the kernels read or an input's shape names, by name.
-std::vector<PlanVariableContents> plan_variables(const Schedule& schedule, const std::vector<PlanValueContents>& inputs) {
+// The plan's variables: every size variable the kernels read or an input's or output's shape names,
+// by name.
+std::vector<PlanVariableContents> plan_variables(const Schedule& schedule, const std::vector<PlanValueContents>& inputs,
+                                                 const std::vector<PlanValueContents>& outputs) {
   std::map<std::string, VariableSpec> found;
   auto add = [&](const VariableSpec& spec) {
     auto [at, added] = found.emplace(spec.name, spec);
@@ -59,14 +63,103 @@ std::vector<PlanVariableContents> plan_variables(const Schedule& schedule, const
   };
   for (const ScheduledKernel& kernel : schedule.kernels)
     for (const VariableSpec& spec : kernel.variables) add(spec);
-  for (const PlanValueContents& input : inputs)
-    for (const Dim& dim : input.shape)
-      if (!dim.is_known())
-        for (const UOp* node : toposort(dim.expression()))
-          if (node->op() == Ops::DEFINE_VAR) add(node->arg_variable());
+  for (const auto* values : {&inputs, &outputs})
+    for (const PlanValueContents& value : *values)
+      for (const Dim& dim : value.shape)
+        if (!dim.is_known())
+          for (const UOp* node : toposort(dim.expression()))
+            if (node->op() == Ops::DEFINE_VAR) add(node->arg_variable());
   std::vector<PlanVariableContents> variables;
   for (const auto& [name, spec] : found) variables.push_back({name, spec.min, spec.max});
   return variables;
+}
+
+// A variable the run decides, as write_plan schedules it: its name, its value (an extra root of the
+// schedule, after the plan's outputs) and the node that decides it.
+struct RunBoundRoot {
+  std::string name;
+  RunBoundValue value;
+};
+
+// The run-bound variables (run_bound.h) that the kernels of `schedule` or the shapes of `outputs`
+// use and `known` does not hold yet, by name.
+std::vector<RunBoundRoot> new_run_bound_roots(const Schedule& schedule, const std::vector<std::pair<std::string, Tensor>>& outputs,
+                                              const std::vector<RunBoundRoot>& known) {
+  std::set<std::string> names;
+  for (const ScheduledKernel& kernel : schedule.kernels)
+    for (const VariableSpec& spec : kernel.variables) names.insert(spec.name);
+  for (const auto& [name, tensor] : outputs)
+    for (const Dim& dim : dims_of(tensor))
+      if (!dim.is_known())
+        for (const UOp* node : toposort(dim.expression()))
+          if (node->op() == Ops::DEFINE_VAR) names.insert(node->arg_variable().name);
+  std::vector<RunBoundRoot> found;
+  for (const std::string& name : names) {
+    if (std::any_of(known.begin(), known.end(), [&](const RunBoundRoot& root) { return root.name == name; })) continue;
+    if (std::optional<RunBoundValue> value = find_run_bound(name)) found.push_back({name, *value});
+  }
+  return found;
+}
+
+// Where the runtime reads each run-bound value (decision 12): the graph input or plan output that
+// holds it, or 64 bytes of its own past the memory plan's arena, which no other buffer shares, so
+// the value survives until the run ends. The binding is read after the first kernel that touches
+// the value's buffer (its producer: the value is a root, so every reader comes later). Returns the
+// arena's size with those bytes.
+int64_t place_run_bound_values(const Schedule& schedule, const std::vector<RunBoundRoot>& run_bound, size_t output_count,
+                               const std::vector<int>& output_of_buffer, const std::map<int64_t, int>& input_of_buffer,
+                               const std::vector<std::pair<std::string, Tensor>>& inputs,
+                               std::vector<PlanSlotContents>& buffer_slots, PlanContents& contents) {
+  int64_t arena_end = schedule.arena_bytes;
+  size_t root = output_count;  // the scheduled values follow the outputs, in run_bound's order
+  for (size_t r = 0; r < run_bound.size(); ++r) {
+    const std::string& name = run_bound[r].name;
+    const std::string& origin = run_bound[r].value.origin;
+    if (!run_bound[r].value.input.empty()) {
+      // An element of a graph input, read before the first kernel.
+      const std::string& input = run_bound[r].value.input;
+      auto found = std::find_if(inputs.begin(), inputs.end(), [&](const auto& entry) { return entry.first == input; });
+      if (found == inputs.end())
+        throw UserError(str_cat("size '", name, "' is read from input '", input, "', which is no input of the plan"));
+      int64_t element = found->second.dtype() == ScalarType::Int32 ? 4 : 8;
+      PlanRunBindingContents binding;
+      binding.variable = name;
+      binding.origin = origin;
+      binding.dtype = element == 4 ? KILN_DTYPE_INT32 : KILN_DTYPE_INT64;
+      binding.source = PlanSlotContents{plan_fb::SlotKind_GraphInput, static_cast<int>(found - inputs.begin()),
+                                        run_bound[r].value.element * element, element};
+      contents.run_bindings.push_back(std::move(binding));
+      continue;
+    }
+    auto b = static_cast<size_t>(schedule.outputs[root++]);
+    const ScheduledBuffer& buffer = schedule.buffers[b];
+    int64_t element = buffer.dtype.scalar_bytes();
+    PlanRunBindingContents binding;
+    binding.variable = name;
+    binding.origin = origin;
+    binding.dtype = element == 4 ? KILN_DTYPE_INT32 : KILN_DTYPE_INT64;
+    if (buffer.kind == ScheduledBuffer::Kind::Input) {
+      auto found = input_of_buffer.find(buffer.input_id);
+      // A value with data would have been decided at build time, not bound by the run.
+      KILN_ASSERT(found != input_of_buffer.end(), "run-bound size ", name, " is a constant");
+      binding.source = PlanSlotContents{plan_fb::SlotKind_GraphInput, found->second, 0, element};
+    } else {
+      if (output_of_buffer[b] >= 0) {
+        binding.source = PlanSlotContents{plan_fb::SlotKind_GraphOutput, output_of_buffer[b], 0, element};
+      } else {
+        arena_end = static_cast<int64_t>(align_up(static_cast<uint64_t>(arena_end), 64));
+        buffer_slots[b] = PlanSlotContents{plan_fb::SlotKind_Arena, 0, arena_end, element};
+        binding.source = buffer_slots[b];
+        arena_end += 64;
+      }
+      for (size_t k = 0; k < schedule.kernels.size() && binding.after_kernel < 0; ++k)
+        for (int used : schedule.kernels[k].buffers)
+          if (static_cast<size_t>(used) == b) binding.after_kernel = static_cast<int>(k);
+      KILN_ASSERT(binding.after_kernel >= 0, "no kernel computes run-bound size ", name);
+    }
+    contents.run_bindings.push_back(std::move(binding));
+  }
+  return arena_end;
 }
 
 // The data of every BUFFER the graphs of `roots` read, by buffer id (found through the handles'
@@ -167,6 +260,7 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   auto progress = [&](const std::string& line) {
     if (options.progress) options.progress(line);
   };
+  const bool device = !options.device.empty();
   std::map<int64_t, int> input_of_buffer;  // placeholder buffer id → input position
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& tensor = inputs[i].second;
@@ -174,11 +268,33 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
       throw UserError(str_cat("plan input '", inputs[i].first, "' is not a graph input placeholder"));
     input_of_buffer[tensor.data().buffer_id] = static_cast<int>(i);
   }
-  PlanSchedule planned = schedule_plan(outputs, options);
+  // Values that decide run-bound sizes are scheduled as extra roots after the outputs, so each is
+  // stored where the runtime can read it (docs/symbolic-shapes.md, decision 12); a value may use
+  // another run-bound size, hence the loop until no new one appears.
+  std::vector<RunBoundRoot> run_bound;
+  std::vector<std::pair<std::string, Tensor>> roots_to_schedule = outputs;
+  PlanSchedule planned = schedule_plan(roots_to_schedule, options);
+  for (;;) {
+    std::vector<RunBoundRoot> found = new_run_bound_roots(planned.schedule, roots_to_schedule, run_bound);
+    if (found.empty()) break;
+    bool new_roots = false;
+    for (RunBoundRoot& root : found) {
+      // A value read straight from a graph input needs no kernel: it is bound from the input.
+      if (root.value.input.empty()) {
+        roots_to_schedule.emplace_back(root.name, root.value.value);
+        new_roots = true;
+      }
+      run_bound.push_back(std::move(root));
+    }
+    if (!new_roots) break;
+    planned = schedule_plan(roots_to_schedule, options);
+  }
+  if (!run_bound.empty() && device)
+    throw UserError(str_cat("unsupported: sizes decided by the run (", run_bound.front().name, ", ",
+                            run_bound.front().value.origin, ") in a device plan"));
   Schedule& schedule = planned.schedule;
   std::vector<const TensorData*> roots;
   for (const Tensor& tensor : planned.values) roots.push_back(&tensor.data());
-  const bool device = !options.device.empty();
   if (device && options.device != "opencl" && options.device != "cuda")
     throw UserError("unsupported: plans for device '" + options.device + "' (plans are for the CPU, OpenCL or CUDA)");
   if (device && options.tuning != nullptr) throw UserError("a tuning database applies to CPU plans only, not to device plans");
@@ -202,7 +318,7 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   // later outputs of the same node are copies of it (same_as_output).
   std::vector<int> output_of_buffer(schedule.buffers.size(), -1);
   std::vector<int> same_as_output(outputs.size(), -1);
-  for (size_t i = 0; i < schedule.outputs.size(); ++i) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
     int& owner = output_of_buffer[static_cast<size_t>(schedule.outputs[i])];
     if (owner < 0) owner = static_cast<int>(i);
     else same_as_output[i] = owner;
@@ -242,7 +358,9 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
         break;
       }
       case ScheduledBuffer::Kind::Output:
-        KILN_ASSERT(output_of_buffer[b] >= 0, "an output buffer that no output names");
+        // A run-bound value that is no output of the plan gets its own bytes past the memory
+        // plan's arena (placed below), alive for the whole run.
+        if (output_of_buffer[b] < 0) break;
         buffer_slots[b] = slot(plan_fb::SlotKind_GraphOutput, output_of_buffer[b], 0, bytes);
         break;
       case ScheduledBuffer::Kind::Intermediate:
@@ -250,6 +368,10 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
         break;
     }
   }
+
+  int64_t arena_bytes =
+      place_run_bound_values(schedule, run_bound, outputs.size(), output_of_buffer, input_of_buffer, inputs, buffer_slots,
+                             contents);
 
   // Kernel objects, one per distinct symbol (a symbol names its AST, so equal symbols are equal code).
   KernelBuildOptions build_options;
@@ -304,13 +426,18 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
     }
     contents.kernels.push_back(std::move(entry));
   }
-  contents.arena_bytes = schedule.arena_bytes;  // laid out at the variables' maxima
-  contents.variables = plan_variables(schedule, contents.inputs);
+  contents.arena_bytes = arena_bytes;  // laid out at the variables' maxima, then the run-bound values
+  contents.variables = plan_variables(schedule, contents.inputs, contents.outputs);
+  for (const auto& [name, bytes] : options.pinned_inputs) {
+    auto input = std::find_if(inputs.begin(), inputs.end(), [&](const auto& entry) { return entry.first == name; });
+    if (input == inputs.end()) throw UserError(str_cat("a pinned value of '", name, "', which is no input of the plan"));
+    contents.pinned_inputs.push_back({static_cast<int>(input - inputs.begin()), bytes});
+  }
   std::string file = serialize_plan(contents);
   std::string kernels = device ? str_cat(" (", options.device == "cuda" ? "PTX" : "OpenCL C", ", built when the plan is loaded)")
                                 : str_cat(" (", objects.size(), " distinct, ", from_cache_count, " from the disk cache)");
   progress(str_cat("plan: ", schedule.kernels.size(), " kernel launches", kernels, ", ", weights.size(),
-                   " bytes of weights, arena ", schedule.arena_bytes, " bytes, ", file.size(), " bytes in all"));
+                   " bytes of weights, arena ", arena_bytes, " bytes, ", file.size(), " bytes in all"));
   return file;
 }
 

@@ -33,6 +33,9 @@ struct PlanWriteOptions {
   // the host CPU. The caller keeps it alive until write_plan returns.
   const CpuTarget* cpu_target = nullptr;
   int cuda_architecture = 75;  // sm_75 (Turing): the oldest NVRTC 13 compiles for; newer GPUs JIT its PTX
+  // Inputs the graph was built for one value of (`kiln compile --value`): input name and the bytes
+  // every run must give (PlanContents::pinned_inputs; format version 6, CPU plans only).
+  std::vector<std::pair<std::string, std::string>> pinned_inputs;
 };
 
 // The schedule that write_plan compiles for `outputs`, before the Opt stage (constants folded when

@@ -160,9 +160,18 @@ flatbuffers::Offset<plan_fb::Kernel> write_kernel(flatbuffers::FlatBufferBuilder
                                      kernel.device_local_size);
 }
 
-// The reader refuses a plan whose variable no input dimension is exactly (a run could not know it).
-void check_every_variable_bound(const SymbolicWriter& symbols, const std::vector<PlanValueContents>& inputs) {
+// The reader refuses a plan whose variable no input dimension is exactly (a run could not know it),
+// unless the run decides it (a run binding).
+void check_every_variable_bound(const SymbolicWriter& symbols, const std::vector<PlanValueContents>& inputs,
+                                const std::vector<PlanRunBindingContents>& run_bindings) {
   std::set<int64_t> bound;
+  for (const PlanRunBindingContents& binding : run_bindings) {
+    const std::vector<PlanVariableContents>& variables = symbols.variables();
+    if (std::none_of(variables.begin(), variables.end(),
+                     [&](const PlanVariableContents& v) { return v.name == binding.variable; }))
+      throw UserError(str_cat("a run binding of '", binding.variable, "', which the plan does not define"));
+    bound.insert(symbols.number(binding.variable));
+  }
   for (const PlanValueContents& input : inputs)
     for (const Dim& dim : input.shape)
       if (!dim.is_known()) {
@@ -173,6 +182,47 @@ void check_every_variable_bound(const SymbolicWriter& symbols, const std::vector
     if (bound.count(symbols.number(variable.name)) == 0)
       throw UserError(str_cat("plan variable '", variable.name,
                               "' is no input's dimension, so a run could not know its value"));
+}
+
+// Run bindings (format version 6), checked as the reader will: each binds a variable of the plan
+// once, no input's shape reads it, and no kernel at or before its binding point reads it or is
+// sized by it (that kernel would run before the value is known).
+std::vector<flatbuffers::Offset<plan_fb::RunBinding>> write_run_bindings(flatbuffers::FlatBufferBuilder& builder,
+                                                                         const SymbolicWriter& symbols,
+                                                                         const PlanContents& contents) {
+  std::vector<flatbuffers::Offset<plan_fb::RunBinding>> tables;
+  std::set<int64_t> seen;
+  for (const PlanRunBindingContents& binding : contents.run_bindings) {
+    int64_t number = symbols.number(binding.variable);  // defined: check_every_variable_bound
+    if (!seen.insert(number).second) throw UserError(str_cat("variable '", binding.variable, "' is bound twice by the run"));
+    auto reads = [&](const Dim& dim) {
+      if (dim.is_known()) return false;
+      std::vector<int64_t> code = symbols.program(dim);
+      for (size_t i = 0; i + 1 < code.size(); i += 2)
+        if (code[i] == static_cast<int64_t>(plan::SizeOp::kVariable) && code[i + 1] == number) return true;
+      return false;
+    };
+    for (const PlanValueContents& input : contents.inputs)
+      if (std::any_of(input.shape.begin(), input.shape.end(), reads))
+        throw UserError(str_cat("input '", input.name, "' has a shape over '", binding.variable,
+                                "', which only the run decides"));
+    for (int k = 0; k <= binding.after_kernel && k < static_cast<int>(contents.kernels.size()); ++k) {
+      const PlanKernelContents& kernel = contents.kernels[static_cast<size_t>(k)];
+      bool sized = reads(kernel.parallel_extent) ||
+                   std::any_of(kernel.slots.begin(), kernel.slots.end(), [&](const PlanSlotContents& s) { return reads(s.size); }) ||
+                   std::find(kernel.variables.begin(), kernel.variables.end(), binding.variable) != kernel.variables.end();
+      if (sized)
+        throw UserError(str_cat("unsupported: kernel ", kernel.symbol, " (", k, " of the launch list) is sized by '",
+                                binding.variable, "', which the run decides only after kernel ", binding.after_kernel,
+                                binding.origin.empty() ? "" : str_cat(" (", binding.origin, ")")));
+    }
+    const PlanSlotContents& source = binding.source;
+    plan_fb::Slot slot(source.kind, source.index, source.offset, source.size.value());
+    tables.push_back(plan_fb::CreateRunBindingDirect(builder, static_cast<int32_t>(number), &slot, binding.dtype,
+                                                     binding.after_kernel,
+                                                     binding.origin.empty() ? nullptr : binding.origin.c_str()));
+  }
+  return tables;
 }
 
 std::string assemble(const std::string& metadata, const PlanContents& contents, uint32_t version) {
@@ -221,7 +271,8 @@ void set_cpu_target(PlanContents& contents, const CpuTarget* cross_target) {
 std::string serialize_plan(const PlanContents& contents) {
   flatbuffers::FlatBufferBuilder builder;
   SymbolicWriter symbols(builder, contents.variables);
-  if (symbols.symbolic()) check_every_variable_bound(symbols, contents.inputs);
+  if (symbols.symbolic() || !contents.run_bindings.empty())
+    check_every_variable_bound(symbols, contents.inputs, contents.run_bindings);
   std::vector<flatbuffers::Offset<plan_fb::Value>> inputs, outputs;
   for (const PlanValueContents& input : contents.inputs) inputs.push_back(write_value(builder, symbols, input, "input"));
   for (const PlanValueContents& output : contents.outputs)
@@ -234,8 +285,14 @@ std::string serialize_plan(const PlanContents& contents) {
   std::vector<flatbuffers::Offset<flatbuffers::String>> features;
   for (const std::string& feature : contents.cpu_features) features.push_back(builder.CreateString(feature));
   bool device = !contents.device.empty();
+  bool run_bound = !contents.run_bindings.empty() || !contents.pinned_inputs.empty();
+  if (!contents.run_bindings.empty() && device)
+    throw UserError("unsupported: sizes decided by the run (" + contents.run_bindings.front().variable + ") in a device plan");
+  if (!contents.pinned_inputs.empty() && device)
+    throw UserError("unsupported: inputs compiled for one value (kiln compile --value) in a device plan");
   bool local_sizes = std::ranges::any_of(contents.kernels, [](const PlanKernelContents& k) { return k.device_local_size != 0; });
-  uint32_t version = device && symbols.symbolic() ? plan::kPlanFormatVersionSymbolicDevice
+  uint32_t version = run_bound                ? plan::kPlanFormatVersionRunBound
+                     : device && symbols.symbolic() ? plan::kPlanFormatVersionSymbolicDevice
                      : local_sizes                ? plan::kPlanFormatVersionLocalSizes
                      : device              ? plan::kPlanFormatVersionDevice
                      : symbols.symbolic() ? plan::kPlanFormatVersionSymbolic
@@ -243,10 +300,22 @@ std::string serialize_plan(const PlanContents& contents) {
   std::vector<flatbuffers::Offset<plan_fb::Variable>> variables = symbols.variable_tables();
   std::vector<flatbuffers::Offset<flatbuffers::String>> requirements;
   for (const std::string& requirement : contents.device_requirements) requirements.push_back(builder.CreateString(requirement));
+  // Made only for a plan that has them, so every other plan keeps its bytes.
+  std::vector<flatbuffers::Offset<plan_fb::RunBinding>> run_bindings;
+  if (!contents.run_bindings.empty()) run_bindings = write_run_bindings(builder, symbols, contents);
+  std::vector<flatbuffers::Offset<plan_fb::PinnedInput>> pinned;
+  for (const PlanPinnedInputContents& input : contents.pinned_inputs) {
+    if (input.input < 0 || static_cast<size_t>(input.input) >= contents.inputs.size())
+      throw UserError(str_cat("a pinned value of input ", input.input, ", which the plan does not have"));
+    std::vector<uint8_t> bytes(input.bytes.begin(), input.bytes.end());
+    pinned.push_back(plan_fb::CreatePinnedInputDirect(builder, input.input, &bytes));
+  }
   auto root = plan_fb::CreatePlanDirect(builder, version, KILN_VERSION_STRING, contents.target_triple.c_str(),
                                         contents.cpu_name.c_str(), &features, &inputs, &outputs, &weights,
                                         contents.arena_bytes, &kernels, symbols.symbolic() ? &variables : nullptr,
-                                        device ? contents.device.c_str() : nullptr, device ? &requirements : nullptr);
+                                        device ? contents.device.c_str() : nullptr, device ? &requirements : nullptr,
+                                        contents.run_bindings.empty() ? nullptr : &run_bindings,
+                                        contents.pinned_inputs.empty() ? nullptr : &pinned);
   builder.Finish(root, plan_fb::PlanIdentifier());
   std::string metadata(reinterpret_cast<const char*>(builder.GetBufferPointer()), builder.GetSize());
   return assemble(metadata, contents, version);

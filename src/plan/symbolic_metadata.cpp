@@ -101,9 +101,14 @@ void check_value(const plan_fb::Value& value, const char* what, const std::vecto
             ") that is not its shape's at the maxima (" + std::to_string(expected) + " bytes)");
 }
 
-// A run reads each variable off an input dimension that is exactly that variable.
+// A run reads each variable off an input dimension that is exactly that variable, or from a value
+// the run computes (a run binding, checked by check_run_bindings).
 void check_bindings(const plan_fb::Plan& plan, size_t variable_count) {
   std::vector<bool> bound(variable_count, false);
+  if (plan.run_bindings() != nullptr)
+    for (const plan_fb::RunBinding* binding : *plan.run_bindings())
+      if (binding != nullptr && binding->variable() >= 0 && static_cast<size_t>(binding->variable()) < variable_count)
+        bound[static_cast<size_t>(binding->variable())] = true;
   for (const plan_fb::Value* input : *plan.inputs()) {
     if (input->dims() == nullptr) continue;
     for (const plan_fb::SizeProgram* dim : *input->dims()) {
@@ -158,7 +163,7 @@ std::span<const int64_t> program_of(const plan_fb::SizeProgram* program) {
 }
 
 bool has_symbolic_fields(const plan_fb::Plan& plan) {
-  if (plan.variables() != nullptr) return true;
+  if (plan.variables() != nullptr || plan.run_bindings() != nullptr) return true;
   for (const auto* values : {plan.inputs(), plan.outputs()}) {
     if (values == nullptr) continue;
     for (const plan_fb::Value* value : *values)

@@ -168,6 +168,18 @@ Area capi_area(const std::string& work) {
   // The symbolic-shape queries (kiln.h since 0.2.0) on a fixed-shape plan.
   add("capi_variable_info_range", INVALID, {"kiln_plan_variable_info: index 0 is out of range (the plan has 0 variables)"},
       [plan] { return outcome_of(kiln_plan_variable_info(plan.get(), 0, nullptr, nullptr, nullptr)); });
+  // Sizes the run decides (kiln.h since 0.2.0): where a variable's value comes from.
+  add("capi_variable_source_range", INVALID, {"kiln_plan_variable_source: index 0 is out of range (the plan has 0 variables)"},
+      [plan] {
+        kiln_variable_source source;
+        return outcome_of(kiln_plan_variable_source(plan.get(), 0, &source));
+      });
+  add("capi_variable_source_null", INVALID, {"kiln_plan_variable_source", "out_source"},
+      [plan] { return outcome_of(kiln_plan_variable_source(plan.get(), 0, nullptr)); });
+  add("capi_variable_source_null_plan", INVALID, {"kiln_plan_variable_source", "plan"}, [] {
+    kiln_variable_source source;
+    return outcome_of(kiln_plan_variable_source(nullptr, 0, &source));
+  });
   add("capi_input_info_v2_range", INVALID, {"kiln_plan_input_info_v2: index 1 is out of range (the plan has 1 input)"},
       [plan] {
         return outcome_of(kiln_plan_input_info_v2(plan.get(), 1, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr));

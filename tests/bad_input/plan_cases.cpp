@@ -131,6 +131,29 @@ void make_symbolic(fb::PlanT& plan) {
   x.byte_size_program = program({kVariable, 0, kPush, inner * 4, kMul, 0});
 }
 
+// The good plan's metadata with a size the run decides (format version 6): a variable 'count' in
+// 0..4 that no kernel reads, bound by the run from the first 8 bytes of the arena after kernel 0,
+// and x pinned to zeros. Every size is the good plan's, so it loads.
+void make_run_bound(fb::PlanT& plan) {
+  plan.format_version = 6;
+  auto count = std::make_unique<fb::VariableT>();
+  count->name = "count";
+  count->min = 0;
+  count->max = 4;
+  plan.variables.push_back(std::move(count));
+  auto binding = std::make_unique<fb::RunBindingT>();
+  binding->variable = 0;
+  binding->source = std::make_unique<fb::Slot>(fb::SlotKind_Arena, 0, 0, 8);
+  binding->dtype = KILN_DTYPE_INT64;
+  binding->after_kernel = 0;
+  binding->origin = "node 'count' (NonZero, opset 13)";
+  plan.run_bindings.push_back(std::move(binding));
+  auto pinned = std::make_unique<fb::PinnedInputT>();
+  pinned->input = 0;
+  pinned->bytes.assign(static_cast<size_t>(plan.inputs[0]->byte_size), 0);
+  plan.pinned_inputs.push_back(std::move(pinned));
+}
+
 }  // namespace
 
 Area plan_area(const std::string& work) {
@@ -361,6 +384,72 @@ Area plan_area(const std::string& work) {
            });
   symbolic("sym_slot_sizes_count", INVALID, {"slot size programs for"},
            [](fb::PlanT& p) { p.kernels[0]->slot_sizes.push_back(program({kPush, 0})); });
+
+  // ---- Sizes the run decides and pinned inputs (format version 6), from the good plan given a
+  // run binding and a pin by make_run_bound, one field at a time.
+  auto run_bound = [&](std::string name, kiln_status status, std::vector<std::string> fragments,
+                       std::function<void(fb::PlanT&)> change, uint32_t version = 6) {
+    add(std::move(name), status, std::move(fragments), [good, change, version] {
+      return with_metadata(good, [&](fb::PlanT& p) {
+        make_run_bound(p);
+        change(p);
+      }, version);
+    });
+  };
+  run_bound("run_loads", KILN_OK, {}, [](fb::PlanT&) {});
+  run_bound("run_version_5", INVALID, {"a plan of format version 5 has run bindings (a format version 6 field)"},
+            [](fb::PlanT& p) { p.format_version = 5; }, 5);
+  run_bound("run_variable_index", INVALID, {"run binding 1 binds variable 7 (the plan has 1)"}, [](fb::PlanT& p) {
+    auto second = std::make_unique<fb::RunBindingT>();
+    second->variable = 7;
+    second->source = std::make_unique<fb::Slot>(fb::SlotKind_Arena, 0, 0, 8);
+    second->dtype = KILN_DTYPE_INT64;
+    p.run_bindings.push_back(std::move(second));
+  });
+  run_bound("run_bound_twice", INVALID, {"variable 'count' is bound by the run twice"}, [](fb::PlanT& p) {
+    auto second = std::make_unique<fb::RunBindingT>();
+    second->variable = 0;
+    second->source = std::make_unique<fb::Slot>(fb::SlotKind_Arena, 0, 0, 8);
+    second->dtype = KILN_DTYPE_INT64;
+    second->after_kernel = 0;
+    p.run_bindings.push_back(std::move(second));
+  });
+  run_bound("run_input_dimension", INVALID, {"input 'x' has a dimension over 'count', which the run decides"},
+            [](fb::PlanT& p) {
+              p.variables[0]->min = 1;
+              p.variables[0]->max = p.inputs[0]->shape[0];
+              fb::ValueT& x = *p.inputs[0];
+              int64_t inner = x.shape[1];
+              x.shape[0] = -1;
+              x.dims.push_back(program({kVariable, 0}));
+              x.dims.push_back(program({kPush, inner}));
+              x.byte_size_program = program({kVariable, 0, kPush, inner * 4, kMul, 0});
+              p.pinned_inputs.clear();
+            });
+  run_bound("run_past_arena", INVALID, {"run binding 0 ('count') reads an element outside the arena"},
+            [](fb::PlanT& p) { p.run_bindings[0]->source = std::make_unique<fb::Slot>(fb::SlotKind_Arena, 0, p.arena_bytes, 8); });
+  run_bound("run_misaligned", INVALID, {"run binding 0 ('count') reads an element outside the arena"},
+            [](fb::PlanT& p) { p.run_bindings[0]->source = std::make_unique<fb::Slot>(fb::SlotKind_Arena, 0, 4, 8); });
+  run_bound("run_weight_source", INVALID, {"run binding 0 ('count') reads an element outside the arena"},
+            [](fb::PlanT& p) { p.run_bindings[0]->source = std::make_unique<fb::Slot>(fb::SlotKind_Weight, 0, 0, 8); });
+  run_bound("run_dtype", INVALID, {"run binding 0 ('count') reads a value of dtype"},
+            [](fb::PlanT& p) { p.run_bindings[0]->dtype = KILN_DTYPE_FLOAT32; });
+  run_bound("run_element_size", INVALID, {"run binding 0 ('count') reads 4 bytes for one int64"},
+            [](fb::PlanT& p) { p.run_bindings[0]->source = std::make_unique<fb::Slot>(fb::SlotKind_Arena, 0, 0, 4); });
+  run_bound("run_after_kernel_range", INVALID, {"run binding 0 ('count') is read after kernel 99"},
+            [](fb::PlanT& p) { p.run_bindings[0]->after_kernel = 99; });
+  run_bound("run_kernel_too_early", INVALID, {"uses 'count', which the run decides only after kernel 0"},
+            [](fb::PlanT& p) { p.kernels[0]->variables = {0}; });
+  run_bound("pinned_version_5", INVALID, {"a plan of format version 5 has pinned inputs (a format version 6 field)"},
+            [](fb::PlanT& p) {
+              p.format_version = 5;
+              p.run_bindings.clear();
+              p.variables.clear();
+            }, 5);
+  run_bound("pinned_bytes", INVALID, {"the pinned value of input 'x' has 4 bytes; the input has 32"},
+            [](fb::PlanT& p) { p.pinned_inputs[0]->bytes.resize(4); });
+  run_bound("pinned_input_index", INVALID, {"a pinned value of input 5 (the plan has 1)"},
+            [](fb::PlanT& p) { p.pinned_inputs[0]->input = 5; });
 
   // ---- Resource limits: scratch memory per run (kiln_plan_options.max_memory_bytes).
   std::string big = compile_plan(big_intermediate_model(), work, "big_intermediate");

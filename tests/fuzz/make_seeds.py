@@ -129,6 +129,7 @@ def plan_seeds(kiln, models):
             write("plan_metadata", name + ".fbs", plan_sections(plan))
             if name == "add_relu":
                 symbolic_metadata_seed(plan_sections(plan))
+                run_bound_metadata_seed(plan_sections(plan))
 
 
 # Size program opcodes (src/plan/size_program.h).
@@ -230,6 +231,33 @@ def symbolic_seeds():
     generator = random.Random(16)
     for number in range(6):
         write("symbolic", f"random_{number}", bytes(generator.randrange(256) for _ in range(40)))
+
+
+def run_bound_metadata_seed(metadata):
+    """add_relu's metadata with a size the run decides and a pinned input (format version 6): a
+    variable 'count' in 0..4 that no kernel reads, bound from x's first 8 bytes before the first
+    kernel, and x pinned to its bytes at zero. Its sizes are add_relu's, so it loads with add_relu's
+    code, and the fuzzer starts inside the checks of the version-6 fields (check_run_bindings,
+    check_pinned_inputs). Edited as JSON with flatc, as symbolic_metadata_seed is."""
+    schema = os.path.join(HERE, "..", "..", "src", "plan", "plan.fbs")
+    with tempfile.TemporaryDirectory() as scratch:
+        base = os.path.join(scratch, "base.bin")
+        with open(base, "wb") as out:
+            out.write(metadata)
+        subprocess.run(["flatc", "--json", "--strict-json", "--raw-binary", "-o", scratch, schema, "--", base], check=True)
+        with open(os.path.join(scratch, "base.json")) as source:
+            plan = json.load(source)
+        plan["format_version"] = 6
+        plan["variables"] = [{"name": "count", "min": 0, "max": 4}]
+        plan["run_bindings"] = [{"variable": 0, "source": {"kind": "GraphInput", "index": 0, "offset": 0, "size": 8},
+                                 "dtype": 5, "after_kernel": -1, "origin": "node 'count' (NonZero, opset 13)"}]
+        plan["pinned_inputs"] = [{"input": 0, "bytes": [0] * plan["inputs"][0]["byte_size"]}]
+        edited = os.path.join(scratch, "add_relu_run_bound.json")
+        with open(edited, "w") as out:
+            json.dump(plan, out)
+        subprocess.run(["flatc", "--binary", "-o", scratch, schema, edited], check=True)
+        with open(os.path.join(scratch, "add_relu_run_bound.bin"), "rb") as built:
+            write("plan_metadata", "add_relu_run_bound.fbs", built.read())
 
 
 def main():

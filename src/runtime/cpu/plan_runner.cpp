@@ -94,6 +94,14 @@ PlanRunner::PlanRunner(PlanBytes bytes, const PlanRunnerOptions& options)
         if (options_.log != nullptr && options_.log_level <= KILN_LOG_DEBUG) log(KILN_LOG_DEBUG, line);
       });
     load_launches();
+    if (meta.pinned_inputs() != nullptr)
+      for (const plan_fb::PinnedInput* pinned : *meta.pinned_inputs())
+        pinned_.emplace_back(static_cast<size_t>(pinned->input()), pinned->bytes());
+    if (meta.run_bindings() != nullptr) {
+      bindings_at_.resize(launches_.size() + 1);
+      for (const plan_fb::RunBinding* binding : *meta.run_bindings())
+        bindings_at_[static_cast<size_t>(binding->after_kernel() + 1)].push_back(binding);
+    }
     if (options_.thread_count > 0 && options_.parallel_for == nullptr)
       own_threads_ = std::make_unique<ThreadPool>(options_.thread_count);
     hook_threads_ = options_.thread_count > 0 ? options_.thread_count : ThreadPool::default_thread_count();
@@ -362,7 +370,9 @@ void PlanRunner::bind_symbolic_outputs(RunContext& context, const char* function
     // Ranks are at most kMaxTensorRank (checked at load): the computed shape fits on the stack.
     int64_t shape[limits::kMaxTensorRank];
     shapes_.output_shape(i, context.variable_values, shape, function);
-    if (tensor.rank > 0 && std::memcmp(tensor.shape, shape, tensor.rank * sizeof(int64_t)) != 0)
+    // An output whose shape the run decides is given at its upper bound (the variables stand at
+    // their maxima here); its buffer, not its shape, is what is checked.
+    if (!shapes_.output_run_shaped(i) && tensor.rank > 0 && std::memcmp(tensor.shape, shape, tensor.rank * sizeof(int64_t)) != 0)
       bad_argument(function, "output '" + value.name + "' has shape " + shape_text(tensor.shape, tensor.rank) +
                                  ", the plan computes " + shape_text(shape, tensor.rank) + " for these inputs");
     std::span<const int64_t> program = shapes_.output_bytes(i);
@@ -381,10 +391,10 @@ void PlanRunner::bind_symbolic_outputs(RunContext& context, const char* function
   }
 }
 
-void PlanRunner::prepare_symbolic_launches(RunContext& context) const {
-  if (!context.prepared_for.empty() && context.prepared_for == context.variable_values) return;
+void PlanRunner::prepare_symbolic_launches(RunContext& context, size_t first) const {
+  if (first == 0 && !context.prepared_for.empty() && context.prepared_for == context.variable_values) return;
   context.prepared_for.clear();  // a throw below leaves nothing marked prepared
-  for (size_t k = 0; k < launches_.size(); ++k) {
+  for (size_t k = first; k < launches_.size(); ++k) {
     const Launch& launch = launches_[k];
     const plan_fb::Kernel& kernel = *launch.kernel;
     auto name = [&] { return "kernel " + kernel.symbol()->str(); };
@@ -418,7 +428,102 @@ void PlanRunner::prepare_symbolic_launches(RunContext& context) const {
         context.kernel_variables[launch.variables_at + v] =
             context.variable_values[static_cast<size_t>(kernel.variables()->Get(v))];
   }
-  context.prepared_for = context.variable_values;
+  // Launches prepared at a run binding hold the run's values, which the next run need not share.
+  if (first == 0 && bindings_at_.empty()) context.prepared_for = context.variable_values;
+}
+
+void PlanRunner::apply_run_bindings(RunContext& context, size_t point) const {
+  const std::vector<const plan_fb::RunBinding*>& bindings = bindings_at_[point];
+  if (bindings.empty()) return;
+  for (const plan_fb::RunBinding* binding : bindings) {
+    const plan_fb::Slot& source = *binding->source();
+    // check_run_bindings: the element lies inside its arena, input or output, aligned to its size.
+    const unsigned char* base = nullptr;
+    switch (source.kind()) {
+      case plan_fb::SlotKind_GraphInput:
+        base = static_cast<const unsigned char*>(context.input_data[static_cast<size_t>(source.index())]);
+        break;
+      case plan_fb::SlotKind_GraphOutput:
+        base = static_cast<const unsigned char*>(context.output_data[static_cast<size_t>(source.index())]);
+        break;
+      default: base = static_cast<const unsigned char*>(context.memory); break;
+    }
+    int64_t value = 0;
+    if (binding->dtype() == KILN_DTYPE_INT32) {
+      int32_t narrow = 0;
+      std::memcpy(&narrow, base + source.offset(), sizeof narrow);
+      value = narrow;
+    } else {
+      std::memcpy(&value, base + source.offset(), sizeof value);
+    }
+    auto variable = static_cast<size_t>(binding->variable());
+    const PlanVariable& spec = shapes_.variables()[variable];
+    if (value < spec.min || value > spec.max)
+      bad_argument(kRun, (binding->origin() != nullptr ? binding->origin()->str() : std::string("the plan")) +
+                             " decided " + spec.name + "=" + std::to_string(value) + " in this run; the plan allows " +
+                             std::to_string(spec.min) + ".." + std::to_string(spec.max));
+    context.variable_values[variable] = value;
+  }
+  prepare_symbolic_launches(context, point);
+}
+
+namespace {
+
+// "(1, -2)": the first elements of a small tensor's bytes, for messages.
+std::string values_text(kiln_dtype dtype, const unsigned char* bytes, size_t size) {
+  size_t element = kiln_dtype_size(dtype);
+  std::string text = "(";
+  size_t count = element == 0 ? 0 : size / element;
+  for (size_t i = 0; i < count && i < 8; ++i) {
+    const unsigned char* at = bytes + i * element;
+    std::string value;
+    switch (dtype) {
+      case KILN_DTYPE_INT64: { int64_t v; std::memcpy(&v, at, 8); value = std::to_string(v); break; }
+      case KILN_DTYPE_INT32: { int32_t v; std::memcpy(&v, at, 4); value = std::to_string(v); break; }
+      case KILN_DTYPE_FLOAT32: { float v; std::memcpy(&v, at, 4); value = std::to_string(v); break; }
+      case KILN_DTYPE_FLOAT64: { double v; std::memcpy(&v, at, 8); value = std::to_string(v); break; }
+      case KILN_DTYPE_BOOL: case KILN_DTYPE_UINT8: value = std::to_string(at[0]); break;
+      default: value = "?"; break;
+    }
+    text += (i ? ", " : "") + value;
+  }
+  return text + (count > 8 ? ", ...)" : ")");
+}
+
+}  // namespace
+
+void PlanRunner::check_pinned_inputs(const RunContext& context) const {
+  for (const auto& [index, bytes] : pinned_) {
+    const kiln_tensor& tensor = *context.bound_inputs[index];
+    // bind() checked the shape and the buffer (at least byte_size bytes, the pinned size).
+    if (bytes->size() == 0 || std::memcmp(tensor.data, bytes->data(), bytes->size()) == 0) continue;
+    const PlanValue& input = inputs_[index];
+    bad_argument(kRun, "input '" + input.name + "' holds " +
+                           values_text(input.dtype, static_cast<const unsigned char*>(tensor.data), bytes->size()) +
+                           "; this plan was compiled for " + values_text(input.dtype, bytes->data(), bytes->size()) +
+                           " only (kiln compile --value " + input.name + "=...)");
+  }
+}
+
+void PlanRunner::finish_output_shapes(RunContext& context, int64_t* shapes) const {
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    std::span<const int64_t> program = shapes_.output_bytes(i);
+    if (!program.empty()) {
+      int64_t bytes = PlanShapes::evaluate(program, context.variable_values, kRun,
+                                           [&] { return "the byte size of output '" + outputs_[i].name + "'"; });
+      // The caller's buffer was checked at the bound; a size past it (a program not monotone in a
+      // run-bound variable) must not be copied.
+      if (bytes < 0 || static_cast<uint64_t>(bytes) > context.output_bytes[i])
+        inconsistent_plan(kRun, "output '" + outputs_[i].name + "' needs " + std::to_string(bytes) +
+                                    " bytes after the run, more than its upper bound " +
+                                    std::to_string(context.output_bytes[i]));
+      context.output_bytes[i] = static_cast<uint64_t>(bytes);
+    }
+    if (shapes == nullptr) continue;
+    if (shapes_.symbolic()) shapes_.output_shape(i, context.variable_values, shapes, kRun);
+    else std::copy(outputs_[i].shape.begin(), outputs_[i].shape.end(), shapes);
+    shapes += outputs_[i].shape.size();
+  }
 }
 
 // Outputs must not overlap inputs or each other (kiln.h): a kernel would read what another has
@@ -536,11 +641,18 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
   ContextLease context(*this);
   bind(inputs, input_count, inputs_, false, *context, kRun);
   if (shapes_.symbolic()) bind_symbolic_inputs(*context, kRun, false);
+  if (!pinned_.empty()) check_pinned_inputs(*context);
   bind(outputs, output_count, outputs_, true, *context, kRun);
   if (shapes_.symbolic()) {
     bind_symbolic_outputs(*context, kRun);
     prepare_symbolic_launches(*context);
   }
+  if (settings.output_shapes == nullptr && shapes_.any_output_run_shaped())
+    for (size_t i = 0; i < outputs_.size(); ++i)
+      if (shapes_.output_run_shaped(i))
+        bad_argument(kRun, "output '" + outputs_[i].name + "' has a shape the run decides, " +
+                               PlanShapes::shape_text(shapes_.output_dims()[i]) +
+                               "; run with kiln_run_options.output_shapes to learn it");
   if (settings.tensors_on_device && device_plan_ == nullptr)
     bad_argument(kRun, "options->tensors_on_device is for plans compiled for a device (--target cuda or opencl); "
                        "this plan is for the CPU");
@@ -554,6 +666,7 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
   check_overlaps(*context, settings.tensors_on_device);
   if (device_plan_ != nullptr) {
     run_on_device(*context, settings);
+    if (settings.output_shapes != nullptr) finish_output_shapes(*context, settings.output_shapes);
     return;
   }
   auto* memory = static_cast<unsigned char*>(context->memory);
@@ -615,10 +728,13 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
         },
         minimum_chunk, max_chunks);
   };
+  const bool run_bound = !bindings_at_.empty();
+  if (run_bound) apply_run_bindings(*context, 0);
   for (size_t k = 0; k < launches_.size(); ++k) {
     if (cancelled(cancel)) throw_cancelled(k, launches_.size());
     if (settings.kernel_seconds == nullptr && tracer == nullptr) {
       run_launch(launches_[k], k);
+      if (run_bound) apply_run_bindings(*context, k + 1);
       continue;
     }
     auto start = std::chrono::steady_clock::now();
@@ -626,8 +742,10 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
     auto end = std::chrono::steady_clock::now();
     if (settings.kernel_seconds != nullptr) settings.kernel_seconds[k] += std::chrono::duration<double>(end - start).count();
     if (tracer != nullptr) tracer->launch(k, start, end);
+    if (run_bound) apply_run_bindings(*context, k + 1);
   }
   if (cancelled(cancel)) throw_cancelled(launches_.size(), launches_.size());
+  if (run_bound || settings.output_shapes != nullptr) finish_output_shapes(*context, settings.output_shapes);
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (context->output_destination[i] != nullptr)
       std::memcpy(context->output_destination[i], context->output_data[i], context->output_bytes[i]);

@@ -62,6 +62,9 @@ struct RunSettings {
   // C API has no such option (docs/profiling.md says why).
   double* kernel_seconds = nullptr;
   RunTracer* tracer = nullptr;  // non-null: told every launch and chunk (internal, `kiln bench --trace`)
+  // kiln_run_options.output_shapes: non-null, the sum of the outputs' ranks, which a successful run
+  // fills with every output's shape. Required for a plan with outputs whose shape the run decides.
+  int64_t* output_shapes = nullptr;
 };
 
 class PlanRunner {
@@ -118,8 +121,20 @@ class PlanRunner {
   void bind_symbolic_inputs(RunContext& context, const char* function, bool shapes_only) const;
   // Symbolic plans: every output's shape and bytes for this run, checked against the caller's.
   void bind_symbolic_outputs(RunContext& context, const char* function) const;
-  // Symbolic plans: each launch's extent, slot sizes (checked against their buffers) and variables.
-  void prepare_symbolic_launches(RunContext& context) const;
+  // Symbolic plans: each launch's extent, slot sizes (checked against their buffers) and variables,
+  // for launches `first` onwards (0: all, skipped when the variables are those last prepared for).
+  void prepare_symbolic_launches(RunContext& context, size_t first = 0) const;
+  // Run-bound variables (format version 6): reads the values bound at point `point` (0: before the
+  // first kernel, k + 1: after kernel k), checks them against their ranges (PlanError
+  // KILN_ERROR_INVALID_ARGUMENT naming the variable and the node that decided it) and prepares the
+  // launches after that point with them.
+  void apply_run_bindings(RunContext& context, size_t point) const;
+  // After a run: each symbolic output's bytes and, into `shapes` (when non-null), every output's
+  // shape, at the values the run decided.
+  void finish_output_shapes(RunContext& context, int64_t* shapes) const;
+  // Inputs compiled for one value (format version 6): the caller's bytes must be those
+  // (PlanError KILN_ERROR_INVALID_ARGUMENT naming the input and both values).
+  void check_pinned_inputs(const RunContext& context) const;
   void check_overlaps(const RunContext& context, bool device_memory) const;  // PlanError naming the two tensors
   void copy_same_outputs(const RunContext& context) const;  // outputs that are copies of earlier ones
   void run_on_device(RunContext& context, const RunSettings& settings) const;  // a device plan's run
@@ -148,6 +163,11 @@ class PlanRunner {
   size_t argument_count_ = 0;
   size_t kernel_variable_count_ = 0;  // the values all kernels read, one array per kernel
   std::vector<IoSlot> io_slots_;
+  // Run bindings by point: bindings_at_[0] before the first kernel, [k + 1] after kernel k; empty
+  // for a plan without them.
+  std::vector<std::vector<const plan_fb::RunBinding*>> bindings_at_;
+  // Pinned inputs: (input position, the bytes every run must give), from the verified metadata.
+  std::vector<std::pair<size_t, const flatbuffers::Vector<uint8_t>*>> pinned_;
   // Staging space after the plan's arena, for inputs and outputs whose buffers are not 64-byte
   // aligned (kernels assume 64-byte alignment): offsets per input, then per output.
   std::vector<uint64_t> staging_offsets_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "plan/plan_reader.h"
+#include "plan/run_bound_metadata.h"
 #include "plan/size_program.h"
 #include "plan/symbolic_metadata.h"
 
@@ -58,6 +59,19 @@ PlanShapes::PlanShapes(const plan_fb::Plan& plan) {
   };
   arrays(input_dims_, input_arrays_);
   arrays(output_dims_, output_arrays_);
+  run_bound_ = run_bound_variables(plan);
+  for (const std::vector<PlanDim>& dims : output_dims_) {
+    bool run_shaped = false;
+    for (const PlanDim& dim : dims)
+      for (size_t i = 0; i + 1 < dim.program.size(); i += 2)
+        if (dim.program[i] == static_cast<int64_t>(plan::SizeOp::kVariable) && run_bound(static_cast<size_t>(dim.program[i + 1])))
+          run_shaped = true;
+    output_run_shaped_.push_back(run_shaped);
+  }
+}
+
+bool PlanShapes::any_output_run_shaped() const {
+  return std::find(output_run_shaped_.begin(), output_run_shaped_.end(), true) != output_run_shaped_.end();
 }
 
 std::string PlanShapes::shape_text(const std::vector<PlanDim>& dims) {
@@ -75,6 +89,8 @@ void PlanShapes::throw_program_failure(const char* function, const std::string& 
 void PlanShapes::bind_variables(const kiln_tensor* const* bound_inputs, const std::vector<std::string>& input_names,
                                 std::span<int64_t> values, std::span<int> first_binder, const char* function) const {
   std::fill(first_binder.begin(), first_binder.end(), -1);
+  for (size_t v = 0; v < run_bound_.size(); ++v)
+    if (run_bound_[v]) values[v] = variables_[v].max;
   // First the dimensions that are exactly a variable: they give its value.
   for (size_t i = 0; i < input_dims_.size(); ++i)
     for (size_t d = 0; d < input_dims_[i].size(); ++d) {

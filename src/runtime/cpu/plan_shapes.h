@@ -36,6 +36,14 @@ class PlanShapes {
 
   // Whether runs must read variables at all; false for every fixed-shape plan.
   bool symbolic() const { return !variables_.empty(); }
+  // Variables the run decides (format version 6: Plan.run_bindings): before the run they stand at
+  // their maxima, the upper bound every buffer is checked against; the runner sets them when it
+  // reaches their bindings. Empty for a plan without bindings.
+  bool run_bound(size_t variable) const { return variable < run_bound_.size() && run_bound_[variable]; }
+  // Whether output `index` has a dimension over a run-bound variable (its shape is known only after
+  // the run).
+  bool output_run_shaped(size_t index) const { return index < output_run_shaped_.size() && output_run_shaped_[index]; }
+  bool any_output_run_shaped() const;
   const std::vector<PlanVariable>& variables() const { return variables_; }
   // Per input / output, one entry per dimension (empty vectors for a fixed-shape plan).
   const std::vector<std::vector<PlanDim>>& input_dims() const { return input_dims_; }
@@ -43,7 +51,7 @@ class PlanShapes {
   // "(batch, 3)": the dims as the plan states them, for messages and `kiln inspect`.
   static std::string shape_text(const std::vector<PlanDim>& dims);
 
-  // Reads every variable off `inputs` (bound_inputs[i] is the caller's tensor for plan input i; the
+  // Sets every run-bound variable to its maximum, then reads every other variable off `inputs` (bound_inputs[i] is the caller's tensor for plan input i; the
   // ranks were checked) into values[variables().size()], and checks every other input dimension
   // against the value it must have. `first_binder` is scratch of one int per variable. Throws
   // PlanError KILN_ERROR_INVALID_ARGUMENT, prefixed "FUNCTION: ", for a value out of its range, two
@@ -82,6 +90,7 @@ class PlanShapes {
   std::vector<std::vector<PlanDim>> input_dims_, output_dims_;
   std::vector<std::span<const int64_t>> input_bytes_, output_bytes_;
   std::vector<DimArrays> input_arrays_, output_arrays_;  // point into input_dims_ / output_dims_
+  std::vector<bool> run_bound_, output_run_shaped_;
 };
 
 }  // namespace kiln
