@@ -3,11 +3,15 @@ of 127.0.0.1, with a temporary model repository and a backend directory holding 
 libtriton_kiln.so, started in explicit model-control mode and always stopped at the end.
 
 Also installs nvidia-pytriton and tritonclient[http,grpc] into the running (the project's .venv)
-Python on first use, and exits 77 (skipped) naming what is missing when pip cannot reach them."""
+Python on first use, and exits 77 (skipped) naming what is missing when pip cannot reach them.
+nvidia-pytriton goes in without its dependencies: it pins numpy<2, which would downgrade the numpy
+every other test of the .venv uses, and only its tritonserver executable is used here (the
+executable's libraries come in its wheel)."""
 import argparse
 import atexit
 import glob
 import importlib
+import importlib.util
 import json
 import os
 import shutil
@@ -22,6 +26,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import python_test_env  # noqa: E402
 
 PACKAGES = ["nvidia-pytriton", "tritonclient[http,grpc]"]
+# What pip installs for them, in order: pytriton without dependencies (see above).
+PIP_INSTALLS = [["--no-deps", "nvidia-pytriton"], ["tritonclient[http,grpc]"]]
 
 
 def arguments():
@@ -41,9 +47,10 @@ def arguments():
 def require_triton():
     """Returns the tritonserver executable, installing the packages into this Python if needed."""
     def present():
+        importlib.invalidate_caches()
+        if importlib.util.find_spec("pytriton") is None:  # located, not imported: its dependencies are not installed
+            return False
         try:
-            importlib.invalidate_caches()
-            import pytriton  # noqa: F401
             import tritonclient.grpc  # noqa: F401
             import tritonclient.http  # noqa: F401
             return True
@@ -52,15 +59,18 @@ def require_triton():
 
     if not present():
         print(f"installing {' '.join(PACKAGES)} into {sys.prefix}", flush=True)
-        pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                              *PACKAGES], capture_output=True, text=True)
+        for install in PIP_INSTALLS:
+            pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                                  *install], capture_output=True, text=True)
+            if pip.returncode != 0:
+                break
         if pip.returncode != 0 or not present():
             print(pip.stdout + pip.stderr)
             print(f"skip: cannot install {' and '.join(PACKAGES)} with pip (no network?)")
             sys.exit(77)
-    import pytriton
+    package = importlib.util.find_spec("pytriton").submodule_search_locations[0]
 
-    server = os.path.join(os.path.dirname(pytriton.__file__), "tritonserver", "bin", "tritonserver")
+    server = os.path.join(package, "tritonserver", "bin", "tritonserver")
     if not os.access(server, os.X_OK):
         print(f"skip: nvidia-pytriton has no tritonserver at {server}")
         sys.exit(77)
