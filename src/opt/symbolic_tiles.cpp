@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <optional>
 
-#include "codegen/llvm/strided_gather.h"
 #include "ir/build.h"
 #include "ir/substitute.h"
 #include "opt/heuristics.h"
