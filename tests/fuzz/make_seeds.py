@@ -136,12 +136,10 @@ def plan_seeds(kiln, models):
 PUSH, VARIABLE, MUL = 1, 2, 5
 
 
-def symbolic_metadata_seed(metadata):
-    """add_relu's metadata made symbolic (format version 2): x and z become [rows, 3] with rows in
-    1..2, the kernel reads rows and its extent and input/output slot sizes are programs. Every size
-    at the maximum is add_relu's, so the plan loads with add_relu's code, and the fuzzer starts from
-    metadata that reaches the checks of the version-2 fields (docs/plan-format.md). Edited as JSON
-    with flatc (flatbuffers-compiler), so no flatbuffers Python package is needed."""
+def edited_metadata_seed(metadata, name, edit):
+    """Writes plan_metadata/NAME.fbs: `metadata` turned into JSON with flatc
+    (flatbuffers-compiler, so no flatbuffers Python package is needed), changed by `edit(plan)`,
+    and turned back into a binary flatbuffer."""
     schema = os.path.join(HERE, "..", "..", "src", "plan", "plan.fbs")
     with tempfile.TemporaryDirectory() as scratch:
         base = os.path.join(scratch, "base.bin")
@@ -150,6 +148,21 @@ def symbolic_metadata_seed(metadata):
         subprocess.run(["flatc", "--json", "--strict-json", "--raw-binary", "-o", scratch, schema, "--", base], check=True)
         with open(os.path.join(scratch, "base.json")) as source:
             plan = json.load(source)
+        edit(plan)
+        edited = os.path.join(scratch, name + ".json")
+        with open(edited, "w") as out:
+            json.dump(plan, out)
+        subprocess.run(["flatc", "--binary", "-o", scratch, schema, edited], check=True)
+        with open(os.path.join(scratch, name + ".bin"), "rb") as built:
+            write("plan_metadata", name + ".fbs", built.read())
+
+
+def symbolic_metadata_seed(metadata):
+    """add_relu's metadata made symbolic (format version 2): x and z become [rows, 3] with rows in
+    1..2, the kernel reads rows and its extent and input/output slot sizes are programs. Every size
+    at the maximum is add_relu's, so the plan loads with add_relu's code, and the fuzzer starts from
+    metadata that reaches the checks of the version-2 fields (docs/plan-format.md)."""
+    def edit(plan):
         plan["format_version"] = 2
         plan["variables"] = [{"name": "rows", "min": 1, "max": 2}]
         for value in plan["inputs"] + plan["outputs"]:
@@ -163,12 +176,7 @@ def symbolic_metadata_seed(metadata):
             kernel["slot_sizes"] = [
                 {"code": [VARIABLE, 0, PUSH, slot["size"] // 2, MUL, 0] if slot["kind"] != "Weight" else [PUSH, slot["size"]]}
                 for slot in kernel["slots"]]
-        edited = os.path.join(scratch, "add_relu_symbolic.json")
-        with open(edited, "w") as out:
-            json.dump(plan, out)
-        subprocess.run(["flatc", "--binary", "-o", scratch, schema, edited], check=True)
-        with open(os.path.join(scratch, "add_relu_symbolic.bin"), "rb") as built:
-            write("plan_metadata", "add_relu_symbolic.fbs", built.read())
+    edited_metadata_seed(metadata, "add_relu_symbolic", edit)
 
 
 def npy_seeds():
@@ -238,26 +246,14 @@ def run_bound_metadata_seed(metadata):
     variable 'count' in 0..4 that no kernel reads, bound from x's first 8 bytes before the first
     kernel, and x pinned to its bytes at zero. Its sizes are add_relu's, so it loads with add_relu's
     code, and the fuzzer starts inside the checks of the version-6 fields (check_run_bindings,
-    check_pinned_inputs). Edited as JSON with flatc, as symbolic_metadata_seed is."""
-    schema = os.path.join(HERE, "..", "..", "src", "plan", "plan.fbs")
-    with tempfile.TemporaryDirectory() as scratch:
-        base = os.path.join(scratch, "base.bin")
-        with open(base, "wb") as out:
-            out.write(metadata)
-        subprocess.run(["flatc", "--json", "--strict-json", "--raw-binary", "-o", scratch, schema, "--", base], check=True)
-        with open(os.path.join(scratch, "base.json")) as source:
-            plan = json.load(source)
+    check_pinned_inputs)."""
+    def edit(plan):
         plan["format_version"] = 6
         plan["variables"] = [{"name": "count", "min": 0, "max": 4}]
         plan["run_bindings"] = [{"variable": 0, "source": {"kind": "GraphInput", "index": 0, "offset": 0, "size": 8},
                                  "dtype": 5, "after_kernel": -1, "origin": "node 'count' (NonZero, opset 13)"}]
         plan["pinned_inputs"] = [{"input": 0, "bytes": [0] * plan["inputs"][0]["byte_size"]}]
-        edited = os.path.join(scratch, "add_relu_run_bound.json")
-        with open(edited, "w") as out:
-            json.dump(plan, out)
-        subprocess.run(["flatc", "--binary", "-o", scratch, schema, edited], check=True)
-        with open(os.path.join(scratch, "add_relu_run_bound.bin"), "rb") as built:
-            write("plan_metadata", "add_relu_run_bound.fbs", built.read())
+    edited_metadata_seed(metadata, "add_relu_run_bound", edit)
 
 
 def main():

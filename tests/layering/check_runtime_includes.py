@@ -39,22 +39,21 @@ def resolve(root, including, name):
     return None
 
 
-def allowed(path, runtime):
+def allowed(root, path, runtime):
     if path.startswith("include/kiln/") or path.startswith("capi/"):
         return True
     if not path.startswith(RUNTIME_FOLDERS):
         return False
     source = os.path.splitext(path)[0] + ".cpp"
     # A header with a .cpp belongs to whichever library compiles that .cpp.
-    return source in runtime or not os.path.isfile(os.path.join(ROOT, source))
+    return source in runtime or not os.path.isfile(os.path.join(root, source))
 
 
 def main():
-    global ROOT
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    ROOT = sys.argv[1]
-    runtime = set(runtime_sources(ROOT))
+    root = sys.argv[1]
+    runtime = set(runtime_sources(root))
     failures = []
     seen = {}
     stack = [(source, (source,)) for source in sorted(runtime)]
@@ -63,18 +62,18 @@ def main():
         if path in seen:
             continue
         seen[path] = chain
-        for line in open(os.path.join(ROOT, path), encoding="utf-8"):
+        for line in open(os.path.join(root, path), encoding="utf-8"):
             include = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
             if include is None:
                 continue
             name = include.group(1)
             if name in GENERATED or os.path.basename(name) in GENERATED:
                 continue
-            target = resolve(ROOT, path, name)
+            target = resolve(root, path, name)
             if target is None:
                 failures.append(f"{path}: #include \"{name}\" found nowhere in the repository")
                 continue
-            if not allowed(target, runtime):
+            if not allowed(root, target, runtime):
                 failures.append(" -> ".join(chain + (target,)))
                 continue
             stack.append((target, chain + (target,)))
