@@ -9,6 +9,7 @@
 #include "ir/build.h"
 #include "ir/substitute.h"
 #include "opt/opt.h"
+#include "opt/row_remainders.h"
 #include "passes/symbolic.h"
 
 namespace kiln {
@@ -219,6 +220,7 @@ void with_row_tile(const UOpPtr& kernel, const UOpPtr& trial, const UOpPtr& vary
   if (rows == nullptr) return;
   int64_t row_axis = rows->arg_int(), row_extent = constant_extent(rows);
   if (row_extent == 0) {
+    if (is_remainder_rows(rows)) return;  // a tail kernel's few rows: one at a time
     const int64_t block = std::min<int64_t>(8, static_cast<int64_t>(rows->src(0)->vmax()));
     if (block < 2) return;
     opts.insert(opts.begin(), Opt{OptOp::Split, row_axis, block});

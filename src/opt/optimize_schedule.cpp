@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <unordered_map>
 
 #include "opt/gpu_grid.h"
@@ -11,6 +12,7 @@
 #include "opt/heuristics.h"
 #include "opt/mma_layout.h"
 #include "opt/padded_loads.h"
+#include "opt/row_remainders.h"
 #include "passes/symbolic.h"
 #include "support/debug.h"
 #include "support/error.h"
@@ -47,8 +49,42 @@ void apply_kernel_opts(ScheduledKernel& kernel, const std::vector<Opt>& opts) {
 
 namespace {
 
-// Optimises one kernel in place; returns whether its opts came from the tuning database.
-bool optimize_kernel(ScheduledKernel& kernel, const TargetCaps& caps, const OptimizeOptions& options, bool enabled) {
+void print_opts_choice(const std::string& name, const ScheduledKernel& kernel, const TargetCaps& caps, bool tuned,
+                       const char* what) {
+  // Both names: the opts change the kernel's name, and the later lines (compile, profile) use the new one.
+  std::string text;
+  for (const Opt& opt : kernel.opts) text += (text.empty() ? "" : ", ") + opt.text();
+  debug_print(str_cat("opts ", name, " -> ", kernel.name(), what, " (", caps.name, tuned ? ", tuning database" : "",
+                      "): ", text.empty() ? "none" : text));
+}
+
+struct OptimizedKernel {
+  bool tuned = false;                  // the opts came from the tuning database
+  std::optional<ScheduledKernel> tail; // the remainder kernel to run right after it (row_remainders.h)
+};
+
+// The kernel's remainder kernel where its heuristic opts block a symbolic row loop that the block
+// does not divide (row_remainders.h): `kernel` becomes the main kernel over the full blocks.
+std::optional<ScheduledKernel> peel_row_remainder(ScheduledKernel& kernel, const std::vector<Opt>& opts,
+                                                  const TargetCaps& caps) {
+  std::optional<RowRemainderSplit> peeled = split_row_remainder(kernel.ast, opts);
+  if (!peeled) return std::nullopt;
+  std::optional<std::vector<Opt>> tail_opts = with_rows_off_thread_axis(peeled->tail, hand_coded_opts(peeled->tail, caps));
+  if (!tail_opts) return std::nullopt;
+  ScheduledKernel tail = kernel;
+  tail.finishes_previous = true;
+  tail.estimated_flops *= peeled->tail_share;
+  tail.estimated_bytes *= peeled->tail_share;
+  replace_kernel_ast(tail, peeled->tail);
+  apply_kernel_opts(tail, *tail_opts);
+  replace_kernel_ast(kernel, peeled->main);
+  apply_kernel_opts(kernel, peeled->main_opts);
+  return tail;
+}
+
+// Optimises one kernel in place (and peels its remainder kernel off where it has one).
+OptimizedKernel optimize_kernel(ScheduledKernel& kernel, const TargetCaps& caps, const OptimizeOptions& options,
+                                bool enabled) {
   SimplifyMemo memo;  // the heuristics' candidates simplify the same expressions again and again
   std::vector<Opt> opts;
   const TuningEntry* tuned = nullptr;
@@ -61,19 +97,22 @@ bool optimize_kernel(ScheduledKernel& kernel, const TargetCaps& caps, const Opti
     opts = hand_coded_opts(kernel.ast, caps);
   }
   std::string name = kernel.name();
-  try {
-    apply_kernel_opts(kernel, opts);
-  } catch (const InvalidOpt& error) {
-    if (tuned == nullptr) throw;  // the heuristics' own choice: a bug, reported as it is
-    throw TuningDbError(str_cat(options.tuning->source(), ":", tuned->line, ": the entry for kernel ", name,
-                                " does not apply to it: ", error.what()));
+  OptimizedKernel result;
+  result.tuned = tuned != nullptr;
+  // A tuning database's entry is the clamped kernel's, timed as one: it stays one.
+  if (tuned == nullptr && !caps.output_grid) result.tail = peel_row_remainder(kernel, opts, caps);
+  if (!result.tail) {
+    try {
+      apply_kernel_opts(kernel, opts);
+    } catch (const InvalidOpt& error) {
+      if (tuned == nullptr) throw;  // the heuristics' own choice: a bug, reported as it is
+      throw TuningDbError(str_cat(options.tuning->source(), ":", tuned->line, ": the entry for kernel ", name,
+                                  " does not apply to it: ", error.what()));
+    }
   }
   if (debug_level() >= 3) {
-    // Both names: the opts change the kernel's name, and the later lines (compile, profile) use the new one.
-    std::string text;
-    for (const Opt& opt : opts) text += (text.empty() ? "" : ", ") + opt.text();
-    debug_print(str_cat("opts ", name, " -> ", kernel.name(), " (", caps.name, tuned ? ", tuning database" : "", "): ",
-                        text.empty() ? "none" : text));
+    print_opts_choice(name, kernel, caps, result.tuned, result.tail ? ", its full row blocks" : "");
+    if (result.tail) print_opts_choice(name, *result.tail, caps, false, ", the rows left");
   }
   if (caps.output_grid && opts.empty()) {
     TensorCoreKernel cores =
@@ -89,7 +128,7 @@ bool optimize_kernel(ScheduledKernel& kernel, const TargetCaps& caps, const Opti
     // Without warps (OpenCL's emulation) a work-group is the warp whose lanes share a tile.
     if (on_cores && caps.warp_size == 0) kernel.group_size = mma::kLanes;
   }
-  return tuned != nullptr;
+  return result;
 }
 
 }  // namespace
@@ -110,24 +149,37 @@ OptimizeReport optimize_schedule(Schedule& schedule, const TargetCaps& caps, con
     if (added) distinct.push_back(k);
     first_of[k] = first->second;
   }
-  std::vector<char> tuned(schedule.kernels.size(), 0);
+  std::vector<OptimizedKernel> optimized(schedule.kernels.size());
   run_tasks_in_parallel(distinct.size(), compile_thread_count(), [&](size_t d) {
-    tuned[distinct[d]] = optimize_kernel(schedule.kernels[distinct[d]], caps, options, enabled) ? 1 : 0;
+    optimized[distinct[d]] = optimize_kernel(schedule.kernels[distinct[d]], caps, options, enabled);
   });
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
+    if (first_of[k] == k) continue;
     ScheduledKernel& kernel = schedule.kernels[k];
-    size_t first = first_of[k];
-    if (first != k) {
-      const ScheduledKernel& optimized = schedule.kernels[first];
-      kernel.ast = optimized.ast;
-      kernel.opts = optimized.opts;
-      kernel.parallel_extent = optimized.parallel_extent;
-      kernel.variables = optimized.variables;
-      kernel.group_size = optimized.group_size;
-      tuned[k] = tuned[first];
-    }
-    report.from_tuning += tuned[k];
+    const ScheduledKernel& chosen = schedule.kernels[first_of[k]];
+    kernel.ast = chosen.ast;
+    kernel.opts = chosen.opts;
+    kernel.parallel_extent = chosen.parallel_extent;
+    kernel.variables = chosen.variables;
+    kernel.group_size = chosen.group_size;
   }
+  // A remainder kernel goes right after its main one: it reads and writes the same buffers, so the
+  // memory plan's lifetimes (by kernel position, made before the opts) still hold.
+  std::vector<ScheduledKernel> kernels;
+  kernels.reserve(schedule.kernels.size());
+  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
+    const OptimizedKernel& result = optimized[first_of[k]];
+    report.from_tuning += result.tuned ? 1 : 0;
+    kernels.push_back(std::move(schedule.kernels[k]));
+    if (result.tail) {
+      ScheduledKernel tail = *result.tail;
+      tail.buffers = kernels.back().buffers;
+      tail.sources = kernels.back().sources;
+      kernels.push_back(std::move(tail));
+      ++report.remainder_kernels;
+    }
+  }
+  schedule.kernels = std::move(kernels);
   return report;
 }
 

@@ -22,6 +22,7 @@ struct OptimizeOptions {
 struct OptimizeReport {
   size_t kernels = 0;        // kernels of the schedule
   size_t from_tuning = 0;    // of which the tuning database chose the Opts
+  size_t remainder_kernels = 0;  // kernels added to run the rows a row block leaves (row_remainders.h)
 };
 
 // Chooses and applies every kernel's Opts (none at all when KILN_OPT=0, whether or not a database is

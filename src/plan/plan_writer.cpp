@@ -156,6 +156,10 @@ int64_t place_run_bound_values(const Schedule& schedule, const std::vector<RunBo
         for (int used : schedule.kernels[k].buffers)
           if (static_cast<size_t>(used) == b) binding.after_kernel = static_cast<int>(k);
       KILN_ASSERT(binding.after_kernel >= 0, "no kernel computes run-bound size ", name);
+      // A remainder kernel computes the rest of its main kernel's rows: the value is whole after it.
+      while (static_cast<size_t>(binding.after_kernel) + 1 < schedule.kernels.size() &&
+             schedule.kernels[static_cast<size_t>(binding.after_kernel) + 1].finishes_previous)
+        ++binding.after_kernel;
     }
     contents.run_bindings.push_back(std::move(binding));
   }

@@ -56,6 +56,9 @@ struct ScheduledKernel {
   // GPU targets: the work-group size the kernel's code needs (a group of threads per output sharing
   // a reduction through local memory, opt/gpu_grid.h); 0 lets the device choose.
   int64_t group_size = 0;
+  // A remainder kernel (opt/row_remainders.h): it writes the rows of the previous kernel's outputs
+  // that the previous one's row blocks leave, so the two together compute them.
+  bool finishes_previous = false;
   const std::string& name() const { return ast->arg_string(); }
 };
 

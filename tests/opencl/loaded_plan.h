@@ -13,7 +13,7 @@ namespace kiln::testing {
 struct LoadedPlan {
   kiln_plan* plan = nullptr;
   explicit LoadedPlan(const std::string& bytes) {
-    REQUIRE_MESSAGE(kiln_plan_load_buffer(bytes.data(), bytes.size(), &plan) == KILN_OK, kiln_error_message());
+    REQUIRE_MESSAGE(kiln_plan_load_buffer(bytes.data(), bytes.size(), &plan) == KILN_OK, std::string(kiln_error_message()));
   }
   ~LoadedPlan() { kiln_plan_free(plan); }
   LoadedPlan(const LoadedPlan&) = delete;

@@ -311,6 +311,36 @@ TEST_CASE("a matmul large enough to be vectorised and tiled along its constant a
                  {{{-1, 64}}}, {1, 7, 64, 100}, 128);
 }
 
+TEST_CASE("symbolic rows in blocks of 8: the full blocks in one kernel, the rows left in a remainder kernel after it") {
+  // opt/row_remainders.h: the matmul's rows SPLIT in blocks of 8 that 8 may not divide become a
+  // main kernel over 8·⌊n / 8⌋ rows (the SPLIT exact, no store masks) and a tail kernel over n mod
+  // 8 rows with no row blocks. n = 1..7 run the tail alone, 8 and 16 the main kernel alone (the
+  // tail has no rows), 9, 17 and 63 both. 128 columns: the tail's threads split its columns
+  // (with_rows_off_thread_axis), where 48 would all be one tile's and the kernel stay whole.
+  Tensor w = weight({64, 128}, 0.125f), bias = weight({128}, 0.5f);
+  Graph graph = [&](const std::vector<Tensor>& x) { return std::vector<Tensor>{(x[0].matmul(w) + bias).relu()}; };
+  std::vector<InputSpec> inputs{{{-1, 64}}};
+  check_at_sizes(graph, inputs, {1, 5, 7, 8, 9, 16, 17, 63}, 64);
+  SymbolicProgram program(graph, inputs, 64);
+  const std::vector<ScheduledKernel>& kernels = program.schedule().kernels;
+  auto splits_rows = [](const ScheduledKernel& kernel) {
+    return std::ranges::any_of(kernel.opts, [](const Opt& opt) { return opt.op == OptOp::Split && opt.amount == 8; });
+  };
+  int tails = 0;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    if (!kernels[k].finishes_previous) continue;
+    ++tails;
+    REQUIRE(k > 0);
+    CHECK(splits_rows(kernels[k - 1]));
+    CHECK_FALSE(splits_rows(kernels[k]));
+    CHECK(kernels[k].buffers == kernels[k - 1].buffers);
+    // The main kernel's stores are unmasked: its SPLIT divides its rows.
+    for (const UOp* node : toposort(kernels[k - 1].ast))
+      if (node->op() == Ops::STORE) CHECK(mask_conditions(node->src(0).get()).empty());
+  }
+  CHECK(tails == 1);
+}
+
 TEST_CASE("symbolic rows in blocks (padded, the extra rows stored nowhere), a symbolic reduction, merged symbolic axes") {
   // P·V of attention: an (n, n) · (n, 16) matmul reduces over n and tiles its rows in blocks of 8
   // (SPLIT), so n = 1, 9 and 20 leave a block partly past the end; the elementwise kernel over
