@@ -73,6 +73,21 @@ std::vector<Opt> with_symbolic_axis_merged(const UOpPtr& kernel, const UOpPtr& t
     if (in_original && !contiguous && range->src(0)->const_int() >= 2 && (widest == nullptr || range->src(0)->const_int() > widest->src(0)->const_int()))
       widest = range;
   }
+  // The outermost of those loops where it has kFewParallelTiles iterations or more: merged into
+  // axis 0 it keeps the loop order of the fixed plan, whose batch is its axis 0, and the tile's
+  // innermost output loop stays the one whose next tile the prefetches read. MobileNetV3's 1x1
+  // conv 24 -> 72 over 56×56 (9 blocks of 8 filters outside 98 tiles of pixels), batch 1..8 at
+  // batch 8, one thread: 2.04 ms with the pixel tiles merged out (the widest), 0.76 with the
+  // filter blocks (the fixed plan: 0.76); the model 1.12 -> 1.01 of its fixed plan's time at one
+  // thread, 1.14 -> 1.04 at two.
+  const UOp* outermost = nullptr;
+  for (const UOp* range : kernel_ranges(tiled)) {
+    if (axis_kind(range->arg_int()) != AxisKind::Loop || range->arg_int() == 0 || !range->src(0)->is_const()) continue;
+    bool in_original = std::ranges::any_of(original, [&](const UOp* r) { return r->arg_int() == range->arg_int(); });
+    bool contiguous = !reduces && store_stride(tiled, range) == 1;
+    if (in_original && !contiguous && (outermost == nullptr || range->arg_int() < outermost->arg_int())) outermost = range;
+  }
+  if (outermost != nullptr && outermost->src(0)->const_int() >= kFewParallelTiles) widest = outermost;
   // The outermost symbolic loop that has work for the threads at every size (an image's rows).
   const UOp* rows = nullptr;
   for (const UOp* range : kernel_ranges(tiled)) {
