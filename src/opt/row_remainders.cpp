@@ -30,10 +30,6 @@ std::set<int64_t> loop_axes(const UOpPtr& kernel) {
   return axes;
 }
 
-}  // namespace
-
-namespace {
-
 // The extent of `kernel`'s thread axis (axis 0) with every variable at its maximum, as the plan
 // records it (docs/plan-format.md); 1 where the kernel has no axis 0, nullopt where the opts fail.
 std::optional<int64_t> thread_extent_at_maxima(const UOpPtr& kernel, const std::vector<Opt>& opts) {
