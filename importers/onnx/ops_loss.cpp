@@ -111,31 +111,56 @@ bool known_shape_value(const Tensor& value) {
   return elements && all_known(*elements);
 }
 
+// Whether `size` >= 0 at every value of the variables: by its bounds, or, where those are too
+// loose for a clamp (min(300, n) - n) and it reads one variable of at most 2^16 values, by
+// evaluating it at each of them.
+bool never_negative(const Dim& size) {
+  if (size.min() >= 0) return true;
+  std::vector<VariableSpec> variables;
+  for (const UOp* node : toposort(size.expression()))
+    if (node->op() == Ops::DEFINE_VAR) variables.push_back(node->arg_variable());
+  if (variables.size() != 1 || variables[0].max - variables[0].min > (int64_t{1} << 16)) return false;
+  for (int64_t value = variables[0].min; value <= variables[0].max; ++value)
+    if (evaluate_size(size, {{variables[0].name, value}}) < 0) return false;
+  return true;
+}
+
 Outputs top_k(const OnnxNode& node) {
   const Tensor& x = node.input(0);
   int64_t rank = x.ndim();
   if (rank == 0) node.fail("input must have at least one axis");
   int64_t axis = normalize_axis(node, node.attr_int("axis", -1), rank);
-  int64_t n = x.dim(axis);
-  // k: known now (an attribute before opset 10, an initializer or a computed constant), or in a
-  // plan a graph input's value, which the run decides (docs/symbolic-shapes.md, stage 6): a
-  // run-bound size in 0..n, so a k past the axis is refused by kiln_plan_run, not at compile time.
+  // The axis may be symbolic: a length a NonZero count decides (a detector's per-class scores
+  // above a threshold), sized for its largest value like any symbolic axis.
+  const Dim n = dims_of(x)[static_cast<size_t>(axis)];
+  // k: known now (an attribute before opset 10, an initializer or a computed constant), a size
+  // expression (torch's min(300, n) of a shape), or in a plan a graph input's value, which the
+  // run decides (docs/symbolic-shapes.md, stage 6): a run-bound size in 0..n, so a k past the
+  // axis is refused by kiln_plan_run, not at compile time.
   Dim k = 0;
   std::optional<Tensor> run_k;  // the run-time k, as an int64 scalar
+  std::optional<Dims> k_sizes = node.opset() < 10 ? std::nullopt : shape_value_of(node.input(1));
   if (node.opset() < 10) {
     k = node.attr_int("k");  // opset 10 moved k from an attribute to an input
+  } else if (k_sizes && !all_known(*k_sizes)) {
+    if (k_sizes->size() != 1) node.fail("K must hold exactly one value");
+    k = k_sizes->front();
   } else if (reads_graph_input(node.input(1)) && !known_shape_value(node.input(1))) {
     const Tensor& given = node.input(1);
     if (given.numel() != 1) node.fail("K must hold exactly one value");
     run_k = given.reshape({}).cast(ScalarType::Int64);
-    k = run_bound_size(*run_k, str_cat("TopK(", node.output_name(0), ")"), 0, n, node.describe());
+    k = run_bound_size(*run_k, str_cat("TopK(", node.output_name(0), ")"), 0, n.max(), node.describe());
   } else {
     std::vector<int64_t> ks = node.input_ints(1);
     if (ks.size() != 1) node.fail("K must hold exactly one value");
     k = ks[0];
   }
-  if (k.is_known() && (k.value() < 0 || k.value() > n))
-    node.fail("K = " + std::to_string(k.value()) + " is out of range for an axis of " + std::to_string(n));
+  if (k.is_known() && n.is_known() && (k.value() < 0 || k.value() > n.value()))
+    node.fail("K = " + std::to_string(k.value()) + " is out of range for an axis of " + std::to_string(n.value()));
+  // A symbolic k or axis: k <= n must hold at every size (min(300, n) does), or the run could
+  // ask for more elements than the axis has.
+  if ((!k.is_known() || !n.is_known()) && !run_k && (!never_negative(n - k) || !never_negative(k)))
+    node.fail(str_cat("unsupported: K = ", k.text(), " may exceed the axis length ", n.text(), " at some sizes"));
   bool largest = node.attr_int("largest", 1) != 0;
   // sorted = 0 leaves the output order unspecified, so the sorted order is a valid answer for it.
 
@@ -156,8 +181,8 @@ Outputs top_k(const OnnxNode& node) {
     better = better.logical_or(nan_first);
     same = same.logical_or(other_nan.logical_and(mine_nan));
   }
-  Tensor position = Tensor::arange(n);
-  Tensor earlier = position.reshape({1, n}).lt(position.reshape({n, 1}));  // [i][j] = j < i
+  Tensor position = arange_dim(n, ScalarType::Int64);
+  Tensor earlier = reshape_to(position, {1, n}).lt(reshape_to(position, {n, 1}));  // [i][j] = j < i
   Tensor element_rank = better.logical_or(same.logical_and(earlier)).cast(ScalarType::Int64).sum({-1});
   Tensor wanted = reshape_to(arange_dim(k, ScalarType::Int64), {1, k});
   Tensor slot = element_rank.unsqueeze(-1).eq(wanted);  // (…, n, k)
@@ -165,7 +190,7 @@ Outputs top_k(const OnnxNode& node) {
   // is below it, so nothing changes).
   if (run_k) slot = slot.logical_and(wanted.lt(*run_k));
   Tensor values = slot.where(mine, zero_of(x.dtype())).sum({-2});
-  Tensor indices = slot.where(position.reshape({n, 1}), zero_of(ScalarType::Int64)).sum({-2});
+  Tensor indices = slot.where(reshape_to(position, {n, 1}), zero_of(ScalarType::Int64)).sum({-2});
   std::vector<int64_t> back = inverse_permutation(order);
   return {values.cast(x.dtype()).permute(back), indices.cast(ScalarType::Int64).permute(back)};
 }

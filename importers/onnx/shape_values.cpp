@@ -157,6 +157,28 @@ std::optional<Dims> output_values(const OnnxNode& node) {
     for (size_t i = 0; i < n; ++i) result.push_back(at(*condition, i).is(0) ? at(*b, i) : at(*a, i));
     return result;
   }
+  if (op == "Max" || op == "Min") {
+    // Variadic and broadcasting: torch's clamps of a size (min(300, n) detections a class).
+    std::optional<Dims> result = operand(node, 0);
+    for (size_t i = 1; result && i < node.input_count(); ++i) {
+      std::optional<Dims> other = operand(node, i);
+      if (!other) return std::nullopt;
+      result = op == "Max" ? elementwise(*result, *other, [](const Dim& x, const Dim& y) { return max(x, y); })
+                           : elementwise(*result, *other, [](const Dim& x, const Dim& y) { return min(x, y); });
+    }
+    return result;
+  }
+  if (op == "ReduceMin" || op == "ReduceMax") {
+    // Over the one axis a shape value has (every axis, or axis 0 / -1 given).
+    std::optional<Dims> data = operand(node, 0);
+    if (!data || data->empty()) return std::nullopt;
+    std::vector<int64_t> axes = node.has_input(1) ? node.input_ints(1) : node.attr_ints("axes", std::vector<int64_t>{});
+    for (int64_t axis : axes)
+      if (axis != 0 && axis != -1) return std::nullopt;
+    Dim folded = data->front();
+    for (const Dim& value : *data) folded = op == "ReduceMax" ? max(folded, value) : min(folded, value);
+    return Dims{folded};
+  }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
     std::optional<Dims> a = operand(node, 0), b = operand(node, 1);
     if (!a || !b) return std::nullopt;

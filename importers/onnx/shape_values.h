@@ -27,7 +27,8 @@ Tensor shape_value_tensor(const Dims& values, bool scalar);
 std::optional<Dims> shape_value_of(const Tensor& t);
 
 // Called after a node's builder: when the node is one of the ops shape subgraphs use (Identity,
-// Cast, Unsqueeze, Squeeze, Reshape, Gather, Slice, Concat, Add, Sub, Mul, Div, Equal, Where) and
+// Cast, Unsqueeze, Squeeze, Reshape, Gather, Slice, Concat, Add, Sub, Mul, Div, Max, Min, ReduceMax,
+// ReduceMin, Equal, Where) and
 // reads a shape value, every other input being a small constant, records output 0's elements as
 // Dims (an Equal only where its answer is the same for every value of the variables).
 void propagate_shape_values(const OnnxNode& node, const std::vector<OnnxValue>& results);

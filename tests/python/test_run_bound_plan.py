@@ -63,6 +63,34 @@ with tempfile.TemporaryDirectory() as folder:
                 check(got[name].shape == want.shape and np.array_equal(got[name], want),
                       f"{label}: {name} {got[name].shape} equals onnxruntime's {want.shape}")
 
+    # A detector's per-class top scores (torchvision's SSD): TopK over the NonZero-picked scores,
+    # k = min(3, their count) built from their shape (Shape, Gather, Unsqueeze, Concat,
+    # ReduceMin), so that k folds into a size expression of the run-bound count.
+    top_nodes = nodes + [
+        node("Shape", ["picked"], ["picked_shape"], name="shape"),
+        node("Gather", ["picked_shape", "zero"], ["count"], axis=0, name="count"),
+        node("Unsqueeze", ["count", "zero_axis"], ["count_1d"], name="count_1d"),
+        node("Concat", ["three", "count_1d"], ["candidates"], axis=0, name="candidates"),
+        node("ReduceMin", ["candidates"], ["k"], keepdims=1, name="k"),
+        node("TopK", ["picked", "k"], ["top", "top_index"], axis=0, name="top"),
+    ]
+    constants = [("zero", np.array(0, np.int64)), ("zero_axis", np.array([0], np.int64)),
+                 ("three", np.array([3], np.int64))]
+    top_outputs = [helper.make_tensor_value_info("top", TensorProto.FLOAT, [None]),
+                   helper.make_tensor_value_info("top_index", TensorProto.INT64, [None])]
+    topk_path = os.path.join(folder, "topk.onnx")
+    python_test_env.save_model(topk_path, top_nodes, inputs, top_outputs, constants, opset=13)
+    compiled = checks.kiln("compile", topk_path, "-o", topk_path + ".kiln")
+    check(compiled.returncode == 0, f"a TopK over a NonZero-sized axis, k = min(3, count), compiles {compiled.stderr[-400:]}")
+    if compiled.returncode == 0:
+        top_reference = onnxruntime.InferenceSession(topk_path, providers=["CPUExecutionProvider"])
+        with kiln.Plan(topk_path + ".kiln") as plan:
+            for label, x in cases.items():
+                got = plan.run({"x": x})
+                for name, want in zip(["top", "top_index"], top_reference.run(["top", "top_index"], {"x": x})):
+                    check(got[name].shape == want.shape and np.array_equal(got[name], want),
+                          f"TopK of {label}: {name} {got[name].tolist()} equals onnxruntime's {want.tolist()}")
+
     # kiln run: outputs written at the shapes the run reports.
     for label in ["some", "none"]:
         input_path = os.path.join(folder, f"{label}.pb")
