@@ -18,6 +18,7 @@
 #include "ir/uop.h"
 #include "conv_batchnorm.h"
 #include "pointwise_readers.h"
+#include "qdq_pairs.h"
 #include "narrow_types.h"
 #include "onnx/onnx_pb.h"
 #include "op_helpers.h"
@@ -571,15 +572,22 @@ OnnxNode make_node(const BuildContext& context, const onnx::NodeProto& proto, Sc
   return node;
 }
 
+// What build_node may build a node together with, found over the whole graph first: the Conv a
+// BatchNormalization absorbs (conv_batchnorm.h), the QuantizeLinear a DequantizeLinear undoes
+// (qdq_pairs.h), and the layout hints (pointwise_readers.h) of the node and of that Conv.
+struct NodeContext {
+  const onnx::NodeProto* fused_conv = nullptr;
+  const onnx::NodeProto* quantize = nullptr;
+  int64_t pointwise_reader_filters = 0;
+  int64_t fused_conv_pointwise_reader_filters = 0;
+};
+
 // Builds one node: looks up its inputs in `scope`, runs its builder (Constant is the model's own)
-// and stores its outputs in `scope`. `fused_conv` is the Conv a BatchNormalization absorbs
-// (conv_batchnorm.h), or null. The last two arguments are the layout hints (pointwise_readers.h) of
-// the node and of the fused conv.
+// and stores its outputs in `scope`.
 void build_node(const BuildContext& context, const onnx::NodeProto& proto, Scope& scope,
-                const onnx::NodeProto* fused_conv = nullptr, int64_t pointwise_reader_filters = 0,
-                int64_t fused_conv_pointwise_reader_filters = 0) {
+                const NodeContext& with = {}) {
   const std::string domain = canonical_domain(proto.domain());
-  OnnxNode node = make_node(context, proto, scope, pointwise_reader_filters);
+  OnnxNode node = make_node(context, proto, scope, with.pointwise_reader_filters);
   std::optional<int64_t> node_opset = context.opset(domain);
 
   // Every UOp this node's builder creates is tagged with the node, so errors and profiles made
@@ -588,8 +596,11 @@ void build_node(const BuildContext& context, const onnx::NodeProto& proto, Scope
   std::vector<OnnxValue> results;
   try {
     std::vector<Tensor> fused;
-    if (fused_conv != nullptr)
-      fused = build_conv_batchnorm(make_node(context, *fused_conv, scope, fused_conv_pointwise_reader_filters), node);
+    if (with.fused_conv != nullptr)
+      fused = build_conv_batchnorm(make_node(context, *with.fused_conv, scope, with.fused_conv_pointwise_reader_filters),
+                                   node);
+    else if (with.quantize != nullptr && !(node_opset && *node_opset < 10))
+      fused = build_quantize_dequantize(make_node(context, *with.quantize, scope), node);
     if (!fused.empty()) {
       results.emplace_back(fused[0]);
     } else if (domain.empty() && proto.op_type() == "Constant") {
@@ -646,11 +657,17 @@ void build_nodes(const BuildContext& context, const onnx::GraphProto& graph, con
     auto found = pointwise_readers.find(index);
     return found == pointwise_readers.end() ? int64_t{0} : found->second;
   };
+  std::unordered_map<int, int> quantize_of_dequantize = find_quantize_dequantize_pairs(graph);
   for (int index : order) {
-    auto conv = conv_of_batchnorm.find(index);
-    bool fused = conv != conv_of_batchnorm.end();
-    build_node(context, graph.node(index), scope, fused ? &graph.node(conv->second) : nullptr, hint(index),
-               fused ? hint(conv->second) : 0);
+    NodeContext with;
+    with.pointwise_reader_filters = hint(index);
+    if (auto conv = conv_of_batchnorm.find(index); conv != conv_of_batchnorm.end()) {
+      with.fused_conv = &graph.node(conv->second);
+      with.fused_conv_pointwise_reader_filters = hint(conv->second);
+    }
+    if (auto quantize = quantize_of_dequantize.find(index); quantize != quantize_of_dequantize.end())
+      with.quantize = &graph.node(quantize->second);
+    build_node(context, graph.node(index), scope, with);
   }
 }
 

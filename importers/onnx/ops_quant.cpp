@@ -9,6 +9,7 @@
 #include "narrow_types.h"
 #include "onnx/onnx_pb.h"
 #include "op_helpers.h"
+#include "qdq_pairs.h"
 #include "support/error.h"
 #include "tensor/tensor_internal.h"  // contiguous(): a fusion barrier the public API does not offer
 
@@ -195,7 +196,15 @@ Tensor saturate_integer(const OnnxNode& node, const Tensor& value, const Tensor&
 
 // ---- QuantizeLinear / DequantizeLinear ---------------------------------------------------------
 
-Outputs quantize_linear(const OnnxNode& node) {
+// QuantizeLinear up to its rounding: x / scale in the precision the spec asks for, the zero point
+// broadcast against x (numeric, in the output type), and the output type.
+struct QuantizeParts {
+  Tensor quotient;
+  Tensor zero_point;
+  int32_t out_type = 0;
+};
+
+QuantizeParts quantize_parts(const OnnxNode& node) {
   const Tensor& x = node.input(0);
   const Granularity g = granularity(node);
   Tensor scale = scale_value(node, 1);
@@ -209,7 +218,6 @@ Outputs quantize_linear(const OnnxNode& node) {
     out_type = zero_point_type;
   }
   if (out_type == 0) out_type = kOnnxUInt8;
-  node.set_output_elem_type(0, out_type);
 
   // The division is done in f64 and rounded once to the precision the spec asks for: the
   // `precision` attribute, else the scale's type (correctly rounded: f64 has > 2p+2 bits).
@@ -225,19 +233,28 @@ Outputs quantize_linear(const OnnxNode& node) {
   Tensor zero_point = has_zero_point ? broadcast_parameter(node, numeric_value(node.input(2), out_type), dims_of(x),
                                                            g.axis, g.block_size)
                                      : Tensor::scalar(0, ScalarType::Float32);
-  if (is_narrow_float(out_type)) {
-    const bool saturate = node.attr_int("saturate", 1) != 0;
-    Tensor shifted = quotient.cast(ScalarType::Float32).add(zero_point.cast(ScalarType::Float32));
-    return {encode_narrow(shifted, out_type, saturate)};
-  }
-  return {saturate_integer(node, quotient, zero_point, out_type)};
+  return {quotient, zero_point, out_type};
 }
 
-Outputs dequantize_linear(const OnnxNode& node) {
-  const Tensor& x = node.input(0);
+Outputs quantize_linear(const OnnxNode& node) {
+  QuantizeParts parts = quantize_parts(node);
+  node.set_output_elem_type(0, parts.out_type);
+  if (is_narrow_float(parts.out_type)) {
+    const bool saturate = node.attr_int("saturate", 1) != 0;
+    Tensor shifted = parts.quotient.cast(ScalarType::Float32).add(parts.zero_point.cast(ScalarType::Float32));
+    return {encode_narrow(shifted, parts.out_type, saturate)};
+  }
+  return {saturate_integer(node, parts.quotient, parts.zero_point, parts.out_type)};
+}
+
+// DequantizeLinear's output type and the type it computes (x - zero point)·scale in.
+struct DequantizeTypes {
+  ScalarType out;
+  ScalarType compute;
+};
+
+DequantizeTypes dequantize_types(const OnnxNode& node, const Tensor& scale) {
   const int32_t x_type = node.input_elem_type(0);
-  const Granularity g = granularity(node);
-  Tensor scale = scale_value(node, 1);
   const int32_t out_onnx = static_cast<int32_t>(node.attr_int("output_dtype", 0));
   const ScalarType out = out_onnx != 0 ? float_type_attribute(node, "output_dtype", out_onnx)
                                        : (is_floating(scale.dtype()) ? scale.dtype() : ScalarType::Float32);
@@ -250,6 +267,15 @@ Outputs dequantize_linear(const OnnxNode& node) {
   const ScalarType compute =
       small_integer && scale.dtype() == ScalarType::Float32 && out == ScalarType::Float32 ? ScalarType::Float32
                                                                                           : ScalarType::Float64;
+  return {out, compute};
+}
+
+Outputs dequantize_linear(const OnnxNode& node) {
+  const Tensor& x = node.input(0);
+  const int32_t x_type = node.input_elem_type(0);
+  const Granularity g = granularity(node);
+  Tensor scale = scale_value(node, 1);
+  const auto [out, compute] = dequantize_types(node, scale);
   Tensor value = numeric_value(x, x_type).cast(compute);
   if (node.has_input(2)) {
     const int32_t zero_point_type = node.input_elem_type(2);
@@ -439,6 +465,63 @@ Outputs qlinear_conv(const OnnxNode& node) {
 }
 
 }  // namespace
+
+namespace {
+
+// Whether input `a_index` of `a` and input `b_index` of `b` hold the same quantization parameter:
+// both absent, or the same value (one tensor of the graph, or constants of equal type, shape and
+// values).
+bool same_parameter(const OnnxNode& a, size_t a_index, const OnnxNode& b, size_t b_index) {
+  if (!a.has_input(a_index) || !b.has_input(b_index)) return !a.has_input(a_index) && !b.has_input(b_index);
+  if (a.input_elem_type(a_index) != b.input_elem_type(b_index)) return false;
+  const Tensor& x = a.input(a_index);
+  const Tensor& y = b.input(b_index);
+  if (x.data().node == y.data().node) return true;
+  auto constant = [](const Tensor& t) {
+    return !has_symbolic_shape(t) && !reads_graph_input(t) && t.numel() <= 4096;
+  };
+  if (!constant(x) || !constant(y) || x.shape() != y.shape()) return false;
+  return a.input_doubles(a_index) == b.input_doubles(b_index);
+}
+
+}  // namespace
+
+std::vector<Tensor> build_quantize_dequantize(const OnnxNode& quantize, const OnnxNode& dequantize) {
+  // (opset 10's QuantizeLinear has no axis: a per-axis scale there is per tensor's axis 1 anyway.)
+  const Granularity q = granularity(quantize), d = granularity(dequantize);
+  if (q.block_size != 0 || d.block_size != 0 || dequantize.has_attribute("output_dtype")) return {};
+  if (!same_parameter(quantize, 1, dequantize, 1) || !same_parameter(quantize, 2, dequantize, 2)) return {};
+  const Tensor& x = quantize.input(0);
+  const Tensor& scale = quantize.input(1);
+  // A per-axis scale must be read along the same axis by both.
+  if (scale.numel() != 1 && normalize_axis(quantize, q.axis, x.ndim()) != normalize_axis(dequantize, d.axis, x.ndim()))
+    return {};
+  QuantizeParts parts = quantize_parts(quantize);
+  const int32_t type = parts.out_type;
+  const bool eight_or_sixteen = type == kOnnxUInt8 || type == onnx::TensorProto_DataType_INT8 ||
+                                type == onnx::TensorProto_DataType_UINT16 || type == onnx::TensorProto_DataType_INT16;
+  if (!eight_or_sixteen || dequantize.input_elem_type(0) != type) return {};
+  auto [low, high] = integer_range(quantize, type);
+  // The type saturate_integer rounds in (f32 for an f32 quotient: the range is under 2^17).
+  const ScalarType compute = parts.quotient.dtype() == ScalarType::Float32 ? ScalarType::Float32 : ScalarType::Float64;
+  // (+0: the unfused pair's q - z is +0 where the rounding gave -0, from x in (-s/2, 0].)
+  Tensor rounded = parts.quotient.cast(compute).round().add(Tensor::scalar(0.0, compute));
+  Tensor zero_point = parts.zero_point.cast(compute);
+  Tensor lowest = Tensor::scalar(low, compute).sub(zero_point), highest = Tensor::scalar(high, compute).sub(zero_point);
+  Tensor shifted;
+  if (low == 0) {
+    // lowest < NaN is false: NaN takes the lower end, -z, which is what its conversion gives (0 - z).
+    shifted = lowest.lt(rounded).where(rounded, lowest);
+  } else {
+    shifted = rounded.lt(lowest).where(lowest, rounded);
+    shifted = shifted.ne(shifted).where(Tensor::scalar(0.0, compute).sub(zero_point), shifted);  // NaN: 0 - z
+  }
+  shifted = highest.lt(shifted).where(highest, shifted);
+  Tensor dq_scale = scale_value(dequantize, 1);
+  const auto [out, dq_compute] = dequantize_types(dequantize, dq_scale);
+  Tensor scale_b = broadcast_parameter(dequantize, dq_scale, dims_of(x), d.axis, d.block_size).cast(dq_compute);
+  return {shifted.cast(dq_compute).mul(scale_b).cast(out)};
+}
 
 void register_quant_ops(OpRegistry& registry) {
   registry.add("Cast", cast);
