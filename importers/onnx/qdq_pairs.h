@@ -34,4 +34,30 @@ std::unordered_map<int, int> find_quantize_dequantize_pairs(const onnx::GraphPro
 // axis or block size, a float8 or 4-bit type, an output_dtype): then both are built as usual.
 std::vector<Tensor> build_quantize_dequantize(const OnnxNode& quantize, const OnnxNode& dequantize);
 
+// A QDQ 1x1 conv as an 8-bit integer product. Conv(DequantizeLinear(q_x), DequantizeLinear(q_w), b)
+// with q_x u8 with one scale s_x and zero point z_x, and q_w an int8 weight (F, C, 1, 1) known
+// when the model is built, zero point 0 and one scale s_w[f] per filter (or one for all), one
+// group, stride 1 and no padding, is Σc (q_x − z_x)·s_x · q_w·s_w[f] + b[f] =
+// (Σc q_x·q_w − z_x·Σc q_w)·s_x·s_w[f] + b[f]. The sum is exact in i32 and, as a matmul, is what
+// 8-bit dot-product instructions compute (opt/dot_products.h), reading a quarter of the bytes:
+//  - filters × pixels, (F, C) · (N, C, H·W), where the image fills whole vectors (56×56, 28×28):
+//    the output is NCHW as a float conv's is, the activation is copied into dot-product panels;
+//  - pixels × filters, (N, H·W, C) · (C, F), on smaller images (14×14, 7×7), where the float path
+//    reads such convs' inputs channels-last already: the weight folds into panels.
+// The result differs from the float conv on dequantized values by that conv's float rounding only
+// (one rounding here, where the float conv rounds at every addition): a later QuantizeLinear may
+// then land one step apart, as onnxruntime's QLinearConv does against its own unfused graph.
+// Where the target has no 8-bit dot products (its i32 multiplies are slower than f32 FMAs), or the
+// pattern does not hold, returns an empty vector and the Conv is built as usual.
+std::vector<Tensor> build_integer_pointwise_conv(const OnnxNode& conv, const OnnxNode& input_dequantize,
+                                                 const OnnxNode& weight_dequantize);
+
+// For each Conv node of `graph` (by index) whose input and weight are DequantizeLinear outputs of
+// `graph`: those two DequantizeLinear nodes' indices (whether the rest of the pattern holds is
+// decided when they are built, build_integer_pointwise_conv).
+struct DequantizedConv {
+  int input = -1, weight = -1;
+};
+std::unordered_map<int, DequantizedConv> find_dequantized_convs(const onnx::GraphProto& graph);
+
 }  // namespace kiln::onnx_import

@@ -268,10 +268,14 @@ void with_row_tile(const UOpPtr& kernel, const UOpPtr& trial, const UOpPtr& vary
 }  // namespace
 
 std::optional<std::vector<Opt>> dot_product_tile(const UOpPtr& kernel, const TargetCaps& caps) {
-  const int64_t lanes = caps.dot_product_bytes / 4;
-  if (lanes == 0) return std::nullopt;
+  const int64_t widest = caps.dot_product_bytes / 4;
+  if (widest == 0) return std::nullopt;
   std::optional<DotKernel> parts = dot_kernel(kernel);
   if (!parts) return std::nullopt;
+  // Whole vectors of the widest width, else of half of it (the instruction's 256-bit form on
+  // AVX-512 VNNI hosts, whose AVX-512 VL every such CPU has: a conv's 24, 40 or 88 filters).
+  for (int64_t lanes : {widest, widest / 2}) {
+  if (lanes < 8) break;
   // The vector: an output loop of whole vectors along which the stores are contiguous; the steps:
   // a reduce loop of 4·q steps. Once vectorised and unrolled, the operand that the vector's lanes
   // share (a row's value, broadcast) must have its 4 steps consecutive (one 32-bit broadcast load),
@@ -310,6 +314,7 @@ std::optional<std::vector<Opt>> dot_product_tile(const UOpPtr& kernel, const Tar
       return with_row_blocks_outermost(kernel, std::move(opts));
     }
   }
+  }
   return std::nullopt;
 }
 
@@ -317,8 +322,11 @@ UOpPtr use_dot_products(const UOpPtr& lowered, int lanes) {
   if (lanes < 4) return lowered;
   std::unordered_map<const UOp*, UOpPtr> replacements;
   for (const UOp* node : toposort(lowered)) {
-    if (node->op() != Ops::REDUCE || node->arg_op() != Ops::ADD || node->dtype() != dtypes::i32.vec(lanes)) continue;
-    UOpPtr dots = as_dot_products(node->src(0), lanes);
+    // (The widest vectors, or half of them: dot_product_tile.)
+    if (node->op() != Ops::REDUCE || node->arg_op() != Ops::ADD || node->dtype().base() != dtypes::i32) continue;
+    const int width = node->dtype().count();
+    if (width != lanes && !(width == lanes / 2 && width >= 8)) continue;
+    UOpPtr dots = as_dot_products(node->src(0), width);
     if (!dots) continue;
     std::vector<UOpPtr> sources = node->srcs();
     sources[0] = dots;

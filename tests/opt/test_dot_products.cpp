@@ -92,8 +92,20 @@ TEST_CASE("dot products: kernels that do not qualify") {
   UOpPtr sum = reduce(Ops::ADD, cast(a, dtypes::i32) * cast(b, dtypes::i32), {k4, t});
   UOpPtr signed_kernel = kernel("r_signed", {store(index(global(dtypes::i32, 4 * 32, 0), m * idx(32) + n), sum)});
   CHECK_FALSE(dot_product_tile(signed_kernel, avx512_vnni()).has_value());
-  // Columns that are not whole vectors.
-  CHECK_FALSE(dot_product_tile(matmul_8bit(9, 64, 24, true, 8), avx512_vnni()).has_value());
+  // Columns that are not whole vectors, not even of the instruction's half width.
+  CHECK_FALSE(dot_product_tile(matmul_8bit(9, 64, 20, true, 4), avx512_vnni()).has_value());
+}
+
+TEST_CASE("dot products: columns that are whole vectors of half the width take the 256-bit form") {
+  // 24 columns (a conv's 24 filters) on an AVX-512 VNNI target: 8 lanes, b in panels of 8.
+  UOpPtr ast = matmul_8bit(9, 64, 24, true, 8);
+  std::optional<std::vector<Opt>> opts = dot_product_tile(ast, avx512_vnni());
+  REQUIRE(opts.has_value());
+  CHECK(opts->front() == Opt{OptOp::Upcast, 1, 8});
+  UOpPtr lowered = use_dot_products(lower_kernel(apply_opts(ast, *opts)), 16);
+  REQUIRE(count_wmma(lowered) > 0);
+  for (const UOp* node : toposort(lowered))
+    if (node->op() == Ops::WMMA) CHECK(node->dtype() == dtypes::i32.vec(8));
 }
 
 TEST_CASE("dot products: lowering makes one WMMA per accumulator and step group, b one vector load") {
@@ -116,18 +128,17 @@ TEST_CASE("dot products: lowering makes one WMMA per accumulator and step group,
   CHECK(use_dot_products(plain, 8) == plain);
 }
 
-TEST_CASE("dot products: the host's instruction gives the exact sums") {
-  const int lanes = host_cpu_caps().dot_product_bytes / 4;
-  if (lanes == 0) {
-    MESSAGE("this CPU has no 8-bit dot-product instruction: nothing to run");
-    return;
-  }
+namespace {
+
+// Runs the host's dot-product kernel of a rows × depth × columns matmul, b in panels of `lanes`
+// columns, and checks its sums against exact ones.
+void check_host_sums(int64_t lanes, int64_t columns) {
   TargetCaps caps = host_cpu_caps();
-  const int64_t rows = 6, depth = 96, columns = 4 * lanes;
+  const int64_t rows = 6, depth = 96;
   UOpPtr ast = matmul_8bit(rows, depth, columns, true, lanes);
   std::optional<std::vector<Opt>> opts = dot_product_tile(ast, caps);
   REQUIRE(opts.has_value());
-  UOpPtr lowered = use_dot_products(lower_kernel(apply_opts(ast, *opts)), lanes);
+  UOpPtr lowered = use_dot_products(lower_kernel(apply_opts(ast, *opts)), caps.dot_product_bytes / 4);
   REQUIRE(count_wmma(lowered) > 0);
   KernelFunction run = compile_and_load(lowered);
 
@@ -155,4 +166,16 @@ TEST_CASE("dot products: the host's instruction gives the exact sums") {
       mismatches += out.as<int32_t>()[m * columns + n] != expected;
     }
   CHECK(mismatches == 0);
+}
+
+}  // namespace
+
+TEST_CASE("dot products: the host's instruction gives the exact sums") {
+  const int lanes = host_cpu_caps().dot_product_bytes / 4;
+  if (lanes == 0) {
+    MESSAGE("this CPU has no 8-bit dot-product instruction: nothing to run");
+    return;
+  }
+  check_host_sums(lanes, 4 * lanes);
+  if (lanes == 16) check_host_sums(8, 24);  // the 256-bit form on an AVX-512 VNNI host
 }

@@ -75,6 +75,8 @@ with tempfile.TemporaryDirectory(prefix="kiln_integer_matmul_test_") as work:
         ("s8_u8", np.int8, np.uint8, (6,), 64, 80, None, "column"),
         ("u8_s8_ragged_k", np.uint8, np.int8, (4,), 37, 24, "scalar", "scalar"),
         ("u8_s8_run_time_zero_point", np.uint8, np.int8, (3, 9), 96, 64, "input", None),
+        # 40 columns: whole vectors of 8, not of 16 (the 256-bit form on AVX-512 VNNI hosts).
+        ("u8_s8_columns_of_8", np.uint8, np.int8, (3, 20), 64, 40, "scalar", None),
     ]
     for name, a_type, b_type, a_lead, k, n, a_zero_kind, b_zero_kind in cases:
         m = a_lead[-1]
