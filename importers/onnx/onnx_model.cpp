@@ -578,8 +578,8 @@ OnnxNode make_node(const BuildContext& context, const onnx::NodeProto& proto, Sc
 struct NodeContext {
   const onnx::NodeProto* fused_conv = nullptr;
   const onnx::NodeProto* quantize = nullptr;
-  const onnx::NodeProto* input_dequantize = nullptr;   // a Conv's input and weight DequantizeLinear
-  const onnx::NodeProto* weight_dequantize = nullptr;  // nodes (qdq_pairs.h)
+  const onnx::NodeProto* input_dequantize = nullptr;   // a Conv's, Gemm's or MatMul's input and weight
+  const onnx::NodeProto* weight_dequantize = nullptr;  // DequantizeLinear nodes (qdq_pairs.h)
   int64_t pointwise_reader_filters = 0;
   int64_t fused_conv_pointwise_reader_filters = 0;
 };
@@ -603,9 +603,12 @@ void build_node(const BuildContext& context, const onnx::NodeProto& proto, Scope
                                    node);
     else if (with.quantize != nullptr && !(node_opset && *node_opset < 10))
       fused = build_quantize_dequantize(make_node(context, *with.quantize, scope), node);
-    else if (with.input_dequantize != nullptr)
+    else if (with.input_dequantize != nullptr && proto.op_type() == "Conv")
       fused = build_integer_pointwise_conv(node, make_node(context, *with.input_dequantize, scope),
                                            make_node(context, *with.weight_dequantize, scope));
+    else if (with.input_dequantize != nullptr)
+      fused = build_integer_matmul(node, make_node(context, *with.input_dequantize, scope),
+                                   make_node(context, *with.weight_dequantize, scope));
     if (!fused.empty()) {
       results.emplace_back(fused[0]);
     } else if (domain.empty() && proto.op_type() == "Constant") {
@@ -663,7 +666,7 @@ void build_nodes(const BuildContext& context, const onnx::GraphProto& graph, con
     return found == pointwise_readers.end() ? int64_t{0} : found->second;
   };
   std::unordered_map<int, int> quantize_of_dequantize = find_quantize_dequantize_pairs(graph);
-  std::unordered_map<int, DequantizedConv> dequantized_convs = find_dequantized_convs(graph);
+  std::unordered_map<int, DequantizedProduct> dequantized_products = find_dequantized_products(graph);
   for (int index : order) {
     NodeContext with;
     with.pointwise_reader_filters = hint(index);
@@ -673,9 +676,9 @@ void build_nodes(const BuildContext& context, const onnx::GraphProto& graph, con
     }
     if (auto quantize = quantize_of_dequantize.find(index); quantize != quantize_of_dequantize.end())
       with.quantize = &graph.node(quantize->second);
-    if (auto conv = dequantized_convs.find(index); conv != dequantized_convs.end()) {
-      with.input_dequantize = &graph.node(conv->second.input);
-      with.weight_dequantize = &graph.node(conv->second.weight);
+    if (auto product = dequantized_products.find(index); product != dequantized_products.end()) {
+      with.input_dequantize = &graph.node(product->second.input);
+      with.weight_dequantize = &graph.node(product->second.weight);
     }
     build_node(context, graph.node(index), scope, with);
   }

@@ -524,39 +524,79 @@ std::vector<Tensor> build_quantize_dequantize(const OnnxNode& quantize, const On
   return {shifted.cast(dq_compute).mul(scale_b).cast(out)};
 }
 
-std::vector<Tensor> build_integer_pointwise_conv(const OnnxNode& conv, const OnnxNode& input_dequantize,
-                                                 const OnnxNode& weight_dequantize) {
-  const int64_t lanes = graph_target_caps().dot_product_bytes / 4;
-  if (lanes == 0) return {};
+namespace {
+
+// The operands of a QDQ product read through their DequantizeLinear nodes: q_x, a u8 activation
+// with one scale and zero point, and q_w, an int8 weight known when the model is built with zero
+// point 0 and one scale in all or one per output along `output_axis` of the weight.
+struct QuantizedOperands {
+  Tensor q_x, q_w;
+  Tensor scale;                  // s_x·s_w: a scalar, or one per output (outputs,)
+  std::optional<Tensor> x_zero;  // z_x as an i32 scalar; absent when 0
+};
+
+std::optional<QuantizedOperands> quantized_operands(const OnnxNode& input_dequantize, const OnnxNode& weight_dequantize,
+                                                    int64_t output_axis) {
+  if (graph_target_caps().dot_product_bytes == 0) return std::nullopt;
   if (input_dequantize.input_elem_type(0) != kOnnxUInt8 ||
       weight_dequantize.input_elem_type(0) != onnx::TensorProto_DataType_INT8)
-    return {};
-  const Tensor& q_x = input_dequantize.input(0);
-  const Tensor& q_w = weight_dequantize.input(0);
-  if (q_x.ndim() != 4 || q_w.ndim() != 4 || has_symbolic_shape(q_w) || q_w.dim(2) != 1 || q_w.dim(3) != 1) return {};
-  const int64_t filters = q_w.dim(0), channels = q_w.dim(1);
-  const Dims x_dims = dims_of(q_x);
-  if (!x_dims[1].is(channels) || !x_dims[2].is_known() || !x_dims[3].is_known()) return {};
-  // (8-bit dot products take the reduction 4 steps at a time: dot_products.h, tensor_matmul.cpp.)
-  if (channels % 4 != 0 || channels < 16 || filters < lanes / 2) return {};
-  // The weight and both scales are known when the model is built; the weight's zero point is 0.
-  if (reads_graph_input(q_w) || !known_zero(weight_dequantize, 2)) return {};
+    return std::nullopt;
+  QuantizedOperands operands{input_dequantize.input(0), weight_dequantize.input(0), Tensor(), std::nullopt};
+  const Tensor& q_w = operands.q_w;
+  if (has_symbolic_shape(q_w) || reads_graph_input(q_w) || output_axis >= q_w.ndim() || !known_zero(weight_dequantize, 2))
+    return std::nullopt;
   for (const OnnxNode* dequantize : {&input_dequantize, &weight_dequantize}) {
     const Tensor& scale = dequantize->input(1);
     if (scale.dtype() != ScalarType::Float32 || reads_graph_input(scale) || has_symbolic_shape(scale) ||
         dequantize->has_attribute("output_dtype") || dequantize->attr_int("block_size", 0) != 0)
-      return {};
+      return std::nullopt;
   }
   const Tensor& x_scale = input_dequantize.input(1);
   const Tensor& w_scale = weight_dequantize.input(1);
-  if (x_scale.numel() != 1 || !(w_scale.numel() == 1 || (w_scale.ndim() == 1 && w_scale.dim(0) == filters))) return {};
-  if (w_scale.numel() != 1 && normalize_axis(weight_dequantize, weight_dequantize.attr_int("axis", 1), 4) != 0)
-    return {};
-  std::optional<Tensor> x_zero;
-  if (input_dequantize.has_input(2)) {
-    if (input_dequantize.input(2).numel() != 1 || input_dequantize.input_elem_type(2) != kOnnxUInt8) return {};
-    if (!known_zero(input_dequantize, 2)) x_zero = input_dequantize.input(2).reshape({}).cast(ScalarType::Int32);
+  const int64_t outputs = q_w.dim(output_axis);
+  if (x_scale.numel() != 1) return std::nullopt;
+  if (w_scale.numel() != 1) {
+    if (w_scale.ndim() != 1 || w_scale.dim(0) != outputs ||
+        normalize_axis(weight_dequantize, weight_dequantize.attr_int("axis", 1), q_w.ndim()) != output_axis)
+      return std::nullopt;
   }
+  if (input_dequantize.has_input(2)) {
+    if (input_dequantize.input(2).numel() != 1 || input_dequantize.input_elem_type(2) != kOnnxUInt8) return std::nullopt;
+    if (!known_zero(input_dequantize, 2)) operands.x_zero = input_dequantize.input(2).reshape({}).cast(ScalarType::Int32);
+  }
+  operands.scale = x_scale.reshape({}).mul(w_scale.numel() == 1 ? w_scale.reshape({}) : w_scale.reshape({outputs}));
+  return operands;
+}
+
+// Whether a K × N 8-bit product takes the dot-product path (dot_products.h, tensor_matmul.cpp):
+// K in steps of 4, N at least half a vector of the instruction's lanes.
+bool dot_product_sized(int64_t k, int64_t n) {
+  const int64_t lanes = graph_target_caps().dot_product_bytes / 4;
+  return k % 4 == 0 && k >= 16 && n >= lanes / 2 && n % (lanes / 2) == 0;
+}
+
+// Σk q_x·q_w − z_x·Σk q_w, scaled: a (…, M, K) u8 activation by a (K, N) int8 weight, as f32
+// (…, M, N) with the scale per column.
+Tensor integer_product(const QuantizedOperands& operands, const Tensor& activation, const Tensor& weight) {
+  const ScalarType i32 = ScalarType::Int32, f32 = ScalarType::Float32;
+  Tensor sums = activation.cast(i32).matmul(weight.cast(i32));
+  if (operands.x_zero) sums = sums.sub(weight.cast(i32).sum({0}).mul(*operands.x_zero));
+  return sums.cast(f32).mul(operands.scale);
+}
+
+}  // namespace
+
+std::vector<Tensor> build_integer_pointwise_conv(const OnnxNode& conv, const OnnxNode& input_dequantize,
+                                                 const OnnxNode& weight_dequantize) {
+  std::optional<QuantizedOperands> operands = quantized_operands(input_dequantize, weight_dequantize, 0);
+  if (!operands) return {};
+  const Tensor& q_x = operands->q_x;
+  const Tensor& q_w = operands->q_w;
+  if (q_x.ndim() != 4 || q_w.ndim() != 4 || q_w.dim(2) != 1 || q_w.dim(3) != 1) return {};
+  const int64_t filters = q_w.dim(0), channels = q_w.dim(1);
+  const Dims x_dims = dims_of(q_x);
+  if (!x_dims[1].is(channels) || !x_dims[2].is_known() || !x_dims[3].is_known()) return {};
+  if (!dot_product_sized(channels, filters)) return {};
   // One group, stride 1, no padding: a 1x1 conv is then a matmul over the channels.
   if (conv.attr_int("group", 1) != 1 || !(conv.input(1).shape() == q_w.shape())) return {};
   ConvOptions options = conv_options(conv, conv.input(0), conv.input(1).shape());
@@ -567,13 +607,12 @@ std::vector<Tensor> build_integer_pointwise_conv(const OnnxNode& conv, const Onn
   if (conv.has_input(2) && !(conv.input(2).shape() == Shape{filters})) return {};
 
   const ScalarType i32 = ScalarType::Int32, f32 = ScalarType::Float32;
+  const int64_t lanes = graph_target_caps().dot_product_bytes / 4;
   const Dim batch = x_dims[0];
   const int64_t height = x_dims[2].value(), width = x_dims[3].value(), pixels = height * width;
-  Tensor weight = q_w.reshape({filters, channels});            // (F, C)
+  Tensor weight = q_w.reshape({filters, channels});                      // (F, C)
   Tensor image = reshape_to(q_x, {batch, Dim(channels), Dim(pixels)});  // (N, C, H·W)
-  Tensor weight_sums = weight.cast(i32).sum({1});              // (F,), folded
-  Tensor scale = x_scale.reshape({}).mul(w_scale.numel() == 1 ? w_scale.reshape({}) : w_scale.reshape({filters}));
-  Tensor value;                                                // (N, F, H·W)
+  Tensor value;                                                          // (N, F, H·W)
   if (pixels % lanes == 0 && batch.is_known()) {
     // The activation is stored in its own order first, so that the copy into dot-product panels
     // is a plain byte copy: computed into the panels' order (its loops), a depthwise conv before
@@ -582,15 +621,37 @@ std::vector<Tensor> build_integer_pointwise_conv(const OnnxNode& conv, const Onn
     // (Stored as the 4-D image: in the flattened (C, H·W) loops the depthwise conv lost its tile.)
     image = reshape_to(contiguous(q_x), {batch, Dim(channels), Dim(pixels)});
     Tensor sums = contiguous(weight.cast(i32).matmul(image.cast(i32)));  // (N, F, H·W)
-    if (x_zero) sums = sums.sub(weight_sums.reshape({filters, 1}).mul(*x_zero));
-    value = sums.cast(f32).mul(scale.reshape({scale.numel(), 1}));
+    if (operands->x_zero) sums = sums.sub(weight.cast(i32).sum({1}).reshape({filters, 1}).mul(*operands->x_zero));
+    value = sums.cast(f32).mul(operands->scale.reshape({operands->scale.numel(), 1}));
   } else {
-    Tensor sums = image.transpose(-1, -2).cast(i32).matmul(weight.transpose(0, 1).cast(i32));  // (N, H·W, F)
-    if (x_zero) sums = sums.sub(weight_sums.mul(*x_zero));
-    value = sums.cast(f32).mul(scale).transpose(-1, -2);
+    value = integer_product(*operands, image.transpose(-1, -2), weight.transpose(0, 1)).transpose(-1, -2);
   }
   value = reshape_to(value, {batch, Dim(filters), Dim(height), Dim(width)});
   if (conv.has_input(2)) value = value.add(conv.input(2).cast(f32).reshape({filters, 1, 1}));
+  return {value};
+}
+
+std::vector<Tensor> build_integer_matmul(const OnnxNode& product, const OnnxNode& input_dequantize,
+                                         const OnnxNode& weight_dequantize) {
+  const bool gemm = product.op_type() == "Gemm";
+  // Gemm: A (M, K), B (K, N) or (N, K) with transB, alpha 1; MatMul: A (…, M, K), B (K, N).
+  if (gemm && (product.attr_int("transA", 0) != 0 || product.attr_float("alpha", 1.0) != 1.0)) return {};
+  const bool transposed = gemm && product.attr_int("transB", 0) != 0;
+  std::optional<QuantizedOperands> operands = quantized_operands(input_dequantize, weight_dequantize, transposed ? 0 : 1);
+  if (!operands || operands->q_w.ndim() != 2 || operands->q_x.ndim() < 2 || (gemm && operands->q_x.ndim() != 2))
+    return {};
+  if (!(product.input(1).shape() == operands->q_w.shape())) return {};
+  Tensor weight = transposed ? operands->q_w.transpose(0, 1) : operands->q_w;  // (K, N)
+  const int64_t k = weight.dim(0), n = weight.dim(1);
+  if (!dim_of(operands->q_x, -1).is(k) || !dot_product_sized(k, n)) return {};
+  Tensor value = integer_product(*operands, operands->q_x, weight);
+  if (gemm && product.has_input(2)) {
+    const double beta = product.attr_float("beta", 1.0);
+    if (beta != 0.0) {
+      Tensor c = product.input(2).cast(ScalarType::Float32);
+      value = value.add(beta == 1.0 ? c : c.mul(Tensor::scalar(beta, ScalarType::Float32)));
+    }
+  }
   return {value};
 }
 

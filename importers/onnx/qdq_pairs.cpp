@@ -24,23 +24,24 @@ std::unordered_map<int, int> find_quantize_dequantize_pairs(const onnx::GraphPro
   return pairs;
 }
 
-std::unordered_map<int, DequantizedConv> find_dequantized_convs(const onnx::GraphProto& graph) {
+std::unordered_map<int, DequantizedProduct> find_dequantized_products(const onnx::GraphProto& graph) {
   std::unordered_map<std::string, int> dequantize_producing;
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
     if (node.domain().empty() && node.op_type() == "DequantizeLinear" && node.output_size() == 1)
       dequantize_producing[node.output(0)] = i;
   }
-  std::unordered_map<int, DequantizedConv> convs;
-  if (dequantize_producing.empty()) return convs;
+  std::unordered_map<int, DequantizedProduct> products;
+  if (dequantize_producing.empty()) return products;
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
-    if (!node.domain().empty() || node.op_type() != "Conv" || node.input_size() < 2) continue;
+    const std::string& op = node.op_type();
+    if (!node.domain().empty() || (op != "Conv" && op != "Gemm" && op != "MatMul") || node.input_size() < 2) continue;
     auto input = dequantize_producing.find(node.input(0)), weight = dequantize_producing.find(node.input(1));
     if (input != dequantize_producing.end() && weight != dequantize_producing.end())
-      convs.emplace(i, DequantizedConv{input->second, weight->second});
+      products.emplace(i, DequantizedProduct{input->second, weight->second});
   }
-  return convs;
+  return products;
 }
 
 }  // namespace kiln::onnx_import

@@ -52,12 +52,20 @@ std::vector<Tensor> build_quantize_dequantize(const OnnxNode& quantize, const On
 std::vector<Tensor> build_integer_pointwise_conv(const OnnxNode& conv, const OnnxNode& input_dequantize,
                                                  const OnnxNode& weight_dequantize);
 
-// For each Conv node of `graph` (by index) whose input and weight are DequantizeLinear outputs of
-// `graph`: those two DequantizeLinear nodes' indices (whether the rest of the pattern holds is
-// decided when they are built, build_integer_pointwise_conv).
-struct DequantizedConv {
+// A QDQ Gemm (transA 0, alpha 1) or MatMul by a 2-D weight as the same integer product:
+// (Σk q_x·q_w − z_x·Σk q_w)·s_x·s_w[n] + β·C, with the parameters of build_integer_pointwise_conv
+// (one scale per output column, or one in all). A classifier's matrix-vector product then reads
+// its weight as the bytes vpdpbusd takes, not as bytes dequantized one by one. Empty where the
+// pattern does not hold or the target has no 8-bit dot products.
+std::vector<Tensor> build_integer_matmul(const OnnxNode& product, const OnnxNode& input_dequantize,
+                                         const OnnxNode& weight_dequantize);
+
+// For each Conv, Gemm or MatMul node of `graph` (by index) whose first two inputs are DequantizeLinear
+// outputs of `graph`: those two DequantizeLinear nodes' indices (whether the rest of the pattern
+// holds is decided when they are built: build_integer_pointwise_conv, build_integer_matmul).
+struct DequantizedProduct {
   int input = -1, weight = -1;
 };
-std::unordered_map<int, DequantizedConv> find_dequantized_convs(const onnx::GraphProto& graph);
+std::unordered_map<int, DequantizedProduct> find_dequantized_products(const onnx::GraphProto& graph);
 
 }  // namespace kiln::onnx_import

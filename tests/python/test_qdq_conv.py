@@ -1,7 +1,8 @@
-"""QDQ 1x1 convs as 8-bit integer products (importers/onnx/qdq_pairs.h,
-build_integer_pointwise_conv): Conv(DequantizeLinear(u8 x), DequantizeLinear(int8 weight), bias)
-as onnxruntime's quantizer writes it, compiled with `kiln compile` and run with `kiln run`,
-against numpy's f64 value of the same conv on the dequantized values.
+"""QDQ 1x1 convs, Gemms and MatMuls as 8-bit integer products (importers/onnx/qdq_pairs.h,
+build_integer_pointwise_conv, build_integer_matmul): Conv(DequantizeLinear(u8 x),
+DequantizeLinear(int8 weight), bias) as onnxruntime's quantizer writes it, compiled with
+`kiln compile` and run with `kiln run`, against numpy's f64 value of the same conv on the
+dequantized values; then Gemm (transB, a classifier's matrix-vector product) and MatMul the same way.
 
 On a CPU with 8-bit dot products (AVX-512 VNNI, AVX-VNNI) the conv is an integer product: exact in
 i32, then scaled once, so it lies within a few f32 roundings of the f64 value; its plan stores the
@@ -102,5 +103,45 @@ with tempfile.TemporaryDirectory(prefix="kiln_qdq_conv_test_") as work:
         else:
             check(not eight_bit, f"{name}: a strided conv keeps the float path ({weights} bytes)")
     print(f"8-bit integer convs on this CPU: {dot_products}")
+
+    # Gemm (transB = 1, bias, one row: a classifier) and MatMul (a batch of rows, per-tensor scale).
+    for name, op, rows, k, n, per_column in [("gemm_classifier", "Gemm", 1, 576, 1000, True),
+                                             ("matmul_rows", "MatMul", 9, 64, 48, False)]:
+        x_scale, x_zero = np.array(0.033, np.float32), np.array(119, np.uint8)
+        w = rng.integers(-128, 128, size=(n, k) if op == "Gemm" else (k, n)).astype(np.int8)
+        w_scale = (rng.uniform(0.002, 0.02, size=n) if per_column else np.array(0.009)).astype(np.float32)
+        bias = rng.standard_normal(n).astype(np.float32)
+        product_inputs = ["xd", "wd"] + (["bias"] if op == "Gemm" else [])
+        nodes = [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"]),
+                 helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"]),
+                 helper.make_node("DequantizeLinear", ["w", "w_scale", "w_zero"], ["wd"],
+                                  axis=0 if op == "Gemm" else 1),
+                 helper.make_node(op, product_inputs, ["y"], **({"transB": 1} if op == "Gemm" else {}))]
+        initializers = [("x_scale", x_scale), ("x_zero", x_zero), ("w", w), ("w_scale", w_scale),
+                        ("w_zero", np.zeros(w_scale.shape, np.int8))] + ([("bias", bias)] if op == "Gemm" else [])
+        model, plan = os.path.join(work, name + ".onnx"), os.path.join(work, name + ".kiln")
+        python_test_env.save_model(model, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, k])],
+                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, n])], initializers)
+        compiled = kiln("compile", model, "-o", plan)
+        check(compiled.returncode == 0, f"kiln compile {name}: {compiled.stderr.strip()[-400:]}")
+        if compiled.returncode != 0:
+            continue
+        x = (rng.standard_normal((rows, k)) * 2.0).astype(np.float32)
+        x_path, out_dir = os.path.join(work, name + "_x.npy"), os.path.join(work, name)
+        np.save(x_path, x)
+        ran = kiln("run", plan, "--input", f"x={x_path}", "--output-dir", out_dir, "--output-format", "npy")
+        check(ran.returncode == 0, f"kiln run {name}: {ran.stderr.strip()[-400:]}")
+        if ran.returncode != 0:
+            continue
+        got = np.load(os.path.join(out_dir, "y.npy")).astype(np.float64)
+        xd = (np.clip(np.rint(x / x_scale) + float(x_zero), 0, 255) - float(x_zero)) * np.float64(x_scale)
+        wd = w.astype(np.float64) * (w_scale.astype(np.float64)[:, None] if op == "Gemm" else w_scale.astype(np.float64))
+        want = xd @ (wd.T if op == "Gemm" else wd) + (bias.astype(np.float64) if op == "Gemm" else 0)
+        error = np.abs(got - want).max() / np.abs(want).max()
+        check(got.shape == want.shape and error < 1e-5, f"{name}: within f32 roundings of the f64 product (relative {error:.2e})")
+        weights = int(re.search(r"weights: (\d+) bytes", kiln("inspect", plan).stdout).group(1))
+        # (Without dot products the float path may keep a matrix-vector product's weight 8-bit too.)
+        if dot_products:
+            check(weights < 2 * k * n, f"{name}: the weight in 8 bits ({weights} bytes)")
 
 sys.exit(checks.finish())
