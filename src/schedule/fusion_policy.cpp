@@ -16,9 +16,9 @@
 //  - it is a reduction, or elementwise work of at least kExpensiveOps, that one kernel needs at two
 //    different indices (shifted views of one value, as in LRN's window sum over a conv's output):
 //    each index would redo it. Found while the kernel is built; the kernel is then built again.
-//  - it is expensive elementwise work that fans out into a reduction and into some other kernel
-//    (DynamicQuantizeLinear's min, max and quantization of a GELU; a squeeze-excite block's pool
-//    and scaling of its activation): each would redo it (feeds_reduction_and_more).
+//  - it is expensive elementwise work that fans out into a reduction to one element and into some
+//    other kernel (DynamicQuantizeLinear's min, max and quantization of a GELU): each would redo
+//    it, and the single-output reductions run on one thread (feeds_whole_reduction_and_more).
 //  - it is a reduction or expensive elementwise work under padding (a conv output, or its sigmoid,
 //    that is one input of a concatenation): WHERE evaluates every arm, so it would run for the
 //    padded elements too.
@@ -247,26 +247,21 @@ bool Rangeifier::computes_nothing(const UOp* node) {
   return true;
 }
 
-// Whether `node` flows, through elementwise and movement ops, into a reduction and into some
-// other kernel besides, and fans out itself: a reader of it is such a kernel, or its readers
-// reach different kernels. DynamicQuantizeLinear reads its input three times, a min, a max and the
-// quantization: a BERT FFN's GELU recomputed in each of those kernels, two of them single-output
-// loops that no second thread can share, took 45 % of the int8 model's run. A squeeze-excite block
-// reads its activation twice, in the pool and in the scaling by the pool's result: QDQ
-// MobileNetV3's activation, a Q/DQ chain around a HardSwish, was recomputed in both (the model
-// 2.15 -> 2.09 ms at one thread stored once). Softmax's exp (read by the row sums and the
-// division) and a residual sum before a LayerNorm are stored too, which measured the same or
-// faster (legacy BERT at 128 tokens 7.30 either way, the decoder 0.255 -> 0.242 ms, DenseNet-121
-// and UltraFace 1.5 % faster, the Inception models within noise). Only that fan-out is stored: the
-// GELU's inner values (erf's polynomial terms), whose readers all meet again in the GELU, stay
-// inline (each stored, the GELU took 4 kernels and 9 buffers of its size: 0.9 of the int8 BERT's
-// 4.3 ms at 128 tokens).
-bool Rangeifier::feeds_reduction_and_more(const UOp* node) {
-  if (auto found = feeds_reduction_.find(node); found != feeds_reduction_.end()) return found->second;
-  bool reduces = false;
-  std::unordered_set<const UOp*> all = kernels_reached(node, reduces);
+// Whether `node` flows, through elementwise and movement ops, into a reduction to one element
+// (a whole tensor's min or max) and into some other kernel besides, and fans out itself: a
+// reader of it is such a kernel, or its readers reach different kernels. DynamicQuantizeLinear
+// reads its input three times, a min, a max and the quantization: a BERT FFN's GELU recomputed
+// in each of those kernels, two of them single-output loops that no second thread can share,
+// took 45 % of the int8 model's run. Only that fan-out is stored: the GELU's inner values (erf's
+// polynomial terms), whose readers all meet again in the GELU, stay inline (each stored, the
+// GELU took 4 kernels and 9 buffers of its size: 0.9 of the int8 BERT's 4.3 ms at 128 tokens).
+// Softmax's exp, read by per-row sums, stays recomputed.
+bool Rangeifier::feeds_whole_reduction_and_more(const UOp* node) {
+  if (auto found = feeds_whole_reduction_.find(node); found != feeds_whole_reduction_.end()) return found->second;
+  bool whole = false;
+  std::unordered_set<const UOp*> all = kernels_reached(node, whole);
   bool result = false;
-  if (reduces && all.size() > 1) {
+  if (whole && all.size() > 1) {
     std::optional<std::unordered_set<const UOp*>> first;
     for (const UOp* consumer : consumers_[node]) {
       if (!passes_through(consumer)) {
@@ -282,7 +277,7 @@ bool Rangeifier::feeds_reduction_and_more(const UOp* node) {
       }
     }
   }
-  feeds_reduction_.emplace(node, result);
+  feeds_whole_reduction_.emplace(node, result);
   return result;
 }
 
@@ -294,9 +289,28 @@ bool Rangeifier::passes_through(const UOp* consumer) const {
   return elementwise && !output_nodes_.contains(consumer);
 }
 
+// Whether a reduction gives one value, or a few whose only readers (through movement ops) reduce
+// them to one: a whole tensor's maximum taken in parts (Tensor's reduce).
+bool Rangeifier::reduces_to_one(const UOp* reduce) {
+  int64_t values = dims_numel(shapes_.of(reduce)).max();
+  if (values == 1) return true;
+  if (values > 64) return false;
+  std::vector<const UOp*> stack{reduce};
+  while (!stack.empty()) {
+    const UOp* current = stack.back();
+    stack.pop_back();
+    for (const UOp* consumer : consumers_[current]) {
+      if (op_group(consumer->op()) == OpGroup::Movement) stack.push_back(consumer);
+      else if (consumer->op() != Ops::REDUCE_AXIS || dims_numel(shapes_.of(consumer)).max() != 1) return false;
+    }
+  }
+  return true;
+}
+
 // The readers where the values computed from `node` by elementwise and movement ops leave their
-// kernel (reductions, outputs, anything else); `reduces`: one of them is a reduction.
-std::unordered_set<const UOp*> Rangeifier::kernels_reached(const UOp* node, bool& reduces) {
+// kernel (reductions, outputs, anything else); `whole`: one of them reduces to one value
+// (possibly in parts: reduces_to_one).
+std::unordered_set<const UOp*> Rangeifier::kernels_reached(const UOp* node, bool& whole) {
   std::unordered_set<const UOp*> boundaries, seen;
   std::vector<const UOp*> stack{node};
   while (!stack.empty()) {
@@ -309,7 +323,7 @@ std::unordered_set<const UOp*> Rangeifier::kernels_reached(const UOp* node, bool
         continue;
       }
       boundaries.insert(consumer);
-      reduces = reduces || consumer->op() == Ops::REDUCE_AXIS;
+      if (consumer->op() == Ops::REDUCE_AXIS && reduces_to_one(consumer)) whole = true;
     }
   }
   return boundaries;
@@ -323,7 +337,7 @@ bool Rangeifier::must_materialize(const UOp* node, bool through_expand, const In
   bool alu = group == OpGroup::Unary || group == OpGroup::Binary || group == OpGroup::Ternary;
   // (At the value that fans out, not at each expensive part of it: those have one reader.)
   if (alu && consumers_[node].size() > 1 && recompute_cost(node) >= kExpensiveOps &&
-      feeds_reduction_and_more(node))
+      feeds_whole_reduction_and_more(node))
     return true;
   if (!alu || !through_expand) return false;
   // The lower bar applies where the value changes with the reduction loop (a conv's input

@@ -178,9 +178,10 @@ class Rangeifier {
   UOpPtr load(const UOp* node, const Index& index, const UOpPtr& valid, KernelState& kernel);
   bool epilogue_of_stored_reduction(const UOp* node);
   static bool computes_nothing(const UOp* node);
-  bool feeds_reduction_and_more(const UOp* node);
+  bool feeds_whole_reduction_and_more(const UOp* node);
   bool passes_through(const UOp* consumer) const;
-  std::unordered_set<const UOp*> kernels_reached(const UOp* node, bool& reduces);
+  bool reduces_to_one(const UOp* reduce);
+  std::unordered_set<const UOp*> kernels_reached(const UOp* node, bool& whole);
   bool must_materialize(const UOp* node, bool through_expand, const Index& index);
   UOpPtr lower(const UOp* node, const Index& index, const UOpPtr& valid, bool through_expand, KernelState& kernel);
   UOpPtr lower_uncached(const UOp* node, const Index& index, const UOpPtr& valid, bool through_expand,
@@ -205,7 +206,7 @@ class Rangeifier {
   // Values materialised because one kernel needed them at two indices, or several kernels need them.
   std::unordered_set<const UOp*> forced_;
   std::unordered_set<const UOp*> output_nodes_;
-  std::unordered_map<const UOp*, bool> feeds_reduction_;  // memo of feeds_reduction_and_more
+  std::unordered_map<const UOp*, bool> feeds_whole_reduction_;  // memo of feeds_whole_reduction_and_more
   int reduce_depth_ = 0;  // REDUCE_AXIS sources being lowered around the current node
 };
 
