@@ -65,6 +65,23 @@ def reference(x, p, stride):
     return np.einsum("nchw,fc->nfhw", xd, wd) + p["bias"].astype(np.float64)[None, :, None, None]
 
 
+def compile_and_run(work, name, model, x):
+    """Compiles `model` to work/name.kiln and runs it on x; returns (plan path, y as f64) or
+    (plan path, None) after a failed check."""
+    plan = os.path.join(work, name + ".kiln")
+    compiled = kiln("compile", model, "-o", plan)
+    check(compiled.returncode == 0, f"kiln compile {name}: {compiled.stderr.strip()[-400:]}")
+    if compiled.returncode != 0:
+        return plan, None
+    x_path, out_dir = os.path.join(work, name + "_x.npy"), os.path.join(work, name)
+    np.save(x_path, x)
+    ran = kiln("run", plan, "--input", f"x={x_path}", "--output-dir", out_dir, "--output-format", "npy")
+    check(ran.returncode == 0, f"kiln run {name}: {ran.stderr.strip()[-400:]}")
+    if ran.returncode != 0:
+        return plan, None
+    return plan, np.load(os.path.join(out_dir, "y.npy")).astype(np.float64)
+
+
 dot_products = None
 with tempfile.TemporaryDirectory(prefix="kiln_qdq_conv_test_") as work:
     cases = [
@@ -76,20 +93,12 @@ with tempfile.TemporaryDirectory(prefix="kiln_qdq_conv_test_") as work:
         ("strided_float_path", 1, 48, 32, 16, 131, True, 2),
     ]
     for name, batch, channels, filters, size, x_zero, per_filter, stride in cases:
-        model, plan = os.path.join(work, name + ".onnx"), os.path.join(work, name + ".kiln")
+        model = os.path.join(work, name + ".onnx")
         params = build(model, batch, channels, filters, size, x_zero, per_filter, stride)
-        compiled = kiln("compile", model, "-o", plan)
-        check(compiled.returncode == 0, f"kiln compile {name}: {compiled.stderr.strip()[-400:]}")
-        if compiled.returncode != 0:
-            continue
         x = (rng.standard_normal((batch, channels, size, size)) * 2.0).astype(np.float32)
-        x_path, out_dir = os.path.join(work, name + "_x.npy"), os.path.join(work, name)
-        np.save(x_path, x)
-        ran = kiln("run", plan, "--input", f"x={x_path}", "--output-dir", out_dir, "--output-format", "npy")
-        check(ran.returncode == 0, f"kiln run {name}: {ran.stderr.strip()[-400:]}")
-        if ran.returncode != 0:
+        plan, got = compile_and_run(work, name, model, x)
+        if got is None:
             continue
-        got = np.load(os.path.join(out_dir, "y.npy")).astype(np.float64)
         want = reference(x, params, stride)
         error = np.abs(got - want).max() / np.abs(want).max()
         check(got.shape == want.shape and error < 1e-5, f"{name}: within f32 roundings of the f64 conv (relative {error:.2e})")
@@ -119,21 +128,13 @@ with tempfile.TemporaryDirectory(prefix="kiln_qdq_conv_test_") as work:
                  helper.make_node(op, product_inputs, ["y"], **({"transB": 1} if op == "Gemm" else {}))]
         initializers = [("x_scale", x_scale), ("x_zero", x_zero), ("w", w), ("w_scale", w_scale),
                         ("w_zero", np.zeros(w_scale.shape, np.int8))] + ([("bias", bias)] if op == "Gemm" else [])
-        model, plan = os.path.join(work, name + ".onnx"), os.path.join(work, name + ".kiln")
+        model = os.path.join(work, name + ".onnx")
         python_test_env.save_model(model, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, k])],
                                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, n])], initializers)
-        compiled = kiln("compile", model, "-o", plan)
-        check(compiled.returncode == 0, f"kiln compile {name}: {compiled.stderr.strip()[-400:]}")
-        if compiled.returncode != 0:
-            continue
         x = (rng.standard_normal((rows, k)) * 2.0).astype(np.float32)
-        x_path, out_dir = os.path.join(work, name + "_x.npy"), os.path.join(work, name)
-        np.save(x_path, x)
-        ran = kiln("run", plan, "--input", f"x={x_path}", "--output-dir", out_dir, "--output-format", "npy")
-        check(ran.returncode == 0, f"kiln run {name}: {ran.stderr.strip()[-400:]}")
-        if ran.returncode != 0:
+        plan, got = compile_and_run(work, name, model, x)
+        if got is None:
             continue
-        got = np.load(os.path.join(out_dir, "y.npy")).astype(np.float64)
         xd = (np.clip(np.rint(x / x_scale) + float(x_zero), 0, 255) - float(x_zero)) * np.float64(x_scale)
         wd = w.astype(np.float64) * (w_scale.astype(np.float64)[:, None] if op == "Gemm" else w_scale.astype(np.float64))
         want = xd @ (wd.T if op == "Gemm" else wd) + (bias.astype(np.float64) if op == "Gemm" else 0)
