@@ -573,8 +573,9 @@ OnnxNode make_node(const BuildContext& context, const onnx::NodeProto& proto, Sc
 }
 
 // What build_node may build a node together with, found over the whole graph first: the Conv a
-// BatchNormalization absorbs (conv_batchnorm.h), the QuantizeLinear a DequantizeLinear undoes
-// (qdq_pairs.h), and the layout hints (pointwise_readers.h) of the node and of that Conv.
+// BatchNormalization absorbs (conv_batchnorm.h), the QuantizeLinear a DequantizeLinear undoes and
+// the DequantizeLinear nodes whose 8-bit values a Conv, Gemm or MatMul multiplies (qdq_pairs.h),
+// and the layout hints (pointwise_readers.h) of the node and of that Conv.
 struct NodeContext {
   const onnx::NodeProto* fused_conv = nullptr;
   const onnx::NodeProto* quantize = nullptr;
