@@ -494,8 +494,9 @@ std::vector<Tensor> build_quantize_dequantize(const OnnxNode& quantize, const On
   if (!same_parameter(quantize, 1, dequantize, 1) || !same_parameter(quantize, 2, dequantize, 2)) return {};
   const Tensor& x = quantize.input(0);
   const Tensor& scale = quantize.input(1);
-  // A per-axis scale must be read along the same axis by both.
-  if (scale.numel() != 1 && normalize_axis(quantize, q.axis, x.ndim()) != normalize_axis(dequantize, d.axis, x.ndim()))
+  // A per-axis scale or zero point must be read along the same axis by both.
+  const bool per_axis = scale.numel() != 1 || (quantize.has_input(2) && quantize.input(2).numel() != 1);
+  if (per_axis && normalize_axis(quantize, q.axis, x.ndim()) != normalize_axis(dequantize, d.axis, x.ndim()))
     return {};
   QuantizeParts parts = quantize_parts(quantize);
   const int32_t type = parts.out_type;
