@@ -569,11 +569,12 @@ std::optional<QuantizedOperands> quantized_operands(const OnnxNode& input_dequan
   return operands;
 }
 
-// Whether a K × N 8-bit product takes the dot-product path (dot_products.h, tensor_matmul.cpp):
-// K in steps of 4, N at least half a vector of the instruction's lanes.
+// Whether a K × N 8-bit product takes the dot-product tile (dot_products.h, tensor_matmul.cpp):
+// K in steps of 4, N whole vectors of the instruction's lanes, or of half of 16 lanes.
 bool dot_product_sized(int64_t k, int64_t n) {
   const int64_t lanes = graph_target_caps().dot_product_bytes / 4;
-  return k % 4 == 0 && k >= 16 && n >= lanes / 2 && n % (lanes / 2) == 0;
+  const bool columns = n % lanes == 0 || (lanes >= 16 && n % (lanes / 2) == 0);
+  return k % 4 == 0 && k >= 16 && n >= lanes / 2 && columns;
 }
 
 // Σk q_x·q_w − z_x·Σk q_w, scaled: a (…, M, K) u8 activation by a (K, N) int8 weight, as f32
