@@ -62,6 +62,17 @@ struct TargetCaps {
     if (!supports_vector_ops || dtype.scalar_bytes() <= 0) return 1;
     return vector_bytes / dtype.scalar_bytes();
   }
+  // The i32 lanes of the 8-bit dot products (opt/dot_products.h) over `columns` output columns:
+  // whole vectors of the widest width, else of half of 16 lanes (the instruction's 256-bit form,
+  // which every AVX-512 VNNI CPU has: a conv's 24, 40 or 88 filters); 0 when neither divides them
+  // or the target has no such instruction. The panels b is stored in and the tile agree on it.
+  int64_t dot_product_lanes(int64_t columns) const {
+    const int64_t widest = dot_product_bytes / 4;
+    if (widest == 0 || columns <= 0) return 0;
+    if (columns % widest == 0) return widest;
+    if (widest >= 16 && columns % (widest / 2) == 0) return widest / 2;
+    return 0;
+  }
 };
 
 // KILN_GPU_REGISTER_TILES as a GPU target takes it: at most 8 (8 × 8 outputs are 64 accumulators

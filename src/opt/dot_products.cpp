@@ -268,14 +268,9 @@ void with_row_tile(const UOpPtr& kernel, const UOpPtr& trial, const UOpPtr& vary
 }  // namespace
 
 std::optional<std::vector<Opt>> dot_product_tile(const UOpPtr& kernel, const TargetCaps& caps) {
-  const int64_t widest = caps.dot_product_bytes / 4;
-  if (widest == 0) return std::nullopt;
+  if (caps.dot_product_bytes == 0) return std::nullopt;
   std::optional<DotKernel> parts = dot_kernel(kernel);
   if (!parts) return std::nullopt;
-  // Whole vectors of the widest width, else of half of it (the instruction's 256-bit form on
-  // AVX-512 VNNI hosts, whose AVX-512 VL every such CPU has: a conv's 24, 40 or 88 filters).
-  for (int64_t lanes : {widest, widest / 2}) {
-  if (lanes < 8) break;
   // The vector: an output loop of whole vectors along which the stores are contiguous; the steps:
   // a reduce loop of 4·q steps. Once vectorised and unrolled, the operand that the vector's lanes
   // share (a row's value, broadcast) must have its 4 steps consecutive (one 32-bit broadcast load),
@@ -283,8 +278,9 @@ std::optional<std::vector<Opt>> dot_product_tile(const UOpPtr& kernel, const Tar
   // one vector load per instruction operand). They are judged after the opts because the panels'
   // index divides the column by the lanes and the step by 4.
   for (const UOp* vector : kernel_ranges(kernel)) {
-    if (axis_kind(vector->arg_int()) != AxisKind::Loop || constant_extent(vector) == 0 ||
-        constant_extent(vector) % lanes != 0 || constant_step(parts->store_index, vector) != 1)
+    // (Whole vectors of the widest lanes, or of their half: TargetCaps::dot_product_lanes.)
+    const int64_t lanes = caps.dot_product_lanes(constant_extent(vector));
+    if (axis_kind(vector->arg_int()) != AxisKind::Loop || lanes == 0 || constant_step(parts->store_index, vector) != 1)
       continue;
     for (size_t i = 1; i < parts->reduce->src_count(); ++i) {
       const UOp* steps = parts->reduce->src(i).get();
@@ -314,7 +310,6 @@ std::optional<std::vector<Opt>> dot_product_tile(const UOpPtr& kernel, const Tar
       return with_row_blocks_outermost(kernel, std::move(opts));
     }
   }
-  }
   return std::nullopt;
 }
 
@@ -322,10 +317,10 @@ UOpPtr use_dot_products(const UOpPtr& lowered, int lanes) {
   if (lanes < 4) return lowered;
   std::unordered_map<const UOp*, UOpPtr> replacements;
   for (const UOp* node : toposort(lowered)) {
-    // (The widest vectors, or half of them: dot_product_tile.)
+    // (The widest vectors, or half of 16 lanes: TargetCaps::dot_product_lanes.)
     if (node->op() != Ops::REDUCE || node->arg_op() != Ops::ADD || node->dtype().base() != dtypes::i32) continue;
     const int width = node->dtype().count();
-    if (width != lanes && !(width == lanes / 2 && width >= 8)) continue;
+    if (width != lanes && !(lanes >= 16 && width == lanes / 2)) continue;
     UOpPtr dots = as_dot_products(node->src(0), width);
     if (!dots) continue;
     std::vector<UOpPtr> sources = node->srcs();

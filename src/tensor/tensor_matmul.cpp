@@ -213,11 +213,8 @@ Tensor Tensor::matmul(const Tensor& other) const {
     // quarter of the bytes of i32, and the operand 8-bit dot-product instructions take.
     Tensor narrow = widened_8bit_integer(b);
     if (narrow.defined()) rows_of_b = narrow;
-    // (Whole vectors of the widest dot products, else of their half: dot_products.h.)
-    int64_t dot_lanes = graph_target_caps().dot_product_bytes / 4;
-    if (dot_lanes >= 16 && n.is_known() && n.value() % dot_lanes != 0 && n.value() % (dot_lanes / 2) == 0) dot_lanes /= 2;
-    if (narrow.defined() && dot_lanes > 0 && !has_symbolic_shape(b) && b.dim(-2) % 4 == 0 && b.dim(-2) >= 16 &&
-        n.value() >= dot_lanes)
+    const int64_t dot_lanes = n.is_known() ? graph_target_caps().dot_product_lanes(n.value()) : 0;
+    if (narrow.defined() && dot_lanes > 0 && !has_symbolic_shape(b) && b.dim(-2) % 4 == 0 && b.dim(-2) >= 16)
       rows_of_b = in_dot_product_panels(rows_of_b, dot_lanes);
     else if (!has_symbolic_shape(b) && n.value() * b.dim(-2) >= kPanelMinimumElements)
       rows_of_b = in_panels(rows_of_b);

@@ -65,6 +65,25 @@ def reference(x, p, stride):
     return np.einsum("nchw,fc->nfhw", xd, wd) + p["bias"].astype(np.float64)[None, :, None, None]
 
 
+def expected_dot_products():
+    """Whether kiln's CPU target here has 8-bit dot products (codegen/llvm/llvm_target.cpp): the
+    CPU's flags as KILN_CPU_TARGET narrows them; None where /proc/cpuinfo does not say."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            line = next(l for l in f if l.startswith("flags"))
+    except (OSError, StopIteration):
+        return None
+    flags = set(line.split(":", 1)[1].split())
+    target = os.environ.get("KILN_CPU_TARGET") or "host"
+    if target == "x86-64-v3":
+        return False
+    if target == "avx2":  # AVX-512 switched off: AVX-VNNI only
+        return "avx_vnni" in flags
+    if "avx512f" in flags:
+        return "avx512_vnni" in flags
+    return "avx_vnni" in flags
+
+
 def compile_and_run(work, name, model, x):
     """Compiles `model` to work/name.kiln and runs it on x; returns (plan path, y as f64) or
     (plan path, None) after a failed check."""
@@ -82,7 +101,7 @@ def compile_and_run(work, name, model, x):
     return plan, np.load(os.path.join(out_dir, "y.npy")).astype(np.float64)
 
 
-dot_products = None
+dot_products = expected_dot_products()
 with tempfile.TemporaryDirectory(prefix="kiln_qdq_conv_test_") as work:
     cases = [
         # name, batch, channels, filters, image size, x zero point, per-filter scales, stride
@@ -106,9 +125,10 @@ with tempfile.TemporaryDirectory(prefix="kiln_qdq_conv_test_") as work:
         weights = int(re.search(r"weights: (\d+) bytes", kiln("inspect", plan).stdout).group(1))
         eight_bit = weights < 2 * channels * filters
         if stride == 1:
-            if dot_products is None:
+            if dot_products is None:  # (no /proc/cpuinfo: the first conv decides for the others)
                 dot_products = eight_bit
-            check(eight_bit == dot_products, f"{name}: the weight stored as the other stride-1 convs' ({weights} bytes)")
+            check(eight_bit == dot_products,
+                  f"{name}: the weight in 8 bits exactly where the CPU target has 8-bit dot products ({weights} bytes)")
         else:
             check(not eight_bit, f"{name}: a strided conv keeps the float path ({weights} bytes)")
     print(f"8-bit integer convs on this CPU: {dot_products}")
