@@ -37,7 +37,7 @@ constexpr int kExitError = 1, kExitUsage = 2, kExitInternal = 3;
 
 void print_compile_help(std::ostream& out) {
   out << "usage: kiln compile MODEL.onnx -o PLAN [--target cpu|aarch64|x86_64|opencl|cuda] [--cpu NAME]\n"
-         "                    [--cuda-arch N] [--tuning DB]\n"
+         "                    [--cuda-arch N] [--tuning DB] [--precision fp32|bf16]\n"
          "                    [-j N] [--shape SPEC...] [--value NAME=V[,V...]]...\n"
          "\n"
          "Compiles MODEL for this CPU into one plan file (docs/plan-format.md) that libkiln loads and\n"
@@ -60,6 +60,10 @@ void print_compile_help(std::ostream& out) {
          "  --tuning DB        take each kernel's optimisations from DB (written by 'kiln tune',\n"
          "                     docs/tuning.md) when DB has the kernel; only read, so the same model\n"
          "                     and DB give a byte-identical plan\n"
+         "  --precision P      fp32 (default): every op in the model's own types; bf16: matmuls of\n"
+         "                     f32 values by a weight round both operands to bf16 and sum in f32, on\n"
+         "                     AMX tiles where the CPU has them (docs/optimisation.md, \"bf16\n"
+         "                     precision\"); results differ from fp32 by bf16's rounding\n"
          "  -j, --jobs N       compile kernels on N threads (default: KILN_COMPILE_THREADS, else the\n"
          "                     hardware threads, at most 16); the plan is the same for any N\n"
          "                     (docs/compile-time.md)\n"
@@ -85,8 +89,10 @@ bool is_cpu_architecture(const std::string& target) { return target == "aarch64"
 
 int compile(const std::string& model_path, const std::string& output_path, const std::vector<ShapeSpec>& specs,
             const std::vector<onnx_import::PinnedValueSpec>& values, const std::string& tuning_path,
-            const std::string& target, int cuda_architecture = 75, const std::string& cpu_name = "") {
+            const std::string& target, int cuda_architecture = 75, const std::string& cpu_name = "",
+            MatmulPrecision precision = MatmulPrecision::kFloat32) {
   onnx_import::OnnxCompileOptions options;
+  options.precision = precision;
   options.shapes = specs;
   options.values = values;
   options.tuning_path = tuning_path;
@@ -411,6 +417,7 @@ int compile_command(const std::vector<std::string>& arguments) {
   return guarded("compile", [&]() -> int {
     std::string model_path, output_path, tuning_path, target = "cpu", cpu_name;
     int cuda_architecture = 75;
+    MatmulPrecision precision = MatmulPrecision::kFloat32;
     std::vector<ShapeSpec> specs;
     std::vector<onnx_import::PinnedValueSpec> values;
     bool in_shapes = false;
@@ -451,6 +458,11 @@ int compile_command(const std::vector<std::string>& arguments) {
         if (i + 1 >= arguments.size()) return usage_error("compile", "--tuning needs a database file");
         tuning_path = arguments[++i];
         in_shapes = false;
+      } else if (argument == "--precision") {
+        const std::string value = i + 1 < arguments.size() ? arguments[++i] : "";
+        if (value != "fp32" && value != "bf16") return usage_error("compile", "--precision needs fp32 or bf16");
+        precision = value == "bf16" ? MatmulPrecision::kBFloat16 : MatmulPrecision::kFloat32;
+        in_shapes = false;
       } else if (argument == "--shape") {
         in_shapes = true;
       } else if (argument == "--value") {
@@ -474,7 +486,7 @@ int compile_command(const std::vector<std::string>& arguments) {
     if (output_path.empty()) return usage_error("compile", "no output plan given (-o PLAN)");
     if (!cpu_name.empty() && !is_cpu_architecture(target))
       return usage_error("compile", "--cpu needs --target aarch64 or --target x86_64");
-    return compile(model_path, output_path, specs, values, tuning_path, target, cuda_architecture, cpu_name);
+    return compile(model_path, output_path, specs, values, tuning_path, target, cuda_architecture, cpu_name, precision);
   });
 }
 

@@ -116,6 +116,7 @@ OnnxGraph build_onnx_graph(const std::string& model_path, const OnnxCompileOptio
   progress("loading " + model_path);
   OnnxModel model = OnnxModel::load_file(model_path);
   OnnxGraph graph;
+  ScopedMatmulPrecision precision(options.precision);
   try {
     // A dimension given a range (--shape NAME=MIN..MAX) stays symbolic: a size variable of the
     // plan (docs/symbolic-shapes.md).
@@ -175,6 +176,8 @@ std::string compile_onnx_plan(const std::string& model_path, const OnnxCompileOp
                                   : options.device == "opencl" ? &opencl_target_caps()
                                   : cpu_target                 ? &cpu_target->caps()
                                                                : &host_cpu_caps();
+  if (options.precision == MatmulPrecision::kBFloat16 && !device_caps->amx_bf16 && options.progress)
+    options.progress("--precision bf16: the target has no AMX bf16 tiles, so its matmuls stay fp32");
   run_on_large_stack([&] {
     ScopedGraphTarget target(device_caps);  // the graph's layouts for the device the plan is for
     OnnxGraph graph = build_onnx_graph(model_path, options);

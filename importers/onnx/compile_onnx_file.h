@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "onnx_model.h"
+#include "tensor/matmul_precision.h"
 #include "support/error.h"
 
 namespace kiln::onnx_import {
@@ -47,6 +48,9 @@ struct OnnxCompileOptions {
   // CpuTarget::cross). An empty cpu_architecture: the host CPU.
   std::string cpu_architecture;
   std::string cpu_name;
+  // --precision bf16: f32 matmuls by a weight take bf16 operands, summed in f32
+  // (src/tensor/matmul_precision.h); kFloat32 computes every op in the model's own types.
+  MatmulPrecision precision = MatmulPrecision::kFloat32;
   CompileProgress progress;       // one line per stage ("loading M", the plan writer's, "wrote P"); may be empty
 };
 

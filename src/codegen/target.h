@@ -54,6 +54,9 @@ struct TargetCaps {
   // CPU: the register width in bytes of an 8-bit dot-product instruction (vpdpbusd: 64 with AVX-512
   // VNNI, 32 with AVX-VNNI), 0 without one. 8-bit integer matmuls use it (opt/dot_products.h).
   int dot_product_bytes = 0;
+  // CPU: Intel AMX with bf16 tiles (tdpbf16ps), which the OS lets this process use: bf16 matmuls
+  // run as 32 × 32 blocks of tile products (opt/amx_tiles.h).
+  bool amx_bf16 = false;
   int64_t l1_bytes = 32 << 10;   // per core
   int64_t l2_bytes = 1 << 20;    // per core
 

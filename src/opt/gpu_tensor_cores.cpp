@@ -9,6 +9,7 @@
 
 #include "ir/build.h"
 #include "ir/substitute.h"
+#include "opt/flat_dimension.h"
 #include "opt/mma_layout.h"
 #include "opt/opt.h"
 #include "schedule/schedule.h"
@@ -16,14 +17,6 @@
 namespace kiln {
 
 namespace {
-
-int64_t extent_of(const UOp* range) { return static_cast<int64_t>(range->src(0)->const_int()); }
-
-int64_t product_of(const std::vector<const UOp*>& ranges) {
-  int64_t product = 1;
-  for (const UOp* range : ranges) product *= extent_of(range);
-  return product;
-}
 
 int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
@@ -36,33 +29,6 @@ UOpPtr narrow_source(const UOpPtr& factor, bool bf16) {
   return factor->src(0);
 }
 
-// One of the operation's three dimensions: the kernel ranges flattened into it (by axis id, the
-// last fastest) and its tile.
-struct Dimension {
-  std::vector<const UOp*> ranges;
-  int64_t length = 1;
-  int64_t tile = 1;
-
-  int64_t tiles() const { return (length + tile - 1) / tile; }
-  bool ragged() const { return length % tile != 0; }
-
-  // Maps each range to its part of flat position `at` (clamped to the last position when the tile
-  // pads the dimension, so that loads stay in bounds).
-  void unflatten(UOpPtr at, std::unordered_map<const UOp*, UOpPtr>& map) const {
-    if (ragged()) at = minimum(at, length - 1);
-    int64_t inner = length;
-    for (size_t i = 0; i < ranges.size(); ++i) {
-      int64_t extent = extent_of(ranges[i]);
-      inner /= extent;
-      UOpPtr part = inner == 1 ? at : at / inner;
-      map.emplace(ranges[i], i == 0 ? part : part % extent);
-    }
-  }
-
-  // The tile index as a range of axis `axis` (a constant 0 when there is one tile).
-  UOpPtr outer_range(int64_t axis) const { return tiles() == 1 ? const_int(dtypes::index, 0) : range(tiles(), axis); }
-};
-
 // The share of a padded M × N tiling that is real outputs.
 double coverage(int64_t m, int64_t n) {
   return static_cast<double>(m * n) / static_cast<double>(round_up(m, mma::kRows) * round_up(n, mma::kColumns));
@@ -71,7 +37,7 @@ double coverage(int64_t m, int64_t n) {
 struct Match {
   const UOp* reduce = nullptr;
   UOpPtr a, b;  // the narrow factors, both f16 or both bf16: a varies with M, b with N
-  Dimension m, n, k;
+  FlatDimension m, n, k;
 };
 
 // The kernel's one reduction, if it is an f32 sum of f16 (or bf16) products whose factors own
@@ -154,7 +120,7 @@ TensorCoreKernel gpu_tensor_cores(const UOpPtr& kernel, bool bf16_operands) {
 
   // The factor `factor` at row (or column) `at` of its own dimension `own` and at reduction step
   // `step`: its expression with those ranges substituted, 0 on the steps that pad K.
-  auto element = [&](const UOpPtr& factor, const Dimension& own, const UOpPtr& at, const UOpPtr& step) {
+  auto element = [&](const UOpPtr& factor, const FlatDimension& own, const UOpPtr& at, const UOpPtr& step) {
     std::unordered_map<const UOp*, UOpPtr> map;
     own.unflatten(at, map);
     match.k.unflatten(step, map);

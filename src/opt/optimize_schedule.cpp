@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "opt/amx_tiles.h"
 #include "opt/gpu_grid.h"
 #include "opt/gpu_tensor_cores.h"
 #include "opt/gpu_tiles.h"
@@ -87,6 +88,17 @@ OptimizedKernel optimize_kernel(ScheduledKernel& kernel, const TargetCaps& caps,
                                 bool enabled) {
   SimplifyMemo memo;  // the heuristics' candidates simplify the same expressions again and again
   std::vector<Opt> opts;
+  // A bf16 matmul on AMX tiles (amx_tiles.h): the transform fixes the kernel's whole layout, which
+  // neither the heuristics nor a tuning database's entries for the plain kernel describe.
+  if (enabled && caps.amx_bf16 && !caps.output_grid) {
+    if (std::optional<AmxKernel> tiles = amx_tile_kernel(kernel.ast)) {
+      std::string name = kernel.name();
+      replace_kernel_ast(kernel, tiles->ast);
+      apply_kernel_opts(kernel, tiles->opts);
+      if (debug_level() >= 3) print_opts_choice(name, kernel, caps, false, ", on AMX tiles");
+      return {};
+    }
+  }
   const TuningEntry* tuned = nullptr;
   if (enabled && options.tuning != nullptr) tuned = options.tuning->find(tuning_key(kernel.ast, options.target_id));
   if (tuned != nullptr) {

@@ -107,6 +107,13 @@ std::unordered_set<int64_t> runtime_buffer_ids(const std::vector<Tensor>& output
   return ids;
 }
 
+// CAST(f32, BITCAST(bf16, 16-bit integer)): a bf16 value read from its bits.
+bool widens_bf16_bits(const UOp* node) {
+  if (node->op() != Ops::CAST || node->dtype() != dtypes::f32) return false;
+  const UOp* bits = node->src(0).get();
+  return bits->op() == Ops::BITCAST && bits->dtype() == dtypes::bf16 && bits->src(0)->dtype().is_int();
+}
+
 }  // namespace
 
 bool widens_8bit_integer(const UOp* node) {
@@ -184,6 +191,12 @@ std::vector<Tensor> fold_constants(const std::vector<Tensor>& outputs, const std
     // own layout (matmul panels) kept, and the operand 8-bit dot-product instructions take.
     if (widens_8bit_integer(node)) {
       node = node->src(0).get();
+      while (is_movement(node->op())) node = node->src(0).get();
+    }
+    // So is a bf16 weight held as its bits (--precision bf16: tensor/matmul_precision.h), below the
+    // widening cast and the bitcast: half the bytes of f32, in the pair panels AMX tiles load.
+    if (widens_bf16_bits(node)) {
+      node = node->src(0)->src(0).get();
       while (is_movement(node->op())) node = node->src(0).get();
     }
     const NodeFacts& fact = facts.at(node);

@@ -13,8 +13,9 @@
 #include "codegen/target.h"
 #include "driver/run_on_device.h"
 #include "support/error.h"
-#include "tensor/tensor_internal.h"
+#include "tensor/matmul_precision.h"
 #include "tensor/nn_helpers.h"
+#include "tensor/tensor_internal.h"
 #include "tensor/winograd.h"
 
 namespace kiln {
@@ -172,6 +173,8 @@ Tensor Tensor::matmul(const Tensor& other) const {
   if (!(k == dim_of(b, -2)))
     throw UserError(str_cat("matmul: shapes ", dims_string(dims_of(*this)), " and ", dims_string(dims_of(other)),
                             " do not align (", k, " != ", dim_of(b, -2), ")"));
+  if (Tensor reduced = bf16_weight_matmul(a, b); reduced.defined())  // matmul_precision.h
+    return ndim() == 1 ? reduced.squeeze({-2}) : reduced;
   ScalarType type = promoted(a, b), compute = compute_type(type);
   // A left operand whose rows are permuted pieces is made contiguous first: its producer (often the
   // reduction before it) then stores it in row order.

@@ -17,11 +17,13 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "codegen/llvm/amx_block.h"
 #include "codegen/llvm/llvm_alu.h"
 #include "codegen/llvm/llvm_vectors.h"
 #include "codegen/llvm/next_tile_prefetch.h"
 #include "codegen/llvm/strided_gather.h"
 #include "codegen/target.h"
+#include "opt/amx_layout.h"
 #include "opt/dot_product_layout.h"
 #include "support/error.h"
 
@@ -255,7 +257,12 @@ class Renderer {
         break;
       case Ops::VECTORIZE: result = vectorize(node); break;
       case Ops::GEP: result = lanes_of(node); break;
-      case Ops::WMMA: result = dot_products(node, nullptr); break;
+      case Ops::WMMA:
+        // An AMX block is rendered by the STORE that writes it (amx_block below).
+        if (node.arg_string() != kAmxBlock) result = dot_products(node, nullptr);
+        break;
+      case Ops::DEFINE_LOCAL: result = local_array(node); break;
+      case Ops::BARRIER: break;  // one thread runs the kernel's iteration: its stores are in order
       case Ops::CAST: result = llvm_cast(builder_, value_of(node.src(0)), node.src(0)->dtype(), node.dtype()); break;
       case Ops::BITCAST:
         result = llvm_bitcast(builder_, value_of(node.src(0)), node.src(0)->dtype(), node.dtype());
@@ -397,6 +404,43 @@ class Renderer {
                                        "acc" + std::to_string(node.arg_int()));
   }
 
+  // A kernel's own array (DEFINE_LOCAL, an AMX block's sums: opt/amx_tiles.h), on the stack; each
+  // thread running the kernel has its own.
+  llvm::Value* local_array(const UOp& node) {
+    DType dtype = node.dtype();
+    if (dtype.addrspace() != AddrSpace::Local || dtype.pointer_size() < 1)
+      fail("DEFINE_LOCAL of type " + dtype.name() + " (an array of known size is expected)");
+    llvm::AllocaInst* array = entry_builder_.CreateAlloca(llvm_memory_type(context_, dtype),
+                                                          entry_builder_.getInt64(dtype.pointer_size()),
+                                                          "local" + std::to_string(node.arg_int()));
+    array->setAlignment(llvm::Align(buffer_alignment));
+    return array;
+  }
+
+  // STORE(INDEX(block, 0), WMMA kAmxBlock): the block's sums by AMX tiles (opt/amx_layout.h).
+  void amx_block(const UOp& node) {
+    const UOp& product = *node.src(1);
+    const UOp& index = *node.src(0);
+    if (index.src(0)->op() != Ops::DEFINE_LOCAL || !index.src(1)->is_const() || index.src(1)->const_int() != 0)
+      fail("an AMX block is stored at element 0 of a DEFINE_LOCAL");
+    const UOp& parameters = *product.src(2);
+    if (parameters.op() != Ops::VECTORIZE || parameters.src_count() != 3 ||
+        !std::all_of(parameters.srcs().begin(), parameters.srcs().end(), [](const UOpPtr& p) { return p->is_const(); }))
+      fail("an AMX block's strides and depth are constants");
+    AmxBlockOperands operands;
+    operands.block = value_of(node.src(0));
+    operands.a = value_of(product.src(0));
+    operands.b = value_of(product.src(1));
+    operands.a_stride = static_cast<int64_t>(parameters.src(0)->const_int());
+    operands.b_stride = static_cast<int64_t>(parameters.src(1)->const_int());
+    operands.depth = static_cast<int64_t>(parameters.src(2)->const_int());
+    operands.element_bytes = product.src(0)->src(0)->dtype().scalar_bytes();
+    if (operands.depth <= 0 || operands.depth % kAmxDepth != 0 || operands.element_bytes != 2 ||
+        product.src(1)->src(0)->dtype().scalar_bytes() != 2)
+      fail("an AMX block needs 16-bit operands and a depth that is a multiple of 32");
+    emit_amx_block(builder_, operands);
+  }
+
   llvm::Value* element_pointer(const UOp& node) {
     if (node.src_count() < 2 || node.src_count() > 3) fail("INDEX takes a pointer, an index and an optional valid");
     if (!node.src(0)->dtype().is_pointer()) fail("INDEX into a value of type " + node.src(0)->dtype().name());
@@ -494,6 +538,7 @@ class Renderer {
   void store(const UOp& node) {
     const UOp& index = index_of_access(node);
     if (node.src_count() != 2) fail("STORE takes an INDEX and a value");
+    if (node.src(1)->op() == Ops::WMMA && node.src(1)->arg_string() == kAmxBlock) return amx_block(node);
     DType dtype = node.src(1)->dtype();
     check_access_type("STORE", dtype, index);
     llvm::Value* pointer = value_of(node.src(0));

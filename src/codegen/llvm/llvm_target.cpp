@@ -22,6 +22,7 @@
 
 #include "codegen/llvm/cpu_caps.h"
 #include "codegen/llvm/loop_invariant_masks.h"
+#include "support/amx_permission.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -65,6 +66,14 @@ bool is_x86_64_v3_feature(const std::string& name) {
   return level.count(name) != 0;
 }
 
+// AMX needs the OS's permission as well as the CPU and XCR0, which LLVM's host features check
+// (support/amx_permission.h); KILN_AMX=0 switches it off (A/B runs against the AVX-512 kernels).
+bool amx_usable() {
+  const char* setting = std::getenv("KILN_AMX");
+  if (setting != nullptr && std::string(setting) == "0") return false;
+  return request_amx_permission();
+}
+
 }  // namespace
 
 // The vector width and registers of an x86-64 CPU from its LLVM features (cpu_caps.h).
@@ -93,6 +102,7 @@ TargetCaps x86_64_target_caps(const std::set<std::string>& features) {
   if (caps.vector_bytes == 32 &&
       (features.count("avxvnni") || (vnni512 && features.count("avx512vl"))))
     caps.dot_product_bytes = 32;
+  caps.amx_bf16 = caps.vector_bytes == 64 && features.count("amx-tile") && features.count("amx-bf16");
   return caps;
 }
 
@@ -107,6 +117,7 @@ CpuTarget::CpuTarget() {
     std::string name = feature.getKey().str();
     if (narrowing == Narrowing::kAvx2 && is_avx512_feature(name)) enabled = false;
     if (narrowing == Narrowing::kX86_64_V3 && !is_x86_64_v3_feature(name)) enabled = false;
+    if (name.rfind("amx", 0) == 0 && enabled && !amx_usable()) enabled = false;
     features.push_back((enabled ? "+" : "-") + name);
     if (enabled) enabled_features_.insert(name);
   }

@@ -2,6 +2,8 @@
 // names are LLVM's (llvm/TargetParser/X86TargetParser.def).
 #include "runtime/cpu/cpu_features.h"
 
+#include "support/amx_permission.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -23,7 +25,9 @@ struct FeatureBit {
   unsigned subleaf;
   Register reg;
   int bit;
-  int state;  // 0: none, 1: needs AVX state (XCR0 bits 1-2), 2: needs AVX-512 state (bits 1-2, 5-7)
+  // 0: none, 1: needs AVX state (XCR0 bits 1-2), 2: needs AVX-512 state (bits 1-2, 5-7), 3: needs
+  // AMX tile state (bits 17-18) and Linux's permission to use it (support/amx_permission.h)
+  int state;
 };
 
 constexpr FeatureBit kFeatures[] = {
@@ -48,6 +52,7 @@ constexpr FeatureBit kFeatures[] = {
     {"avx512bf16", 7, 1, EAX, 5, 2},   {"sahf", 0x80000001, 0, ECX, 0, 0}, {"lzcnt", 0x80000001, 0, ECX, 5, 0},
     {"sse4a", 0x80000001, 0, ECX, 6, 0}, {"prfchw", 0x80000001, 0, ECX, 8, 0}, {"xop", 0x80000001, 0, ECX, 11, 1},
     {"fma4", 0x80000001, 0, ECX, 16, 1}, {"tbm", 0x80000001, 0, ECX, 21, 0},
+    {"amx-bf16", 7, 0, EDX, 22, 3},    {"amx-tile", 7, 0, EDX, 24, 3},   {"amx-int8", 7, 0, EDX, 25, 3},
 };
 
 bool hidden_by_environment(std::string_view feature) {
@@ -76,8 +81,9 @@ bool query(const FeatureBit& feature) {
   if (((c >> 27) & 1u) == 0) return false;  // OSXSAVE: xgetbv is usable
   uint32_t xcr0_low, xcr0_high;
   __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
-  uint32_t needed = feature.state == 1 ? 0x6u : 0xe6u;
-  return (xcr0_low & needed) == needed;
+  uint32_t needed = feature.state == 1 ? 0x6u : feature.state == 2 ? 0xe6u : 0x60000u;
+  if ((xcr0_low & needed) != needed) return false;
+  return feature.state != 3 || request_amx_permission();
 }
 #endif
 

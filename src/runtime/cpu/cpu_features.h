@@ -11,7 +11,8 @@ namespace kiln {
 
 // true / false for a feature this function knows how to query; nullopt for one it does not (the
 // caller decides; plan loading skips those, see docs/plan-format.md). AVX-family features count as
-// present only when the OS saves their registers. The environment variable KILN_HIDE_CPU_FEATURES
+// present only when the OS saves their registers; AMX features ("amx-tile", "amx-bf16", "amx-int8")
+// only when Linux also grants this process the tile state, which this call requests (once). The environment variable KILN_HIDE_CPU_FEATURES
 // (comma-separated names, for tests) makes the listed features read as absent.
 std::optional<bool> host_has_cpu_feature(std::string_view feature);
 

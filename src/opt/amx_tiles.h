@@ -1,0 +1,37 @@
+// bf16 matmuls on Intel AMX tiles (TargetCaps::amx_bf16): a kernel's reduction becomes 32 × 32
+// blocks of tile products (amx_layout.h), each written into a block of local memory that the rest
+// of the kernel (bias, activation, the stores) then reads.
+//
+// A kernel qualifies when (before optimisation, fixed shapes) its one reduction is an f32 sum of
+// products of two bf16 values read from buffers, unmasked, where one factor `a` is a row-major
+// matrix over the output axes of its own (M) and the reduction (K: contiguous, rows a constant
+// stride apart) and the other `b` a matrix in pair panels over the reduction and the remaining
+// output axes (N): b[k][n] at (k / 2)·stride + 2·n + k % 2 (what `--precision bf16` stores a weight
+// as: tensor/matmul_precision.h), with M and N at least 32 and K a multiple of 32 (the tensor
+// layer pads it with zero steps). Every output is then in some block; the last block of M (and
+// of N) starts at M - 32 (N - 32) instead of running past the end, so it recomputes a few rows of
+// the block before it and writes them again with the same values.
+//
+// The kernel becomes: axis 0 over the blocks (M blocks × N blocks, the dimension of the smaller
+// operand fastest, so that consecutive blocks share a panel of the larger one), the block's product into local memory, then axes 1 and 2 over its 32
+// rows and 32 columns, where each store reads its element of the block in place of the reduction.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "ir/uop.h"
+#include "opt/opt.h"
+
+namespace kiln {
+
+struct AmxKernel {
+  UOpPtr ast;
+  std::vector<Opt> opts;  // the columns vectorised: the kernel's whole optimisation
+};
+
+// `kernel` (a SINK of stores, unoptimised) on AMX tiles, where it qualifies (above); nullopt
+// otherwise. The caller checks TargetCaps::amx_bf16.
+std::optional<AmxKernel> amx_tile_kernel(const UOpPtr& kernel);
+
+}  // namespace kiln
