@@ -110,8 +110,9 @@ class Checks:
         if not condition:
             self.failures.append(what)
 
-    def kiln(self, *arguments):
-        completed = subprocess.run([self.kiln_path, *arguments], capture_output=True, text=True)
+    def kiln(self, *arguments, env_extra=None):
+        env = dict(os.environ, **env_extra) if env_extra else None
+        completed = subprocess.run([self.kiln_path, *arguments], capture_output=True, text=True, env=env)
         print(f"$ kiln {' '.join(arguments)}  -> {completed.returncode}\n{completed.stdout}{completed.stderr}")
         return completed
 
