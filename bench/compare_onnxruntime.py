@@ -41,6 +41,10 @@ options:
     --kiln PATH        the kiln CLI (default build/tools/kiln next to this script's repository)
     --tuning DB        compile with `kiln compile --tuning DB` (a database from `kiln tune`, made
                        with the same --threads; docs/tuning.md); without it, the heuristics' plans
+    --precision P      passed to `kiln compile --precision` (fp32 or bf16: matmuls by a weight on
+                       bf16 operands where the CPU has AMX tiles); onnxruntime runs the model as
+                       it is. With --openvino, `--precision bf16` against its default (bf16 on
+                       such CPUs) is the like-for-like comparison
     --shape SPEC       passed to `kiln compile --shape` (repeat it): `sequence=128` fixes a dim_param,
                        `sequence=1..512` keeps it symbolic (docs/symbolic-shapes.md)
     --bench-shape SPEC passed to `kiln bench --shape`: a symbolic plan's variables for the timed runs
@@ -484,6 +488,8 @@ def measure(name, model_path, args, kiln_ready, work_dir):
             try:
                 log(f"{name}: kiln compile")
                 target = ["--target", "cuda", "--cuda-arch", str(args.cuda_arch)] if args.device == "cuda" else []
+                if args.precision:
+                    target += ["--precision", args.precision]
                 row["kiln_compile_ms"] = kiln_compile(args.kiln, model_path, plan, args.tuning, args.shape, target)
             except Exception as error:
                 row["notes"].append(str(error))
@@ -619,6 +625,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--kiln", default=os.path.join(REPO_ROOT, "build", "tools", "kiln"))
     parser.add_argument("--tuning")
+    parser.add_argument("--precision", choices=("fp32", "bf16"))
     parser.add_argument("--shape", action="append", metavar="SPEC")
     parser.add_argument("--bench-shape", action="append", metavar="SPEC")
     parser.add_argument("--statistic", choices=("median", "min"), default="median")

@@ -339,6 +339,13 @@ bool Rangeifier::must_materialize(const UOp* node, bool through_expand, const In
   if (alu && consumers_[node].size() > 1 && recompute_cost(node) >= kExpensiveOps &&
       feeds_whole_reduction_and_more(node))
     return true;
+  // A value copied in another type (its bf16 bits for a matmul: tensor/matmul_precision.h) whose
+  // other readers are other kernels, and which re-reads two or more full-size tensors, is stored:
+  // the copy's buffer holds other values, so each reader would recompute it, and a chain of such
+  // values (a transformer's residual stream: each LayerNorm's output copied for the next matmuls
+  // and added to the next sublayer's) grows one more tensor per layer. BERT-base bf16's last
+  // LayerNorm re-read 24 matmul outputs: 25 of its 75 ms.
+  if (alu && consumers_[node].size() > 1 && has_converted_copy(node) && full_size_reads(node) >= 2) return true;
   if (!alu || !through_expand) return false;
   // The lower bar applies where the value changes with the reduction loop (a conv's input
   // varies with its window and channel loops; a gather's index does not, and is hoisted). Pads do
@@ -349,6 +356,44 @@ bool Rangeifier::must_materialize(const UOp* node, bool through_expand, const In
       (recompute_cost(node, kExpensiveOpsInLoop, 0) >= kExpensiveOpsInLoop || epilogue_of_stored_reduction(node)))
     return true;
   return recompute_cost(node) >= kExpensiveOps;
+}
+
+// Whether a CONTIGUOUS copies `node` converted: through a cast or bitcast, and movement ops (a
+// copy of `node` as it is, contiguous_copy_of, is read in its place instead).
+bool Rangeifier::has_converted_copy(const UOp* node) {
+  std::vector<std::pair<const UOp*, bool>> stack{{node, false}};  // (value, converted on the way)
+  while (!stack.empty()) {
+    auto [current, converted] = stack.back();
+    stack.pop_back();
+    for (const UOp* consumer : consumers_[current]) {
+      if (consumer->op() == Ops::CONTIGUOUS && converted) return true;
+      bool conversion = consumer->op() == Ops::CAST || consumer->op() == Ops::BITCAST;
+      if (conversion || op_group(consumer->op()) == OpGroup::Movement) stack.push_back({consumer, converted || conversion});
+    }
+  }
+  return false;
+}
+
+// How many values as large as `node` its fused expression reads from memory (buffers, copies,
+// stored values and reductions, each once), up to 2.
+int Rangeifier::full_size_reads(const UOp* node) {
+  const Dim size = dims_numel(shapes_.of(node));
+  int reads = 0;
+  std::vector<const UOp*> stack{node};
+  std::unordered_set<const UOp*> seen;
+  while (!stack.empty() && reads < 2 && seen.size() < 4096) {
+    const UOp* current = stack.back();
+    stack.pop_back();
+    if (!seen.insert(current).second) continue;
+    bool read = current != node && (current->op() == Ops::REDUCE_AXIS || current->op() == Ops::CONTIGUOUS ||
+                                    current->op() == Ops::BUFFER || buffer_of_.contains(current));
+    if (read) {
+      if (dims_numel(shapes_.of(current)) == size) ++reads;
+      continue;
+    }
+    for (const UOpPtr& src : current->srcs()) stack.push_back(src.get());
+  }
+  return reads;
 }
 
 // Whether `node` narrows a float (an f32 LayerNorm cast to f16 for an f16 matmul) whose source

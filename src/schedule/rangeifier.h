@@ -182,6 +182,8 @@ class Rangeifier {
   bool passes_through(const UOp* consumer) const;
   bool reduces_to_one(const UOp* reduce);
   std::unordered_set<const UOp*> kernels_reached(const UOp* node, bool& whole);
+  int full_size_reads(const UOp* node);
+  bool has_converted_copy(const UOp* node);
   bool must_materialize(const UOp* node, bool through_expand, const Index& index);
   UOpPtr lower(const UOp* node, const Index& index, const UOpPtr& valid, bool through_expand, KernelState& kernel);
   UOpPtr lower_uncached(const UOp* node, const Index& index, const UOpPtr& valid, bool through_expand,
