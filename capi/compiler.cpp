@@ -58,6 +58,13 @@ void compile(const char* model_path, const kiln_compile_options& options, const 
                                               std::strerror(errno)};
   }
   kiln::onnx_import::OnnxCompileOptions compile_options;
+  if (options.precision != nullptr) {
+    const std::string precision = options.precision;
+    if (precision != "fp32" && precision != "bf16")
+      throw CompileFailure{KILN_ERROR_INVALID_ARGUMENT, "kiln_compile_onnx_file: options->precision '" + precision +
+                                                            "' is not \"fp32\" or \"bf16\""};
+    if (precision == "bf16") compile_options.precision = kiln::MatmulPrecision::kBFloat16;
+  }
   compile_options.shapes = std::move(specs);
   compile_options.values = std::move(values);
   if (options.verbose) compile_options.progress = kiln::onnx_import::stderr_compile_progress();

@@ -39,6 +39,10 @@ typedef struct kiln_compile_options {
                                 scalar or 1-D input NAME is a size read at run time, in that range).
                                 docs/symbolic-shapes.md, decisions 14 and 19. Since 0.2.0. */
   size_t value_count;
+  const char* precision;     /* NULL or "fp32" (the default): every op in the model's own types;
+                                "bf16": f32 matmuls by a weight round both operands to bf16 and sum
+                                in f32, on AMX tiles where the CPU has them, elsewhere unchanged
+                                (as `kiln compile --precision bf16`; docs/optimisation.md). */
 } kiln_compile_options;
 
 /* Fills *options with the defaults (size = sizeof, no shapes, quiet). NULL is a no-op. */

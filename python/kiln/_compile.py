@@ -30,7 +30,7 @@ def kiln_cli() -> Optional[str]:
 
 
 def compile(model_path: PathLike, plan_path: PathLike, shapes: Iterable[str] = (), verbose: bool = False,
-            values: Iterable[str] = ()) -> PathLike:
+            values: Iterable[str] = (), precision: str = "fp32") -> PathLike:
     """Compiles the ONNX model at `model_path` into a plan file at `plan_path` for this CPU.
 
     shapes: bindings for symbolic or unknown dimensions, as for `kiln compile --shape`:
@@ -38,6 +38,8 @@ def compile(model_path: PathLike, plan_path: PathLike, shapes: Iterable[str] = (
     values: as for `kiln compile --value`: "NAME=V1,V2,..." compiles for that one value of input
     NAME (the plan refuses others), "NAME=MIN..MAX" reads each element of an int64 input as a size
     at run time (docs/symbolic-shapes.md, decisions 14 and 19).
+    precision: "fp32" (the default) or "bf16", as for `kiln compile --precision`: f32 matmuls by a
+    weight on bf16 operands, on AMX tiles where the CPU has them (docs/optimisation.md).
 
     Uses libkiln-compiler's kiln_compile_onnx_file (include/kiln/compiler.h) when that library is
     found and loads (KILN_COMPILER_LIBRARY, the copy bundled in the wheel, the build folder, or the
@@ -54,6 +56,7 @@ def compile(model_path: PathLike, plan_path: PathLike, shapes: Iterable[str] = (
         options.shapes, options.shape_count, options.verbose = encoded, len(shapes), int(bool(verbose))
         encoded_values = (ctypes.c_char_p * max(len(values), 1))(*[v.encode() for v in values])
         options.values, options.value_count = encoded_values, len(values)
+        options.precision = str(precision).encode()
         status = lib.kiln_compile_onnx_file(os.fsencode(model_path), ctypes.byref(options), os.fsencode(plan_path))
         _library.check(status, lib)
         return plan_path
@@ -71,6 +74,7 @@ def compile(model_path: PathLike, plan_path: PathLike, shapes: Iterable[str] = (
         arguments += ["--shape"] + shapes
     for value in values:
         arguments += ["--value", value]
+    arguments += ["--precision", str(precision)]
     completed = subprocess.run(arguments, capture_output=True, text=True)
     if verbose and completed.stderr:
         print(completed.stderr, end="")

@@ -45,7 +45,8 @@ class _CompileOptions(ctypes.Structure):
     """struct kiln_compile_options (compiler.h)."""
     _fields_ = [("size", ctypes.c_size_t), ("shapes", ctypes.POINTER(ctypes.c_char_p)),
                 ("shape_count", ctypes.c_size_t), ("verbose", ctypes.c_int),
-                ("values", ctypes.POINTER(ctypes.c_char_p)), ("value_count", ctypes.c_size_t)]
+                ("values", ctypes.POINTER(ctypes.c_char_p)), ("value_count", ctypes.c_size_t),
+                ("precision", ctypes.c_char_p)]
 
 
 def build_folder() -> Optional[str]:

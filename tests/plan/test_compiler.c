@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   work = argv[3];
 
   kiln_compile_options_init(&options);
-  CHECK(options.size == sizeof options && options.shapes == NULL && options.shape_count == 0 && !options.verbose,
+  CHECK(options.size == sizeof options && options.shapes == NULL && options.shape_count == 0 && !options.verbose &&
+            options.precision == NULL,
         "kiln_compile_options_init");
   kiln_compile_options_init(NULL);
 
@@ -62,6 +63,15 @@ int main(int argc, char** argv) {
   options.shapes = unknown_shapes;
   expect_error(kiln_compile_onnx_file(model, &options, plan_path), KILN_ERROR_INVALID_MODEL, "no_such_input",
                "a spec that names no input");
+  kiln_compile_options_init(&options);
+  options.precision = "fp16";
+  expect_error(kiln_compile_onnx_file(model, &options, plan_path), KILN_ERROR_INVALID_ARGUMENT,
+               "options->precision 'fp16'", "an unknown precision");
+  options.precision = "bf16";  /* accepted; mnist has no matmul by a weight that qualifies */
+  CHECK(kiln_compile_onnx_file(model, &options, plan_path) == KILN_OK, "compile with precision bf16: %s",
+        kiln_error_message());
+  kiln_compile_options_init(&options);
+  options.shape_count = 1;
   snprintf(path, sizeof path, "%s/no-such-dir/plan.kiln", work);
   expect_error(kiln_compile_onnx_file(model, NULL, path), KILN_ERROR_IO, "cannot write the plan",
                "a plan path that cannot be written");
