@@ -33,6 +33,26 @@ Tensor bf16_pair_panels(const Tensor& b, int64_t depth) {
   return columns == n ? viewed : viewed.slice(-1, 0, n);
 }
 
+// a (…, M, K) · b (K, N), both rounded to bf16, summed in f32: a's bits row-major in a buffer of
+// their own (rounded once, not once per output column), b's in pair panels, K padded with zero
+// steps to whole tile products (0 · 0 adds nothing).
+Tensor bf16_product(const Tensor& a, const Tensor& b) {
+  const int64_t k = b.dim(0);
+  const int64_t depth = round_up(k, kDepthStep);
+  Tensor padded_a = a;
+  if (depth != k) {
+    std::vector<int64_t> pads(2 * static_cast<size_t>(a.ndim()), 0);
+    pads.back() = depth - k;
+    padded_a = a.pad(pads);
+  }
+  Tensor left = contiguous(padded_a.cast(ScalarType::BFloat16).bitcast(ScalarType::UInt16));
+  Tensor right = bf16_pair_panels(b, depth);
+  Tensor widened_left = left.bitcast(ScalarType::BFloat16).cast(ScalarType::Float32);
+  Tensor widened_right = right.bitcast(ScalarType::BFloat16).cast(ScalarType::Float32);
+  // (…, M, 1, K) · (N, K) summed over K, as Tensor::matmul's product is.
+  return widened_left.unsqueeze(-2).mul(widened_right.transpose(0, 1)).sum({-1});
+}
+
 }  // namespace
 
 MatmulPrecision matmul_precision() { return scoped_precision; }
@@ -52,22 +72,7 @@ Tensor bf16_weight_matmul(const Tensor& a, const Tensor& b) {
   if (has_symbolic_shape(b) || reads_graph_input(b)) return Tensor();
   const int64_t k = b.dim(0), n = b.dim(1);
   if (k < kDepthStep / 2 || n < kPanelColumns || !(dim_of(a, -1) == Dim(k))) return Tensor();
-  // The reduction padded with zero steps to whole tile products (0 · 0 adds nothing).
-  const int64_t depth = round_up(k, kDepthStep);
-  Tensor padded_a = a;
-  if (depth != k) {
-    std::vector<int64_t> pads(2 * a.ndim(), 0);
-    pads.back() = depth - k;
-    padded_a = a.pad(pads);
-  }
-  // The left operand's bits in a buffer of their own: rounded once, not once per output column.
-  Tensor left = contiguous(padded_a.cast(ScalarType::BFloat16).bitcast(ScalarType::UInt16));
-  Tensor right = bf16_pair_panels(b, depth);
-  Tensor widened_left = left.bitcast(ScalarType::BFloat16).cast(ScalarType::Float32);
-  Tensor widened_right = right.bitcast(ScalarType::BFloat16).cast(ScalarType::Float32);
-  // (…, M, 1, K) · (N, K) summed over K, as Tensor::matmul's product is.
-  Tensor product = widened_left.unsqueeze(-2).mul(widened_right.transpose(0, 1)).sum({-1});
-  return product;
+  return bf16_product(a, b);
 }
 
 }  // namespace kiln
