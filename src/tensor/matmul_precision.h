@@ -34,9 +34,10 @@ class ScopedMatmulPrecision {
 };
 
 // a · b with both rounded to bf16 and the products summed in f32 (above), when the scope asks for
-// it, the graph's target has AMX bf16 tiles, and the product qualifies: f32 operands, a of 2 or
-// more axes, b a 2-D weight of known shape with K of at least 16 (padded with zero steps to a
-// multiple of 32) and N of at least 32. An undefined Tensor otherwise (the caller computes in f32).
+// it, the graph's target has AMX bf16 tiles, and the product qualifies: f32 operands of known
+// shapes, a of 2 or more axes and at least 32 rows in all, b a 2-D weight with K of at least 16
+// (padded with zero steps to a multiple of 32) and N of at least 32. An undefined Tensor otherwise
+// (the caller computes in f32).
 Tensor bf16_weight_matmul(const Tensor& a, const Tensor& b);
 
 }  // namespace kiln

@@ -69,9 +69,12 @@ Tensor bf16_weight_matmul(const Tensor& a, const Tensor& b) {
   if (scoped_precision != MatmulPrecision::kBFloat16 || !graph_target_caps().amx_bf16) return Tensor();
   if (a.dtype() != ScalarType::Float32 || b.dtype() != ScalarType::Float32 || b.ndim() != 2 || a.ndim() < 2)
     return Tensor();
-  if (has_symbolic_shape(b) || reads_graph_input(b)) return Tensor();
+  if (has_symbolic_shape(a) || has_symbolic_shape(b) || reads_graph_input(b)) return Tensor();
   const int64_t k = b.dim(0), n = b.dim(1);
-  if (k < kDepthStep / 2 || n < kPanelColumns || !(dim_of(a, -1) == Dim(k))) return Tensor();
+  if (k < kDepthStep / 2 || n < kPanelColumns || a.dim(-1) != k) return Tensor();
+  // Fewer rows than a tile block (a classifier's one) or a symbolic count (a batch·sequence) would
+  // widen the bf16 operands in an f32 kernel: slower than the f32 product (opt/amx_tiles.h).
+  if (a.numel() / k < kPanelColumns) return Tensor();
   return bf16_product(a, b);
 }
 
