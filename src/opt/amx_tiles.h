@@ -27,7 +27,7 @@ namespace kiln {
 
 struct AmxKernel {
   UOpPtr ast;
-  std::vector<Opt> opts;  // the columns vectorised: the kernel's whole optimisation
+  std::vector<Opt> opts;  // the columns vectorised, the rows unrolled: the kernel's whole optimisation
 };
 
 // `kernel` (a SINK of stores, unoptimised) on AMX tiles, where it qualifies (above); nullopt
