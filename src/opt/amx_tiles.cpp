@@ -8,7 +8,7 @@
 #include "ir/build.h"
 #include "ir/substitute.h"
 #include "opt/amx_layout.h"
-#include "opt/flat_dimension.h"
+#include "opt/matmul_reduction.h"
 #include "passes/symbolic.h"
 
 namespace kiln {
@@ -96,30 +96,16 @@ struct AmxMatch {
 };
 
 std::optional<AmxMatch> match_matmul(const UOpPtr& kernel) {
-  if (kernel->op() != Ops::SINK) return std::nullopt;
-  std::vector<const UOp*> reduces;
-  for (const UOp* node : toposort(kernel))
-    if (node->op() == Ops::REDUCE) reduces.push_back(node);
-  if (reduces.size() != 1) return std::nullopt;
-  const UOp* reduce = reduces.front();
-  if (reduce->arg_op() != Ops::ADD || reduce->dtype() != dtypes::f32 || reduce->src(0)->op() != Ops::MUL)
-    return std::nullopt;
+  std::optional<ProductReduction> product = single_product_reduction(kernel);
+  if (!product) return std::nullopt;
+  const UOp* reduce = product->reduce;
   UOpPtr x = bf16_load_index(reduce->src(0)->src(0)), y = bf16_load_index(reduce->src(0)->src(1));
   if (!x || !y) return std::nullopt;
 
   AmxMatch match;
   match.reduce = reduce;
-  std::vector<const UOp*> outputs;
-  for (const UOp* range : kernel_ranges(kernel)) {
-    if (!range->src(0)->is_const()) return std::nullopt;
-    AxisKind kind = axis_kind(range->arg_int());
-    if (kind == AxisKind::Loop) outputs.push_back(range);
-    else if (kind != AxisKind::Reduce) return std::nullopt;
-  }
-  for (size_t i = 1; i < reduce->src_count(); ++i) match.k.ranges.push_back(reduce->src(i).get());
-  std::ranges::sort(match.k.ranges, {}, [](const UOp* r) { return r->arg_int(); });
-  if (match.k.ranges.size() + outputs.size() != kernel_ranges(kernel).size()) return std::nullopt;
-  match.k.length = product_of(match.k.ranges);
+  match.k = product->k;
+  const std::vector<const UOp*>& outputs = product->outputs;
   if (match.k.length % kAmxDepth != 0) return std::nullopt;
 
   // Each output axis belongs to exactly one factor: a batch both read is not a tile's.

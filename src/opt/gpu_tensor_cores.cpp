@@ -9,7 +9,7 @@
 
 #include "ir/build.h"
 #include "ir/substitute.h"
-#include "opt/flat_dimension.h"
+#include "opt/matmul_reduction.h"
 #include "opt/mma_layout.h"
 #include "opt/opt.h"
 #include "schedule/schedule.h"
@@ -43,28 +43,16 @@ struct Match {
 // The kernel's one reduction, if it is an f32 sum of f16 (or bf16) products whose factors own
 // disjoint output axes, with its dimensions; nullopt otherwise.
 std::optional<Match> match_matmul(const UOpPtr& kernel, bool bf16) {
-  if (kernel->op() != Ops::SINK) return std::nullopt;
-  std::vector<const UOp*> reduces;
-  for (const UOp* node : toposort(kernel))
-    if (node->op() == Ops::REDUCE) reduces.push_back(node);
-  if (reduces.size() != 1) return std::nullopt;
-  const UOp* reduce = reduces.front();
-  if (reduce->arg_op() != Ops::ADD || reduce->dtype() != dtypes::f32 || reduce->src(0)->op() != Ops::MUL) return std::nullopt;
+  std::optional<ProductReduction> product = single_product_reduction(kernel);
+  if (!product) return std::nullopt;
+  const UOp* reduce = product->reduce;
   UOpPtr x = narrow_source(reduce->src(0)->src(0), bf16), y = narrow_source(reduce->src(0)->src(1), bf16);
   if (!x || !y || x->dtype() != y->dtype()) return std::nullopt;  // no instruction mixes f16 and bf16
 
   Match match;
   match.reduce = reduce;
-  std::vector<const UOp*> outputs;
-  for (const UOp* range : kernel_ranges(kernel)) {
-    if (!range->src(0)->is_const()) return std::nullopt;
-    AxisKind kind = axis_kind(range->arg_int());
-    if (kind == AxisKind::Loop) outputs.push_back(range);
-    else if (kind != AxisKind::Reduce) return std::nullopt;  // UPCAST / UNROLL: the GPU path makes none
-  }
-  for (size_t i = 1; i < reduce->src_count(); ++i) match.k.ranges.push_back(reduce->src(i).get());
-  std::ranges::sort(match.k.ranges, {}, [](const UOp* r) { return r->arg_int(); });
-  if (match.k.ranges.size() + outputs.size() != kernel_ranges(kernel).size()) return std::nullopt;
+  match.k.ranges = product->k.ranges;
+  const std::vector<const UOp*>& outputs = product->outputs;
 
   std::unordered_map<const UOp*, std::set<const UOp*>> open = open_ranges(kernel);
   const std::set<const UOp*>& x_ranges = open[x.get()];
