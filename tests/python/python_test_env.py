@@ -98,6 +98,16 @@ def binding_test_setup():
     return args, onnxruntime, kiln
 
 
+def cpu_flags():
+    """The CPU's flags as /proc/cpuinfo lists them (a set), or None where it does not say."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            line = next(l for l in f if l.startswith("flags"))
+    except (OSError, StopIteration):
+        return None
+    return set(line.split(":", 1)[1].split())
+
+
 class Checks:
     """Named checks that print ok/FAIL and are counted, and a runner for the kiln CLI."""
 

@@ -38,12 +38,9 @@ def expected_amx():
     flags unless KILN_CPU_TARGET or KILN_AMX switch them off; None where /proc/cpuinfo does not say."""
     if os.environ.get("KILN_AMX") == "0" or (os.environ.get("KILN_CPU_TARGET") or "host") != "host":
         return False
-    try:
-        with open("/proc/cpuinfo") as f:
-            line = next(l for l in f if l.startswith("flags"))
-    except (OSError, StopIteration):
+    flags = python_test_env.cpu_flags()
+    if flags is None:
         return None
-    flags = set(line.split(":", 1)[1].split())
     return {"amx_tile", "amx_bf16", "avx512f"} <= flags
 
 

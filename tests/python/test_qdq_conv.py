@@ -68,12 +68,9 @@ def reference(x, p, stride):
 def expected_dot_products():
     """Whether kiln's CPU target here has 8-bit dot products (codegen/llvm/llvm_target.cpp): the
     CPU's flags as KILN_CPU_TARGET narrows them; None where /proc/cpuinfo does not say."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            line = next(l for l in f if l.startswith("flags"))
-    except (OSError, StopIteration):
+    flags = python_test_env.cpu_flags()
+    if flags is None:
         return None
-    flags = set(line.split(":", 1)[1].split())
     target = os.environ.get("KILN_CPU_TARGET") or "host"
     if target == "x86-64-v3":
         return False
