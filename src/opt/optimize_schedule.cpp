@@ -61,6 +61,7 @@ void print_opts_choice(const std::string& name, const ScheduledKernel& kernel, c
 
 struct OptimizedKernel {
   bool tuned = false;                  // the opts came from the tuning database
+  bool amx = false;                    // the kernel runs on AMX tiles
   std::optional<ScheduledKernel> tail; // the remainder kernel to run right after it (row_remainders.h)
 };
 
@@ -96,7 +97,9 @@ OptimizedKernel optimize_kernel(ScheduledKernel& kernel, const TargetCaps& caps,
       replace_kernel_ast(kernel, tiles->ast);
       apply_kernel_opts(kernel, tiles->opts);
       if (debug_level() >= 3) print_opts_choice(name, kernel, caps, false, ", on AMX tiles");
-      return {};
+      OptimizedKernel result;
+      result.amx = true;
+      return result;
     }
   }
   const TuningEntry* tuned = nullptr;
@@ -182,6 +185,7 @@ OptimizeReport optimize_schedule(Schedule& schedule, const TargetCaps& caps, con
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
     const OptimizedKernel& result = optimized[first_of[k]];
     report.from_tuning += result.tuned ? 1 : 0;
+    report.amx_kernels += result.amx ? 1 : 0;
     kernels.push_back(std::move(schedule.kernels[k]));
     if (result.tail) {
       ScheduledKernel tail = *result.tail;

@@ -23,6 +23,7 @@ struct OptimizeReport {
   size_t kernels = 0;        // kernels of the schedule
   size_t from_tuning = 0;    // of which the tuning database chose the Opts
   size_t remainder_kernels = 0;  // kernels added to run the rows a row block leaves (row_remainders.h)
+  size_t amx_kernels = 0;        // kernels whose bf16 products run on AMX tiles (amx_tiles.h)
 };
 
 // Chooses and applies every kernel's Opts (none at all when KILN_OPT=0, whether or not a database is

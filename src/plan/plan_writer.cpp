@@ -313,6 +313,8 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   unsigned threads = compile_thread_count();
   progress(str_cat("choosing opts for ", schedule.kernels.size(), " kernels on ", threads, threads == 1 ? " thread" : " threads"));
   OptimizeReport optimized = optimize_schedule(schedule, caps, optimize_options);
+  if (optimized.amx_kernels > 0)
+    progress(str_cat(optimized.amx_kernels, " of ", optimized.kernels, " kernels on AMX tiles (bf16 products)"));
   if (options.tuning != nullptr)
     progress(str_cat("opts of ", optimized.from_tuning, " of ", optimized.kernels,
                      " kernels from the tuning database ", options.tuning->source(), ", the others' from the heuristics"));
