@@ -6,15 +6,17 @@
 // products of two bf16 values read from buffers, unmasked, where one factor `a` is a row-major
 // matrix over the output axes of its own (M) and the reduction (K: contiguous, rows a constant
 // stride apart) and the other `b` a matrix in pair panels over the reduction and the remaining
-// output axes (N): b[k][n] at (k / 2)·stride + 2·n + k % 2 (what `--precision bf16` stores a weight
-// as: tensor/matmul_precision.h), with M and N at least 32 and K a multiple of 32 (the tensor
-// layer pads it with zero steps). Every output is then in some block; the last block of M (and
-// of N) starts at M - 32 (N - 32) instead of running past the end, so it recomputes a few rows of
-// the block before it and writes them again with the same values.
+// output axes (N), 32 columns a panel: b[k][32·p + c] at first(p) + (k / 2)·stride + 2·c + k % 2
+// (what `--precision bf16` stores a weight as: tensor/matmul_precision.h, its N padded with zero
+// columns to whole panels), with M and N at least 32 and K a multiple of 32 (the tensor layer pads
+// it with zero steps). The last block of M starts at M - 32 instead of running past the end, so it
+// recomputes a few rows of the block before it and writes them again with the same values; the
+// last block of N reads its panel's padding and masks its stores there.
 //
 // The kernel becomes: axis 0 over the blocks (M blocks × N blocks, the dimension of the smaller
-// operand fastest, so that consecutive blocks share a panel of the larger one), the block's product into local memory, then axes 1 and 2 over its 32
-// rows and 32 columns, where each store reads its element of the block in place of the reduction.
+// operand fastest, so that consecutive blocks share a panel of the larger one), the block's
+// product into local memory, then axes 1 and 2 over its 32 rows and 32 columns, where each store
+// reads its element of the block in place of the reduction.
 #pragma once
 
 #include <optional>
