@@ -50,18 +50,58 @@ UOpPtr index_const(int64_t value) { return const_int(dtypes::index, value); }
 // Fresh ranges standing for a flat position in the proofs below (axis ids no kernel range has).
 constexpr int64_t kProofAxis = 900;
 
-// The row stride of `a` when it is row-major over (M, K) with K contiguous: a[m][k] at
-// base + m·stride + k for every m and k (proved by simplification); nullopt otherwise.
-std::optional<int64_t> row_major_stride(const UOpPtr& a, const FlatDimension& m, const FlatDimension& k) {
+// The element index of `index` with M's ranges at flat position `m_at` and each of K's ranges at
+// the value `k_at` gives it (the range itself where absent).
+UOpPtr index_at_steps(const UOpPtr& index, const FlatDimension& m, const UOpPtr& m_at,
+                      const std::unordered_map<const UOp*, UOpPtr>& k_at) {
+  std::unordered_map<const UOp*, UOpPtr> map = k_at;
+  m.unflatten(m_at, map);
+  return simplify(substitute(index->src(1), map));
+}
+
+// How `a` walks its rows and the reduction: a[m][k] at base + m·stride + Σ r_i(k)·coefficient_i,
+// r_i the part of flat step k that is K's range i (outermost first), the innermost range's
+// coefficient 1 and its extent a multiple of kAmxDepth, so that each tile row's 32 steps are
+// contiguous. A matmul's K is one range (a row-major matrix); a convolution's is (taps…, channels),
+// a tap moving the rows' start by its coefficient (the window's offset in the image).
+struct RowLayout {
+  int64_t stride = 0;
+  std::vector<AmxStep> steps;
+};
+
+// `a`'s RowLayout, proved by simplification for every m and every step; nullopt where it has none.
+std::optional<RowLayout> row_layout(const UOpPtr& a, const FlatDimension& m, const FlatDimension& k) {
   UOpPtr zero = index_const(0), one = index_const(1);
-  std::optional<int64_t> base = constant_of(index_at(a, m, zero, k, zero));
-  std::optional<int64_t> next_row = constant_of(index_at(a, m, one, k, zero));
-  if (!base || !next_row || *next_row - *base < k.length) return std::nullopt;
-  const int64_t stride = *next_row - *base;
-  UOpPtr row = range(m.length, kProofAxis), step = range(k.length, kProofAxis + 1);
-  UOpPtr difference = simplify(index_at(a, m, row, k, step) - (row * stride + step + *base));
+  std::unordered_map<const UOp*, UOpPtr> origin;
+  for (const UOp* r : k.ranges) origin.emplace(r, zero);
+  std::optional<int64_t> base = constant_of(index_at_steps(a, m, zero, origin));
+  std::optional<int64_t> next_row = constant_of(index_at_steps(a, m, one, origin));
+  if (!base || !next_row || *next_row <= *base) return std::nullopt;
+  RowLayout layout{*next_row - *base, {}};
+  UOpPtr row = range(m.length, kProofAxis);
+  UOpPtr expected = row * layout.stride + *base;
+  for (const UOp* r : k.ranges) {
+    std::unordered_map<const UOp*, UOpPtr> unit = origin;
+    unit[r] = one;
+    std::optional<int64_t> moved = constant_of(index_at_steps(a, m, zero, unit));
+    if (!moved) return std::nullopt;
+    layout.steps.push_back(AmxStep{extent_of(r), *moved - *base});
+    expected = expected + r->self() * (*moved - *base);
+  }
+  // Parts that walk a in one run (a channel axis split in two by the weight's pair panels) are one.
+  std::vector<AmxStep> merged;
+  for (const AmxStep& part : layout.steps) {
+    if (!merged.empty() && merged.back().coefficient == part.coefficient * part.extent)
+      merged.back() = AmxStep{merged.back().extent * part.extent, part.coefficient};
+    else
+      merged.push_back(part);
+  }
+  layout.steps = std::move(merged);
+  const AmxStep& innermost = layout.steps.back();
+  if (innermost.coefficient != 1 || innermost.extent % kAmxDepth != 0) return std::nullopt;
+  UOpPtr difference = simplify(index_at_steps(a, m, row, {}) - expected);
   if (!difference->is_const() || difference->const_int() != 0) return std::nullopt;
-  return stride;
+  return layout;
 }
 
 // The stride of `b`'s pair rows when it is in pair panels over (K, N), 32 columns a panel:
@@ -91,7 +131,8 @@ std::optional<int64_t> pair_panel_stride(const UOpPtr& b, const FlatDimension& n
 struct AmxMatch {
   const UOp* reduce = nullptr;
   UOpPtr a, b;  // the INDEX nodes of the two factors' loads
-  int64_t a_stride = 0, b_stride = 0;
+  RowLayout a_layout;
+  int64_t b_stride = 0;
   FlatDimension m, n, k;
 };
 
@@ -129,10 +170,10 @@ std::optional<AmxMatch> match_matmul(const UOpPtr& kernel) {
     match.m = {x_is_a ? x_only : y_only, product_of(x_is_a ? x_only : y_only), 1};
     match.n = {x_is_a ? y_only : x_only, product_of(x_is_a ? y_only : x_only), 1};
     if (match.m.length < kAmxBlockRows || match.n.length < kAmxBlockColumns) continue;
-    std::optional<int64_t> a_stride = row_major_stride(match.a, match.m, match.k);
-    std::optional<int64_t> b_stride = a_stride ? pair_panel_stride(match.b, match.n, match.k) : std::nullopt;
+    std::optional<RowLayout> a_layout = row_layout(match.a, match.m, match.k);
+    std::optional<int64_t> b_stride = a_layout ? pair_panel_stride(match.b, match.n, match.k) : std::nullopt;
     if (!b_stride) continue;
-    match.a_stride = *a_stride;
+    match.a_layout = *a_layout;
     match.b_stride = *b_stride;
     return match;
   }
@@ -165,11 +206,17 @@ std::optional<AmxKernel> amx_tile_kernel(const UOpPtr& kernel) {
   auto origin = [&](const UOpPtr& index, const FlatDimension& own, const UOpPtr& at) {
     return index->with_srcs({index->src(0), index_at(index, own, at, match.k, zero)});
   };
+  std::vector<UOpPtr> parameters{index_const(match.a_layout.stride), index_const(match.b_stride),
+                                  index_const(match.k.length)};
+  for (const AmxStep& step : match.a_layout.steps) {
+    parameters.push_back(index_const(step.extent));
+    parameters.push_back(index_const(step.coefficient));
+  }
+  const int parameter_count = static_cast<int>(parameters.size());
   UOpPtr product = UOp::make(Ops::WMMA, dtypes::f32.vec(static_cast<int>(kAmxBlockElements)),
                              {origin(match.a, match.m, first_row), origin(match.b, match.n, first_column),
-                              UOp::make(Ops::VECTORIZE, dtypes::index.vec(3),
-                                        {index_const(match.a_stride), index_const(match.b_stride),
-                                         index_const(match.k.length)})},
+                              UOp::make(Ops::VECTORIZE, dtypes::index.vec(parameter_count),
+                                        std::move(parameters))},
                              std::string(kAmxBlock));
   UOpPtr local = UOp::make(Ops::DEFINE_LOCAL, dtypes::f32.ptr(AddrSpace::Local, kAmxBlockElements), {}, int64_t{0});
   UOpPtr written = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, local->dtype(), {local, zero}), product});

@@ -16,6 +16,7 @@
 namespace kiln {
 
 class Tensor;
+struct ConvOptions;
 
 enum class MatmulPrecision { kFloat32, kBFloat16 };
 
@@ -39,5 +40,15 @@ class ScopedMatmulPrecision {
 // (padded with zero steps to a multiple of 32) and N of at least 32. An undefined Tensor otherwise
 // (the caller computes in f32).
 Tensor bf16_weight_matmul(const Tensor& a, const Tensor& b);
+
+// Whether products by weights are computed in bf16 here: the scope asks for it and the graph's
+// target has AMX bf16 tiles.
+bool bf16_products();
+
+// x ⊛ weight (+ bias) with both rounded to bf16 and the products summed in f32, where
+// bf16_products() holds and the convolution qualifies (tensor_conv_bf16.cpp: 2-D, one group, f32
+// of known shapes, a weight of at least 32 filters, channels that pad to whole tile steps with at
+// most a quarter of zeros); an undefined Tensor otherwise (Tensor::conv computes in f32).
+Tensor bf16_weight_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options);
 
 }  // namespace kiln

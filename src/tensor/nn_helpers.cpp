@@ -278,6 +278,12 @@ Tensor axis_constant(const std::vector<double>& values, int64_t axis, int64_t nd
   return Tensor::from_vector(values, shape).cast(type);
 }
 
+Tensor stored_in_order(const Tensor& t, const std::vector<int64_t>& order) {
+  std::vector<int64_t> back(order.size());
+  for (size_t i = 0; i < order.size(); ++i) back[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
+  return contiguous(t.permute(order)).permute(back);
+}
+
 bool computes(const Tensor& t) {
   for (const UOp* node : toposort(t.data().node))
     if (op_is_alu(node->op()) || node->op() == Ops::REDUCE_AXIS) return true;

@@ -101,6 +101,9 @@ Tensor axis_constant(const std::vector<double>& values, int64_t axis, int64_t nd
 // Whether t has arithmetic of its own (not only views of buffers and constants).
 bool computes(const Tensor& t);
 
+// t copied into a buffer in `order` (a permutation of its axes) and viewed again in its own order.
+Tensor stored_in_order(const Tensor& t, const std::vector<int64_t>& order);
+
 // A view whose rows are not contiguous runs of its source: a permute that moves the last axis, or
 // a reshape that merges permuted axes (attention heads (h, s, d) → (s, h·d)). Read as the left
 // operand of a matmul, each row is gathered in pieces (BERT's output projection read 12 runs of 64

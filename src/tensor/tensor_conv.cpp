@@ -14,6 +14,7 @@
 #include "codegen/target.h"
 #include "driver/run_on_device.h"
 #include "support/error.h"
+#include "tensor/matmul_precision.h"
 #include "tensor/tensor_internal.h"
 #include "tensor/nn_helpers.h"
 #include "tensor/winograd.h"
@@ -60,13 +61,6 @@ Tensor filters_in_panels(const Tensor& weight, int64_t groups) {
 // stored (KH, KW, C, 1).
 const std::vector<int64_t> kChannelsLast{0, 2, 3, 1};
 const std::vector<int64_t> kTapsFirst{2, 3, 0, 1};
-
-// t copied into a buffer in `order` (a permutation of its axes) and viewed again in its own order.
-Tensor stored_in_order(const Tensor& t, const std::vector<int64_t>& order) {
-  std::vector<int64_t> back(order.size());
-  for (size_t i = 0; i < order.size(); ++i) back[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
-  return contiguous(t.permute(order)).permute(back);
-}
 
 // Whether a reduction reads a reordered copy, CONTIGUOUS(PERMUTE(…)): a conv's weight in filter
 // panels (filters_in_panels) or its channels-last input. A depthwise conv over an NCHW input reads
@@ -393,6 +387,8 @@ bool is_broadcast_value(const Tensor& t) {
 Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions& options) const {
   if (std::optional<LiveTaps> live = without_dead_taps(*this, weight, options)) return conv(live->weight, bias, live->options);
   if (std::optional<Tensor> by_taps = conv_by_tap_regions(*this, weight, bias, options)) return *by_taps;
+  // `--precision bf16` on AMX tiles: an implicit matmul (tensor_conv_bf16.cpp).
+  if (Tensor reduced = bf16_weight_conv(*this, weight, bias, options); reduced.defined()) return reduced;
   // 3x3 stride-1 float32 convolutions where F(2x2, 3x3) is faster (winograd.cpp, docs/winograd.md).
   if (use_winograd(*this, weight, bias, options)) return winograd_conv(*this, weight, bias, options);
   require_defined(*this, "conv", "the input");

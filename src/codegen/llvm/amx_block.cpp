@@ -15,6 +15,22 @@ namespace {
 constexpr int64_t kTileRows = 16;
 constexpr int64_t kTileBytes = 64;  // one row of a tile: 32 bf16, 16 bf16 pairs or 16 f32
 
+// a's element offset at reduction step `step` (opt/amx_layout.h): the step itself for a row-major
+// matrix, otherwise each part's position times its coefficient (divisions by constants, which
+// LLVM turns into multiplications; once per four tile products).
+llvm::Value* a_offset(llvm::IRBuilder<>& builder, llvm::Value* step, const std::vector<AmxStep>& steps) {
+  if (steps.size() == 1 && steps.front().coefficient == 1) return step;
+  llvm::Value* offset = builder.getInt64(0);
+  int64_t inner = 1;
+  for (size_t i = steps.size(); i-- > 0;) {
+    llvm::Value* part = inner == 1 ? step : builder.CreateUDiv(step, builder.getInt64(inner));
+    if (i > 0) part = builder.CreateURem(part, builder.getInt64(steps[i].extent));
+    offset = builder.CreateAdd(offset, builder.CreateMul(part, builder.getInt64(steps[i].coefficient)));
+    inner *= steps[i].extent;
+  }
+  return offset;
+}
+
 }  // namespace
 
 void emit_amx_block(llvm::IRBuilder<>& builder, const AmxBlockOperands& operands) {
@@ -50,7 +66,7 @@ void emit_amx_block(llvm::IRBuilder<>& builder, const AmxBlockOperands& operands
   }
   // a's tiles: rows 0-15 and 16-31 at steps [step, step + 32); b's: pair row step / 2 on, columns
   // 0-15 and 16-31 (64 bytes each).
-  llvm::Value* a_step = builder.CreateMul(step, builder.getInt64(operands.element_bytes));
+  llvm::Value* a_step = builder.CreateMul(a_offset(builder, step, operands.a_steps), builder.getInt64(operands.element_bytes));
   llvm::Value* b_step = builder.CreateMul(builder.CreateLShr(step, 1), builder.getInt64(b_row_bytes));
   std::array<llvm::Value*, 2> a_tiles, b_tiles;
   for (int64_t r = 0; r < 2; ++r) {

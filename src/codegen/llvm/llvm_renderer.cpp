@@ -424,9 +424,9 @@ class Renderer {
     if (index.src(0)->op() != Ops::DEFINE_LOCAL || !index.src(1)->is_const() || index.src(1)->const_int() != 0)
       fail("an AMX block is stored at element 0 of a DEFINE_LOCAL");
     const UOp& parameters = *product.src(2);
-    if (parameters.op() != Ops::VECTORIZE || parameters.src_count() != 3 ||
+    if (parameters.op() != Ops::VECTORIZE || parameters.src_count() < 5 || parameters.src_count() % 2 != 1 ||
         !std::all_of(parameters.srcs().begin(), parameters.srcs().end(), [](const UOpPtr& p) { return p->is_const(); }))
-      fail("an AMX block's strides and depth are constants");
+      fail("an AMX block's strides, depth and steps are constants");
     AmxBlockOperands operands;
     operands.block = value_of(node.src(0));
     operands.a = value_of(product.src(0));
@@ -435,9 +435,18 @@ class Renderer {
     operands.b_stride = static_cast<int64_t>(parameters.src(1)->const_int());
     operands.depth = static_cast<int64_t>(parameters.src(2)->const_int());
     operands.element_bytes = product.src(0)->src(0)->dtype().scalar_bytes();
+    int64_t steps = 1;
+    for (size_t i = 3; i + 1 < parameters.src_count(); i += 2) {
+      operands.a_steps.push_back(AmxStep{static_cast<int64_t>(parameters.src(i)->const_int()),
+                                         static_cast<int64_t>(parameters.src(i + 1)->const_int())});
+      steps *= std::max<int64_t>(operands.a_steps.back().extent, 0);
+    }
     if (operands.depth <= 0 || operands.depth % kAmxDepth != 0 || operands.element_bytes != 2 ||
         product.src(1)->src(0)->dtype().scalar_bytes() != 2)
       fail("an AMX block needs 16-bit operands and a depth that is a multiple of 32");
+    if (steps != operands.depth || operands.a_steps.back().coefficient != 1 ||
+        operands.a_steps.back().extent % kAmxDepth != 0)
+      fail("an AMX block's steps multiply to its depth, the innermost contiguous in whole tile rows");
     emit_amx_block(builder_, operands);
   }
 

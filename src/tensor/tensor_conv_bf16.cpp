@@ -1,0 +1,121 @@
+// Convolutions of `--precision bf16` (matmul_precision.h) as products that AMX tiles compute
+// (opt/amx_tiles.h): an implicit matmul over the input's pixels, with no im2col copy.
+//
+// The input is copied once, rounded to bf16, into a channels-last buffer of the padded images laid
+// end to end: pixel p = (n·Hp + y)·Wp + x of the padded (N, Hp, Wp) images, its channels (padded
+// with zeros to whole tile steps) contiguous. Output position q then reads, for tap (i, j), pixel
+// q·s + i·dh·Wp + j·dw: one row of a row-major matrix whose start the tap moves. That holds for
+// every q, so the product is computed at every position of the padded images, (N·Hp/s·Wp) rows,
+// and the output is the view of the rows where a window lies inside its image: (n, oy, ox) at
+// q = n·Hp/s·Wp + oy·Wp + ox. The other rows (a window that runs past its row's padding into the
+// next row, or, strided, every position between two output rows) are computed and never read:
+// (Wp - OW)/Wp of a stride-1 conv's rows (2 of 58 at 56×56 for 3x3), about half of a stride-2
+// conv's. A 1x1 conv reads its strided pixels through a copy of only those, at stride 1.
+//
+// The weight folds at compile time into pair panels over (taps, channels) (bf16_operands.h); the
+// bias is added in the product's kernel, which stores the (positions, filters) rows channels-last;
+// whatever follows (an activation, a residual add) reads them through the output's view, in the
+// kernel that makes the next conv's copy.
+#include <algorithm>
+#include <vector>
+
+#include "codegen/target.h"
+#include "driver/run_on_device.h"
+#include "tensor/bf16_operands.h"
+#include "tensor/matmul_precision.h"
+#include "tensor/nn_helpers.h"
+#include "tensor/tensor_internal.h"
+
+namespace kiln {
+
+using namespace bf16_operands;
+using namespace nn;
+
+namespace {
+
+// Channels padded to whole tile steps may hold at most this share of zeros: a 3-channel stem (32
+// steps for 3) or 16 channels (half zeros) stay f32.
+bool channels_fill_steps(int64_t channels) { return 4 * channels >= 3 * round_up(channels, kDepthStep); }
+
+}  // namespace
+
+Tensor bf16_weight_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options) {
+  if (!bf16_products() || !x.defined() || !weight.defined()) return Tensor();
+  if (x.dtype() != ScalarType::Float32 || weight.dtype() != ScalarType::Float32) return Tensor();
+  if (bias.defined() && bias.dtype() != ScalarType::Float32) return Tensor();
+  if (x.ndim() != 4 || weight.ndim() != 4 || options.groups != 1) return Tensor();
+  if (has_symbolic_shape(x) || reads_graph_input(weight)) return Tensor();
+  if (std::any_of(options.output_padding.begin(), options.output_padding.end(), [](int64_t p) { return p != 0; }))
+    return Tensor();
+  const int64_t batch = x.dim(0), channels = x.dim(1), filters = weight.dim(0);
+  // Shapes that do not fit go to Tensor::conv, whose errors name them.
+  if (weight.dim(1) != channels || (bias.defined() && bias.shape() != Shape{filters})) return Tensor();
+  if (filters < kPanelColumns || !channels_fill_steps(channels)) return Tensor();
+  std::vector<int64_t> stride = per_axis(options.stride, 2, 1, 1, "conv", "stride");
+  std::vector<int64_t> dilation = per_axis(options.dilation, 2, 1, 1, "conv", "dilation");
+  auto [pad_begin, pad_end] = begin_end_pads(options.padding, 2, true, "conv");
+  for (size_t i = 0; i < 2; ++i)
+    if (pad_begin[i] < 0 || pad_end[i] < 0) return Tensor();
+  const int64_t taps_y = weight.dim(2), taps_x = weight.dim(3);
+  std::vector<int64_t> outputs(2);
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t padded = x.dim(static_cast<int64_t>(i) + 2) + pad_begin[i] + pad_end[i];
+    const int64_t span = dilation[i] * (weight.dim(static_cast<int64_t>(i) + 2) - 1) + 1;
+    if (padded < span) return Tensor();
+    outputs[i] = (padded - span) / stride[i] + 1;
+  }
+
+  // A computed input (a residual add and its Relu) is stored channels-last first: from the
+  // channels-last rows of the convs before it that is a plain pass, and the copy below (and any
+  // other conv reading the same value: a block's shortcut) reads it contiguously. Stored in NCHW
+  // order, as rangeify would by itself, each element gathered across the rows (ResNet-50 bf16:
+  // 12 ms of 48 in its first block's add at 0.8 GB/s).
+  Tensor source = computes(x) ? stored_in_order(x, {0, 2, 3, 1}) : x;
+  const bool pointwise = taps_y == 1 && taps_x == 1 && pad_begin == std::vector<int64_t>{0, 0} &&
+                         pad_end == std::vector<int64_t>{0, 0};
+  if (pointwise && (stride[0] != 1 || stride[1] != 1)) {
+    source = source.slice(2, 0, (outputs[0] - 1) * stride[0] + 1, stride[0])
+                 .slice(3, 0, (outputs[1] - 1) * stride[1] + 1, stride[1]);
+    stride = {1, 1};
+  }
+  // Positions advance by one stride along the flat pixels: the same stride on both axes.
+  if (stride[0] != stride[1]) return Tensor();
+  const int64_t step = stride[0];
+  const int64_t depth_channels = round_up(channels, kDepthStep);
+  const int64_t width = source.dim(3) + pad_begin[1] + pad_end[1];
+  // Rows padded to a whole number of strides, so each image is Hp/s·Wp positions.
+  const int64_t height = round_up(source.dim(2) + pad_begin[0] + pad_end[0], step);
+  const int64_t image_positions = height / step * width;
+  const int64_t positions = batch * image_positions;
+  if (positions < kPanelColumns) return Tensor();
+  // Pixels the last position's windows reach, past the last image's end: zeros.
+  const int64_t tap_rows_reach = (taps_y - 1) * dilation[0] * width, tap_columns_reach = (taps_x - 1) * dilation[1];
+  const int64_t windows_by_row = (positions - 1) * step + tap_rows_reach + 1;
+  const int64_t pixels = windows_by_row + tap_columns_reach;
+  const int64_t image_pixels = batch * height * width;
+
+  // The input's bf16 bits, channels-last over the padded images laid end to end.
+  const int64_t rows_after = height - source.dim(2) - pad_begin[0];
+  Tensor padded = source.pad(std::vector<int64_t>{0, 0, 0, depth_channels - channels, pad_begin[0], rows_after,
+                                                  pad_begin[1], pad_end[1]});
+  Tensor rows = padded.permute({0, 2, 3, 1}).reshape({image_pixels, depth_channels});
+  if (pixels > image_pixels) rows = rows.pad({0, pixels - image_pixels, 0, 0});
+  Tensor bits = widened(contiguous(bf16_bits(rows)));
+  // (positions, taps_y, taps_x, channels): position q, tap (i, j) at pixel q·s + i·dh·Wp + j·dw.
+  Tensor by_column = window_axis(bits, 0, taps_x, 1, dilation[1], Dim(windows_by_row));
+  Tensor windows = window_axis(by_column, 0, taps_y, step, dilation[0] * width, Dim(positions));
+
+  // (F, C, KH, KW) → (KH·KW·C', F) in pair panels, viewed as (F, KH, KW, C').
+  const int64_t depth = taps_y * taps_x * depth_channels;
+  Tensor taps_first = weight.permute({2, 3, 1, 0}).pad({0, 0, 0, 0, 0, depth_channels - channels, 0, 0});
+  Tensor panels = widened(bf16_pair_panels(taps_first.reshape({depth, filters}), depth));
+  Tensor filters_first = panels.transpose(0, 1).reshape({filters, taps_y, taps_x, depth_channels});
+
+  Tensor product = windows.unsqueeze(1).mul(filters_first).sum({2, 3, 4});  // (positions, F)
+  if (bias.defined()) product = product + bias.reshape({1, filters});
+  Tensor stored = contiguous(product);
+  Tensor images = stored.reshape({batch, height / step, width, filters});
+  return images.slice(1, 0, outputs[0]).slice(2, 0, outputs[1]).permute({0, 3, 1, 2});
+}
+
+}  // namespace kiln

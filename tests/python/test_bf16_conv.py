@@ -1,0 +1,126 @@
+"""`kiln compile --precision bf16` on convolutions (src/tensor/tensor_conv_bf16.cpp): f32 Conv nodes
+by a weight, compiled with the option and run with `kiln run`, against numpy.
+
+On a CPU target with AMX bf16 tiles (as test_bf16_precision.py decides it) each conv that qualifies
+(2-D, one group, at least 32 filters, channels that pad to whole 32-step tile rows with at most a
+quarter of zeros) is an implicit matmul over the padded images on AMX tiles: its result must be the
+conv of the operands rounded to bf16 (ties to even) summed in f32 -- within a few f32 roundings of
+that f64 value and clearly apart from the fp32 conv -- and the compile must say its kernels ran on
+AMX tiles. Covered: 3x3 with padding 1 (the rows past each row's windows computed and dropped),
+stride 2 with odd image sizes (rows padded to whole strides), 1x1 at stride 1 and 2, dilation 2,
+uneven pads, 48 channels (padded to 64), two images, a bias and a Relu after the conv; and convs
+that stay fp32: 16 channels (half of the tile rows zeros), 16 filters, a depthwise conv. Without
+AMX every conv is the fp32 conv.
+
+usage: test_bf16_conv.py --source-root DIR --kiln KILN_CLI [--python VENV_PYTHON]
+"""
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import python_test_env  # noqa: E402
+
+args = python_test_env.cli_arguments()
+python_test_env.require_numpy_and_onnx(args.python)
+
+import numpy as np  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+
+checks = python_test_env.Checks(args.kiln)
+check, kiln = checks.check, checks.kiln
+rng = np.random.default_rng(31)
+
+
+def host_has_amx():
+    """As test_bf16_precision.py: the CPU's flags unless KILN_CPU_TARGET or KILN_AMX narrow them."""
+    if os.environ.get("KILN_AMX") == "0" or (os.environ.get("KILN_CPU_TARGET") or "host") != "host":
+        return False
+    flags = python_test_env.cpu_flags()
+    return None if flags is None else {"amx_tile", "amx_bf16", "avx512f"} <= flags
+
+
+def bf16(values):
+    """float32 values rounded to the nearest bf16 (ties to even), as float64."""
+    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def conv(x, w, stride, pads, dilation, groups):
+    """The ONNX Conv of f64 arrays (N, C, H, W) and (F, C/groups, KH, KW), pads (top, left, bottom, right)."""
+    n, c, h, wd = x.shape
+    f, cg, kh, kw = w.shape
+    padded = np.zeros((n, c, h + pads[0] + pads[2], wd + pads[1] + pads[3]))
+    padded[:, :, pads[0]:pads[0] + h, pads[1]:pads[1] + wd] = x
+    oh = (padded.shape[2] - dilation * (kh - 1) - 1) // stride + 1
+    ow = (padded.shape[3] - dilation * (kw - 1) - 1) // stride + 1
+    y = np.zeros((n, f, oh, ow))
+    fg = f // groups
+    for g in range(groups):
+        for i in range(kh):
+            for j in range(kw):
+                window = padded[:, g * cg:(g + 1) * cg, i * dilation:i * dilation + (oh - 1) * stride + 1:stride,
+                                j * dilation:j * dilation + (ow - 1) * stride + 1:stride]
+                y[:, g * fg:(g + 1) * fg] += np.einsum("nchw,fc->nfhw", window, w[g * fg:(g + 1) * fg, :, i, j])
+    return y
+
+
+amx = host_has_amx()
+cases = [
+    # name, x shape, filters, kernel, stride, pads (top, left, bottom, right), dilation, groups, on tiles
+    ("conv3x3_pad1", (1, 64, 14, 14), 64, 3, 1, (1, 1, 1, 1), 1, 1, True),
+    ("conv3x3_stride2_odd", (1, 32, 15, 13), 48, 3, 2, (1, 1, 1, 1), 1, 1, True),
+    ("conv1x1", (1, 96, 7, 9), 40, 1, 1, (0, 0, 0, 0), 1, 1, True),
+    ("conv1x1_stride2", (2, 64, 12, 10), 64, 1, 2, (0, 0, 0, 0), 1, 1, True),
+    ("conv3x3_dilated_48ch", (1, 48, 12, 12), 32, 3, 1, (2, 2, 2, 2), 2, 1, True),
+    ("conv5x5_uneven_pads_2images", (2, 32, 9, 11), 64, 5, 1, (2, 1, 0, 3), 1, 1, True),
+    ("conv3x3_16ch", (1, 16, 10, 10), 64, 3, 1, (1, 1, 1, 1), 1, 1, False),
+    ("conv3x3_16_filters", (1, 64, 10, 10), 16, 3, 1, (1, 1, 1, 1), 1, 1, False),
+    ("depthwise3x3", (1, 64, 10, 10), 64, 3, 1, (1, 1, 1, 1), 1, 64, False),
+]
+with tempfile.TemporaryDirectory(prefix="kiln_bf16_conv_") as work:
+    for name, x_shape, filters, k, stride, pads, dilation, groups, on_tiles in cases:
+        channels = x_shape[1]
+        w = (rng.standard_normal((filters, channels // groups, k, k)) * 0.2).astype(np.float32)
+        bias = rng.standard_normal(filters).astype(np.float32)
+        x = rng.standard_normal(x_shape).astype(np.float32)
+        nodes = [helper.make_node("Conv", ["x", "w", "bias"], ["c"], strides=[stride, stride], pads=list(pads),
+                                  dilations=[dilation, dilation], group=groups, kernel_shape=[k, k]),
+                 helper.make_node("Relu", ["c"], ["y"])]
+        fp32_want = np.maximum(conv(x.astype(np.float64), w.astype(np.float64), stride, pads, dilation, groups)
+                               + bias[None, :, None, None], 0)
+        bf16_want = np.maximum(conv(bf16(x), bf16(w), stride, pads, dilation, groups) + bias[None, :, None, None], 0)
+        model = os.path.join(work, name + ".onnx")
+        python_test_env.save_model(model, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(fp32_want.shape))],
+                                   [("w", w), ("bias", bias)])
+        plan = os.path.join(work, name + ".kiln")
+        compiled = kiln("compile", model, "-o", plan, "--precision", "bf16", env_extra={"KILN_DEBUG": "3"})
+        check(compiled.returncode == 0, f"kiln compile {name}: {compiled.stderr.strip()[-400:]}")
+        if compiled.returncode != 0:
+            continue
+        np.save(os.path.join(work, "x.npy"), x)
+        out_dir = os.path.join(work, name)
+        ran = kiln("run", plan, "--input", f"x={os.path.join(work, 'x.npy')}", "--output-dir", out_dir,
+                   "--output-format", "npy")
+        check(ran.returncode == 0, f"kiln run {name}: {ran.stderr.strip()[-400:]}")
+        if ran.returncode != 0:
+            continue
+        got = np.load(os.path.join(out_dir, "y.npy")).astype(np.float64)
+        if amx is None:  # (no /proc/cpuinfo: the compile's own word decides)
+            amx = "so its matmuls stay fp32" not in compiled.stderr
+        takes_bf16 = amx and on_tiles
+        want = bf16_want if takes_bf16 else fp32_want
+        gap = np.abs(fp32_want - bf16_want).max() / np.abs(bf16_want).max()
+        check(got.shape == want.shape, f"{name}: output shape {got.shape}, want {want.shape}")
+        if got.shape != want.shape:
+            continue
+        error = np.abs(got - want).max() / np.abs(want).max()
+        check(error < 1e-5 and error < gap / 20,
+              f"{name}: the {'bf16' if takes_bf16 else 'fp32'} conv (relative {error:.2e}; bf16 vs fp32 {gap:.2e})")
+        check(("on AMX tiles" in compiled.stderr) == takes_bf16,
+              f"{name}: AMX tiles {'used' if takes_bf16 else 'not used'} ({compiled.stderr.strip()[-200:]})")
+    print(f"AMX bf16 tiles on this CPU target: {amx}")
+
+sys.exit(checks.finish())
