@@ -169,7 +169,8 @@ std::optional<AmxMatch> match_matmul(const UOpPtr& kernel) {
     match.b = x_is_a ? y : x;
     match.m = {x_is_a ? x_only : y_only, product_of(x_is_a ? x_only : y_only), 1};
     match.n = {x_is_a ? y_only : x_only, product_of(x_is_a ? y_only : x_only), 1};
-    if (match.m.length < kAmxBlockRows || match.n.length < kAmxBlockColumns) continue;
+    // (N may fill half a block: a conv of 16 or 24 filters between wider ones, tensor_conv_bf16.cpp.)
+    if (match.m.length < kAmxBlockRows || 2 * match.n.length < kAmxBlockColumns) continue;
     std::optional<RowLayout> a_layout = row_layout(match.a, match.m, match.k);
     std::optional<int64_t> b_stride = a_layout ? pair_panel_stride(match.b, match.n, match.k) : std::nullopt;
     if (!b_stride) continue;

@@ -8,7 +8,7 @@
 // stride apart) and the other `b` a matrix in pair panels over the reduction and the remaining
 // output axes (N), 32 columns a panel: b[k][32·p + c] at first(p) + (k / 2)·stride + 2·c + k % 2
 // (what `--precision bf16` stores a weight as: tensor/matmul_precision.h, its N padded with zero
-// columns to whole panels), with M and N at least 32 and K a multiple of 32 (the tensor layer pads
+// columns to whole panels), with M at least 32, N at least 16 and K a multiple of 32 (the tensor layer pads
 // it with zero steps). The last block of M starts at M - 32 instead of running past the end, so it
 // recomputes a few rows of the block before it and writes them again with the same values; the
 // last block of N reads its panel's padding and masks its stores there.

@@ -33,9 +33,12 @@ using namespace nn;
 
 namespace {
 
-// Channels padded to whole tile steps may hold at most this share of zeros: a 3-channel stem (32
-// steps for 3) or 16 channels (half zeros) stay f32.
-bool channels_fill_steps(int64_t channels) { return 4 * channels >= 3 * round_up(channels, kDepthStep); }
+// The smallest convs that take the tiles: 16 channels (tile rows half zeros) and 16 filters (half
+// a block's columns). Narrower ones between the convs that do (MobileNetV2's 16- and 24-channel
+// bottlenecks) would compute NCHW in f32 and read and write across the others' channels-last rows
+// (MobileNetV2 bf16 at one thread: 8.7 -> … ms); a 3-channel stem stays f32 (32 steps for 3).
+constexpr int64_t kFewestChannels = 16;
+constexpr int64_t kFewestFilters = 16;
 
 }  // namespace
 
@@ -50,7 +53,7 @@ Tensor bf16_weight_conv(const Tensor& x, const Tensor& weight, const Tensor& bia
   const int64_t batch = x.dim(0), channels = x.dim(1), filters = weight.dim(0);
   // Shapes that do not fit go to Tensor::conv, whose errors name them.
   if (weight.dim(1) != channels || (bias.defined() && bias.shape() != Shape{filters})) return Tensor();
-  if (filters < kPanelColumns || !channels_fill_steps(channels)) return Tensor();
+  if (filters < kFewestFilters || channels < kFewestChannels) return Tensor();
   std::vector<int64_t> stride = per_axis(options.stride, 2, 1, 1, "conv", "stride");
   std::vector<int64_t> dilation = per_axis(options.dilation, 2, 1, 1, "conv", "dilation");
   auto [pad_begin, pad_end] = begin_end_pads(options.padding, 2, true, "conv");
