@@ -116,7 +116,12 @@ Tensor bf16_weight_conv(const Tensor& x, const Tensor& weight, const Tensor& bia
 
   Tensor product = windows.unsqueeze(1).mul(filters_first).sum({2, 3, 4});  // (positions, F)
   if (bias.defined()) product = product + bias.reshape({1, filters});
-  Tensor stored = contiguous(product);
+  // Rows that are all read (a 1x1 conv's) stay a value, so that rangeify fuses what follows into
+  // the product's kernel (the residual add and its Relu, stored channels-last for the next conv:
+  // ResNet-50 bf16 18.7 -> 18.0 ms at one thread); rows with dropped positions are stored whole,
+  // which keeps the tile kernel's rows one stride apart.
+  const bool every_position_read = positions == batch * outputs[0] * outputs[1];
+  Tensor stored = every_position_read ? product : contiguous(product);
   Tensor images = stored.reshape({batch, height / step, width, filters});
   return images.slice(1, 0, outputs[0]).slice(2, 0, outputs[1]).permute({0, 3, 1, 2});
 }
