@@ -33,12 +33,34 @@ using namespace nn;
 
 namespace {
 
-// The smallest convs that take the tiles: 16 channels (tile rows half zeros) and 16 filters (half
-// a block's columns). Narrower ones between the convs that do (MobileNetV2's 16- and 24-channel
-// bottlenecks) would compute NCHW in f32 and read and write across the others' channels-last rows
-// (MobileNetV2 bf16 at one thread: 8.7 -> … ms); a 3-channel stem stays f32 (32 steps for 3).
-constexpr int64_t kFewestChannels = 16;
+// The narrowest convs that take the tiles: 16 filters (half a block's columns), and tile rows of
+// which at least half is the conv's own (below; MobileNetV2's 3x3 stride-2 stem, 9 of 32 steps
+// and every other position dropped, ran 0.25 -> 0.56 ms with its copies on tiles). Narrower ones between the convs that do would
+// compute NCHW in f32 and read and write across the others' channels-last rows (MobileNetV2 bf16
+// at one thread: 8.7 -> 4.3 ms with its 16- and 24-channel convs on tiles).
 constexpr int64_t kFewestFilters = 16;
+constexpr int64_t kLeastRowShare = 2;  // the conv's (channels, column taps) / the tile row's ≥ 1/2
+
+// How a conv's input fills the 32 steps of a tile row. Channels padded to whole rows where there
+// are 32 or more (or where the column taps are dilated); fewer are padded to a power of two that
+// divides 32 and the column taps to whole rows of them, so that a row holds the channels of
+// consecutive pixels (channels-last, adjacent pixels are adjacent in memory): a 7x7 stem over RGB
+// reads 8 pixels × 4 channels a row for its 7 × 3 (21 of 32 steps its own, where padded channels
+// alone would give 3 of 32). The extra tap's weights are zeros; its pixel lies outside the window
+// (the next pixel of the row, or of the next row), so a non-finite input value there (0 · inf) makes
+// the neighbouring window's output NaN too: documented in docs/optimisation.md.
+struct TileRows {
+  int64_t channels;  // per pixel, zero-padded
+  int64_t taps_x;    // column taps, zero taps appended
+};
+
+TileRows tile_rows(int64_t channels, int64_t taps_x, int64_t dilation_x) {
+  if (channels >= kDepthStep) return {round_up(channels, kDepthStep), taps_x};
+  int64_t padded = 1;
+  while (padded < channels) padded *= 2;
+  if (padded == kDepthStep || dilation_x != 1) return {kDepthStep, taps_x};
+  return {padded, round_up(taps_x, kDepthStep / padded)};
+}
 
 }  // namespace
 
@@ -53,13 +75,16 @@ Tensor bf16_weight_conv(const Tensor& x, const Tensor& weight, const Tensor& bia
   const int64_t batch = x.dim(0), channels = x.dim(1), filters = weight.dim(0);
   // Shapes that do not fit go to Tensor::conv, whose errors name them.
   if (weight.dim(1) != channels || (bias.defined() && bias.shape() != Shape{filters})) return Tensor();
-  if (filters < kFewestFilters || channels < kFewestChannels) return Tensor();
+  if (filters < kFewestFilters) return Tensor();
   std::vector<int64_t> stride = per_axis(options.stride, 2, 1, 1, "conv", "stride");
   std::vector<int64_t> dilation = per_axis(options.dilation, 2, 1, 1, "conv", "dilation");
   auto [pad_begin, pad_end] = begin_end_pads(options.padding, 2, true, "conv");
   for (size_t i = 0; i < 2; ++i)
     if (pad_begin[i] < 0 || pad_end[i] < 0) return Tensor();
-  const int64_t taps_y = weight.dim(2), taps_x = weight.dim(3);
+  const int64_t taps_y = weight.dim(2);
+  const TileRows row = tile_rows(channels, weight.dim(3), dilation[1]);
+  if (kLeastRowShare * channels * weight.dim(3) < row.channels * row.taps_x) return Tensor();
+  const int64_t taps_x = row.taps_x, depth_channels = row.channels;
   std::vector<int64_t> outputs(2);
   for (size_t i = 0; i < 2; ++i) {
     const int64_t padded = x.dim(static_cast<int64_t>(i) + 2) + pad_begin[i] + pad_end[i];
@@ -74,7 +99,7 @@ Tensor bf16_weight_conv(const Tensor& x, const Tensor& weight, const Tensor& bia
   // order, as rangeify would by itself, each element gathered across the rows (ResNet-50 bf16:
   // 12 ms of 48 in its first block's add at 0.8 GB/s).
   Tensor source = computes(x) ? stored_in_order(x, {0, 2, 3, 1}) : x;
-  const bool pointwise = taps_y == 1 && taps_x == 1 && pad_begin == std::vector<int64_t>{0, 0} &&
+  const bool pointwise = taps_y == 1 && weight.dim(3) == 1 && pad_begin == std::vector<int64_t>{0, 0} &&
                          pad_end == std::vector<int64_t>{0, 0};
   if (pointwise && (stride[0] != 1 || stride[1] != 1)) {
     source = source.slice(2, 0, (outputs[0] - 1) * stride[0] + 1, stride[0])
@@ -84,7 +109,6 @@ Tensor bf16_weight_conv(const Tensor& x, const Tensor& weight, const Tensor& bia
   // Positions advance by one stride along the flat pixels: the same stride on both axes.
   if (stride[0] != stride[1]) return Tensor();
   const int64_t step = stride[0];
-  const int64_t depth_channels = round_up(channels, kDepthStep);
   const int64_t width = source.dim(3) + pad_begin[1] + pad_end[1];
   // Rows padded to a whole number of strides, so each image is Hp/s·Wp positions.
   const int64_t height = round_up(source.dim(2) + pad_begin[0] + pad_end[0], step);
@@ -110,7 +134,8 @@ Tensor bf16_weight_conv(const Tensor& x, const Tensor& weight, const Tensor& bia
 
   // (F, C, KH, KW) → (KH·KW·C', F) in pair panels, viewed as (F, KH, KW, C').
   const int64_t depth = taps_y * taps_x * depth_channels;
-  Tensor taps_first = weight.permute({2, 3, 1, 0}).pad({0, 0, 0, 0, 0, depth_channels - channels, 0, 0});
+  Tensor taps_first =
+      weight.permute({2, 3, 1, 0}).pad({0, 0, 0, taps_x - weight.dim(3), 0, depth_channels - channels, 0, 0});
   Tensor panels = widened(bf16_pair_panels(taps_first.reshape({depth, filters}), depth));
   Tensor filters_first = panels.transpose(0, 1).reshape({filters, taps_y, taps_x, depth_channels});
 

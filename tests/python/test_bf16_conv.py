@@ -2,14 +2,17 @@
 by a weight, compiled with the option and run with `kiln run`, against numpy.
 
 On a CPU target with AMX bf16 tiles (as test_bf16_precision.py decides it) each conv that qualifies
-(2-D, one group, at least 16 filters and 16 channels; channels padded with zeros to whole 32-step
-tile rows, filters to whole 32-column blocks) is an implicit matmul over the padded images on AMX tiles: its result must be the
+(2-D, one group, at least 16 filters, tile rows at least a quarter its own: channels padded with
+zeros to whole 32-step tile rows, or fewer than 32 to a power of two with the column taps padded
+so that a row holds whole pixels) is an implicit matmul over the padded images on AMX tiles: its result must be the
 conv of the operands rounded to bf16 (ties to even) summed in f32 -- within a few f32 roundings of
 that f64 value and clearly apart from the fp32 conv -- and the compile must say its kernels ran on
 AMX tiles. Covered: 3x3 with padding 1 (the rows past each row's windows computed and dropped),
 stride 2 with odd image sizes (rows padded to whole strides), 1x1 at stride 1 and 2, dilation 2,
-uneven pads, 48 and 16 channels (padded to 64 and 32), 24 filters, two images, a bias and a Relu
-after the conv; and convs that stay fp32: 8 channels, 8 filters, a 3-channel stem, a depthwise conv. Without
+uneven pads, 48 and 16 channels (padded to 64 and 32), 8 channels (4 pixels a row), a 7x7
+stride-2 stem over 3 channels (8 pixels of 4 a row), 24 filters, two images, a bias and a Relu
+after the conv; and convs that stay fp32: a 1x1 conv over 3 channels (3 of 32 steps its own), 8
+filters, a depthwise conv. Without
 AMX every conv is the fp32 conv.
 
 usage: test_bf16_conv.py --source-root DIR --kiln KILN_CLI [--python VENV_PYTHON]
@@ -77,9 +80,11 @@ cases = [
     ("conv5x5_uneven_pads_2images", (2, 32, 9, 11), 64, 5, 1, (2, 1, 0, 3), 1, 1, True),
     ("conv3x3_16ch", (1, 16, 10, 10), 64, 3, 1, (1, 1, 1, 1), 1, 1, True),
     ("conv1x1_24_filters", (1, 64, 10, 10), 24, 1, 1, (0, 0, 0, 0), 1, 1, True),
-    ("conv3x3_8ch", (1, 8, 10, 10), 64, 3, 1, (1, 1, 1, 1), 1, 1, False),
+    ("conv3x3_8ch", (1, 8, 10, 10), 64, 3, 1, (1, 1, 1, 1), 1, 1, True),
+    ("conv7x7_stem_3ch_stride2", (1, 3, 32, 30), 64, 7, 2, (3, 3, 3, 3), 1, 1, True),
+    ("conv3x3_16ch_dilated", (1, 16, 12, 12), 32, 3, 1, (2, 2, 2, 2), 2, 1, True),
+    ("conv1x1_3ch", (1, 3, 16, 16), 64, 1, 1, (0, 0, 0, 0), 1, 1, False),
     ("conv3x3_8_filters", (1, 64, 10, 10), 8, 3, 1, (1, 1, 1, 1), 1, 1, False),
-    ("conv7x7_stem_3ch", (1, 3, 32, 32), 64, 7, 2, (3, 3, 3, 3), 1, 1, False),
     ("depthwise3x3", (1, 64, 10, 10), 64, 3, 1, (1, 1, 1, 1), 1, 64, False),
 ]
 with tempfile.TemporaryDirectory(prefix="kiln_bf16_conv_") as work:
