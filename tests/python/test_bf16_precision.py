@@ -9,7 +9,8 @@ product that takes the option ran on AMX tiles (KILN_DEBUG=3 says so per kernel)
 the option changes nothing: the compile says the matmuls stay fp32 and the results are the fp32
 product's. Covered: shapes whose K is and is not a multiple of 32 (24, 96: padded with zero steps),
 N that is and is not a whole 32-column panel (33, 72, 80, 128), M that ends mid-block (50), a batch
-axis, Gemm with transB, alpha and a bias, a product too short for a block (8 rows: stays fp32),
+axis, Gemm with transB, alpha and a bias, a product too short for a block (8 rows: stays fp32), one
+row by a large weight (padded to a block of 32 rows),
 and a product of two graph inputs (stays fp32 everywhere).
 
 usage: test_bf16_precision.py --source-root DIR --kiln KILN_CLI [--python VENV_PYTHON]
@@ -86,6 +87,7 @@ with tempfile.TemporaryDirectory(prefix="kiln_bf16_test_") as work:
         ("matmul_128x256x128", "MatMul", (128, 256), 256, 128),
         ("gemm_transb", "Gemm", (33, 64), 64, 40),
         ("matmul_8_rows", "MatMul", (8, 64), 64, 48),
+        ("gemm_1_row_large_weight", "Gemm", (1, 512), 512, 520),
         ("matmul_of_inputs", "MatMulInputs", (40, 64), 64, 48),
     ]
     for name, op, x_shape, k, n in cases:
@@ -127,7 +129,8 @@ with tempfile.TemporaryDirectory(prefix="kiln_bf16_test_") as work:
         if amx is None:  # (no /proc/cpuinfo: the compile's own word decides)
             amx = not stays_fp32
         rows = int(np.prod(x_shape[:-1]))
-        takes_bf16 = amx and op != "MatMulInputs" and rows >= 32  # (fewer rows stay fp32)
+        # (fewer rows stay fp32, unless the weight has 256Ki elements or more: a padded block)
+        takes_bf16 = amx and op != "MatMulInputs" and (rows >= 32 or k * n >= 256 * 1024)
         want = bf16_want if takes_bf16 else fp32_want
         error = np.abs(got - want).max() / np.abs(want).max()
         check(error < 1e-5 and error < gap / 20,
