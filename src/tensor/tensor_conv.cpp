@@ -62,6 +62,21 @@ Tensor filters_in_panels(const Tensor& weight, int64_t groups) {
 const std::vector<int64_t> kChannelsLast{0, 2, 3, 1};
 const std::vector<int64_t> kTapsFirst{2, 3, 0, 1};
 
+// Whether t is computed (by elementwise ops and views) from a value it reads through a permutation
+// that moves the value's last axis, a transposed read; stored values and reductions end the search.
+bool computed_from_transposed_rows(const Tensor& t) {
+  bool transposed = false;
+  walk(t.data().node, [&](const UOp* node) {
+    if (node->op() == Ops::REDUCE_AXIS || node->op() == Ops::CONTIGUOUS || node->op() == Ops::BUFFER) return false;
+    if (node->op() == Ops::PERMUTE) {
+      const auto& order = node->arg_list();
+      transposed = transposed || (!order.empty() && order.back() != static_cast<int64_t>(order.size()) - 1);
+    }
+    return !transposed;
+  });
+  return transposed;
+}
+
 // Whether a reduction reads a reordered copy, CONTIGUOUS(PERMUTE(…)): a conv's weight in filter
 // panels (filters_in_panels) or its channels-last input. A depthwise conv over an NCHW input reads
 // neither; computed in channels-last order it would gather each vector of channels from as many
@@ -130,10 +145,14 @@ bool channels_last_image(int64_t channels, const std::vector<int64_t>& windows) 
 // Under `--precision bf16` on AMX tiles every such conv is channels-last: the pointwise convs around
 // it compute channels-last (tensor_conv_bf16.cpp), and an NCHW depthwise conv between them read
 // and wrote across their rows (MobileNetV2 bf16 at one thread: 9.1 -> 8.7 ms).
+// Likewise where its input is computed from a channels-last value read through a transposing view
+// (the pixels × filters sums of a QDQ model's integer 1x1 conv over a 14×14 or 7×7 image): an NCHW
+// padded copy would gather every element across those rows (MobileNetV3 QDQ at one thread: 2.07 -> 1.83 ms,
+// its requantizations of the 1x1 convs' sums now channels-last passes).
 bool depthwise_channels_last(const Tensor& padded, const Shape& kernel, int64_t groups, int64_t filters,
-                             const std::vector<int64_t>& windows, int64_t reader_filters) {
+                             const std::vector<int64_t>& windows, int64_t reader_filters, bool transposed_input) {
   if (kernel.size() != 2 || groups < 2 || groups != filters || groups != padded.dim(1)) return false;
-  if (bf16_products()) return true;
+  if (bf16_products() || transposed_input) return true;
   if (reader_filters <= 0 || reader_filters % filter_panel() != 0) return false;
   return channels_last_image(groups, windows);
 }
@@ -464,8 +483,10 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
   }
   bool symbolic_image = !all_known(window_dims);
   std::vector<int64_t> windows = symbolic_image ? std::vector<int64_t>{} : known_sizes(window_dims);
+  const bool transposed_input = computed_from_transposed_rows(*this);
   bool depthwise_last = pads && !symbolic_image &&
-                        depthwise_channels_last(padded, kernel, groups, filters, windows, options.pointwise_reader_filters);
+                        depthwise_channels_last(padded, kernel, groups, filters, windows, options.pointwise_reader_filters,
+                                                transposed_input);
   if (pads && (depthwise_last || pads_channels_last(padded, kernel, groups, filters, stride)))
     padded = stored_in_order(padded, kChannelsLast);
   else if (pads) padded = contiguous(padded);
@@ -530,6 +551,11 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, const ConvOptions&
   out_shape.insert(out_shape.end(), window_dims.begin(), window_dims.end());
   result = reshape_to(result, out_shape);
   if (bias.defined()) result = result + per_channel(bias.cast(compute), result, "conv", "bias");
+  // A channels-last depthwise conv over a transposed input whose reader is no pointwise conv that
+  // copies it channels-last (a QDQ model's requantization, then its integer 1x1 conv, which reads
+  // pixels × channels): stored channels-last, not gathered from NCHW planes by that reader.
+  if (depthwise_last && transposed_input && options.pointwise_reader_filters <= 0)
+    result = stored_in_order(result, kChannelsLast);
   return result.cast(type);
 }
 
