@@ -12,7 +12,8 @@ stride 2 with odd image sizes (rows padded to whole strides), 1x1 at stride 1 an
 uneven pads, 48 and 16 channels (padded to 64 and 32), 8 channels (4 pixels a row), a 7x7
 stride-2 stem over 3 channels (8 pixels of 4 a row), 24 filters, two images, a bias and a Relu
 after the conv; and convs that stay fp32: a 1x1 conv over 3 channels (3 of 32 steps its own), 8
-filters, a depthwise conv. Without
+filters, a depthwise conv. Then a chain of conv, MaxPool, depthwise conv, 1x1 conv and residual add,
+where the layouts between the convs change (channels-last rows) and the values must not. Without
 AMX every conv is the fp32 conv.
 
 usage: test_bf16_conv.py --source-root DIR --kiln KILN_CLI [--python VENV_PYTHON]
@@ -129,6 +130,58 @@ with tempfile.TemporaryDirectory(prefix="kiln_bf16_conv_") as work:
               f"{name}: the {'bf16' if takes_bf16 else 'fp32'} conv (relative {error:.2e}; bf16 vs fp32 {gap:.2e})")
         check(("on AMX tiles" in compiled.stderr) == takes_bf16,
               f"{name}: AMX tiles {'used' if takes_bf16 else 'not used'} ({compiled.stderr.strip()[-200:]})")
+
+    # A chain as CNNs have it: conv -> Relu -> MaxPool -> depthwise conv -> Relu -> 1x1 conv -> residual
+    # Add -> Relu. The convs by weights and the pointwise conv take bf16 operands (the depthwise conv
+    # stays f32), and the layouts between them (channels-last rows, the pool and the depthwise conv
+    # channels-last) must give the graph's values. Against an f64 reference that rounds the same
+    # operands, within a fifth of the bf16-vs-fp32 difference (an f32 sum that lands on the other
+    # side of a bf16 rounding boundary moves a later operand by one bf16 step).
+    w1 = (rng.standard_normal((64, 32, 3, 3)) * 0.1).astype(np.float32)
+    wd = (rng.standard_normal((64, 1, 3, 3)) * 0.3).astype(np.float32)
+    w2 = (rng.standard_normal((64, 64, 1, 1)) * 0.1).astype(np.float32)
+    b1, bd, b2 = (rng.standard_normal(64).astype(np.float32) * 0.1 for _ in range(3))
+    x = rng.standard_normal((1, 32, 20, 20)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("MaxPool", ["r1"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["p", "wd", "bd"], ["cd"], pads=[1, 1, 1, 1], kernel_shape=[3, 3], group=64),
+             helper.make_node("Relu", ["cd"], ["rd"]),
+             helper.make_node("Conv", ["rd", "w2", "b2"], ["c2"], kernel_shape=[1, 1]),
+             helper.make_node("Add", ["c2", "p"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+
+    def chain(round_operands):
+        r = bf16 if round_operands else (lambda v: v.astype(np.float64))
+        r1 = np.maximum(conv(r(x), r(w1), 1, (1, 1, 1, 1), 1, 1) + b1[None, :, None, None], 0)
+        padded = np.full((1, 64, 22, 22), -np.inf)
+        padded[:, :, 1:21, 1:21] = r1
+        p = np.max([padded[:, :, i:i + 19:2, j:j + 19:2] for i in range(3) for j in range(3)], axis=0)
+        rd = np.maximum(conv(p, wd.astype(np.float64), 1, (1, 1, 1, 1), 1, 64) + bd[None, :, None, None], 0)
+        c2 = conv(r(rd.astype(np.float32)), r(w2), 1, (0, 0, 0, 0), 1, 1) + b2[None, :, None, None]
+        return np.maximum(c2 + p, 0)
+
+    fp32_want, bf16_want = chain(False), chain(True)
+    model = os.path.join(work, "chain.onnx")
+    python_test_env.save_model(model, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 20, 20])],
+                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 10, 10])],
+                               [("w1", w1), ("b1", b1), ("wd", wd), ("bd", bd), ("w2", w2), ("b2", b2)])
+    plan = os.path.join(work, "chain.kiln")
+    compiled = kiln("compile", model, "-o", plan, "--precision", "bf16", env_extra={"KILN_DEBUG": "3"})
+    check(compiled.returncode == 0, f"kiln compile chain: {compiled.stderr.strip()[-400:]}")
+    np.save(os.path.join(work, "x.npy"), x)
+    ran = kiln("run", plan, "--input", f"x={os.path.join(work, 'x.npy')}", "--output-dir", os.path.join(work, "chain"),
+               "--output-format", "npy")
+    check(ran.returncode == 0, f"kiln run chain: {ran.stderr.strip()[-400:]}")
+    if compiled.returncode == 0 and ran.returncode == 0:
+        got = np.load(os.path.join(work, "chain", "y.npy")).astype(np.float64)
+        want = bf16_want if amx else fp32_want
+        gap = np.abs(fp32_want - bf16_want).max() / np.abs(bf16_want).max()
+        error = np.abs(got - want).max() / np.abs(want).max()
+        check(error < (gap / 5 if amx else 1e-5),
+              f"chain: the {'bf16' if amx else 'fp32'} graph (relative {error:.2e}; bf16 vs fp32 {gap:.2e})")
+        tiles = compiled.stderr.count("on AMX tiles (cpu")
+        check(tiles == (2 if amx else 0), f"chain: {tiles} kernels on AMX tiles, want {2 if amx else 0}")
     print(f"AMX bf16 tiles on this CPU target: {amx}")
 
 sys.exit(checks.finish())
