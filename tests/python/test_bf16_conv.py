@@ -10,9 +10,10 @@ that f64 value and clearly apart from the fp32 conv -- and the compile must say 
 AMX tiles. Covered: 3x3 with padding 1 (the rows past each row's windows computed and dropped),
 stride 2 with odd image sizes (rows padded to whole strides), 1x1 at stride 1 and 2, dilation 2,
 uneven pads, 48 and 16 channels (padded to 64 and 32), 8 channels (4 pixels a row), a 7x7
-stride-2 stem over 3 channels (8 pixels of 4 a row), 24 filters, two images, a bias and a Relu
-after the conv; and convs that stay fp32: a 1x1 conv over 3 channels (3 of 32 steps its own), 8
-filters, a depthwise conv. Then a chain of conv, MaxPool, depthwise conv, 1x1 conv and residual add,
+stride-2 stem over 3 channels (8 pixels of 4 a row; over 20×20 outputs and more, as a stride-1
+conv over 2×2 blocks of pixels: 12 channels, 4x4 taps), 24 filters, two images, a bias and a Relu
+after the conv; and convs that stay fp32: a 1x1 conv over 3 channels (3 of 32 steps its own), a
+3x3 stride-2 stem over 3 channels (27 products an output), 8 filters, a depthwise conv. Then a chain of conv, MaxPool, depthwise conv, 1x1 conv and residual add,
 where the layouts between the convs change (channels-last rows) and the values must not. Without
 AMX every conv is the fp32 conv.
 
@@ -83,6 +84,8 @@ cases = [
     ("conv1x1_24_filters", (1, 64, 10, 10), 24, 1, 1, (0, 0, 0, 0), 1, 1, True),
     ("conv3x3_8ch", (1, 8, 10, 10), 64, 3, 1, (1, 1, 1, 1), 1, 1, True),
     ("conv7x7_stem_3ch_stride2", (1, 3, 32, 30), 64, 7, 2, (3, 3, 3, 3), 1, 1, True),
+    ("conv7x7_stem_space_to_depth", (1, 3, 41, 40), 64, 7, 2, (3, 2, 3, 3), 1, 1, True),
+    ("conv3x3_stem_3ch_stride2", (1, 3, 40, 40), 32, 3, 2, (1, 1, 1, 1), 1, 1, False),
     ("conv3x3_16ch_dilated", (1, 16, 12, 12), 32, 3, 1, (2, 2, 2, 2), 2, 1, True),
     ("conv1x1_3ch", (1, 3, 16, 16), 64, 1, 1, (0, 0, 0, 0), 1, 1, False),
     ("conv3x3_8_filters", (1, 64, 10, 10), 8, 3, 1, (1, 1, 1, 1), 1, 1, False),
