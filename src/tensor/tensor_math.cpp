@@ -266,6 +266,7 @@ Tensor tanh_kernel(const Tensor& x) {
 }
 
 // ---- erf / erfc -----------------------------------------------------------------------------
+// erf in f32: erf_f32 below (three polynomials). erf in f64 and erfc in both:
 // |x| < 1/2: erf(x) = 2/√π Σ (-1)^n x^(2n+1) / (n! (2n+1)), 8 (f32) or 14 (f64) terms (the first
 // omitted term is below 2^-31 resp. 2^-57 relative).
 // x >= 1/2: erfc(x) = t * exp(-x^2 + P(t)), t = 1/(1 + x/2) ∈ (0, 0.8]. P is our own Chebyshev fit
@@ -316,7 +317,48 @@ Tensor erfc_large(const Tensor& x) {
   return t * exp_kernel(poly - clamped * clamped);
 }
 
+// f32 erf from three polynomials, our own Chebyshev least-squares fits of erf (double precision,
+// 40,000 Chebyshev nodes per range), converted to monomials of a variable scaled to [-1, 1]:
+// x·A(x²) for |x| < 1 (degree 7 in x²), B(t) over [1, 2.2) and C(t) over [2.2, 3.92) (degree 10
+// each), ±1 beyond (where erf rounds to ±1 in f32). Fit errors 1e-15, 2e-9 and 5e-9; evaluated in
+// f32 with fused multiply-adds the result is within 2.4 ulp of erf (1 ulp above 1), measured over
+// 400,001 points of [0, 4.5]. Every lane evaluates all three (a vector takes both sides of a select)
+// in 31 fused multiply-adds and no division or exponential: the erfc-based form below took a
+// division, an exponential and two polynomials, and BERT-base's GELUs (an Erf per element of its
+// 128 × 3072 FFN activations) were 7.4 of its 47 ms under --precision bf16; now 4.1.
+constexpr double erf_fit_small[] = {  // highest degree first, in x²
+    -9.408707790050708e-06, 0.00011168922779232604, -0.0008469496886920609, 0.005219915244172844,
+    -0.026864972696428836,  0.11283772844174654,    -0.3761263757063257,    1.1283791668198542};
+constexpr double erf_fit_middle[] = {  // in t = (|x| - 1)·2/1.2 - 1
+    -1.3916962665658106e-06, 1.3553600902534597e-05, -1.5754783656494533e-05, -0.00016747509462288547,
+    0.0007227657583460589,   -0.0003410725798754309, -0.006391097353864519,  0.025875745685514002,
+    -0.05024393194134457,    0.05233742929728783,    0.9763483832640124};
+constexpr double erf_fit_tail[] = {  // in t = (|x| - 2.2)·2/1.72 - 1
+    3.2838496597251123e-06, 9.412049466364204e-07,   -3.874650491233855e-05, 0.00011866368622095446,
+    -0.00023694216771136842, 0.0003643789959132179,  -0.00042487883659234456, 0.0003641918416682795,
+    -0.0002190727056263988,  8.323420243062251e-05,  0.999984918245142};
+
+template <size_t N>
+Tensor horner(const double (&coefficients)[N], const Tensor& v) {
+  Tensor poly = constant(v, coefficients[0]);
+  for (size_t i = 1; i < N; ++i) poly = poly.mul_add(v, constant(v, coefficients[i]));
+  return poly;
+}
+
+Tensor erf_f32(const Tensor& x) {
+  Tensor magnitude = select(x.lt(constant(x, 0.0)), x.neg(), x);
+  Tensor small = x * horner(erf_fit_small, x * x);
+  Tensor middle = horner(erf_fit_middle, magnitude.mul_add(constant(x, 2.0 / 1.2), constant(x, -1.0 - 2.0 / 1.2)));
+  Tensor tail = horner(erf_fit_tail, magnitude.mul_add(constant(x, 2.0 / 1.72), constant(x, -1.0 - 2.0 * 2.2 / 1.72)));
+  Tensor large = select(magnitude.lt(constant(x, 2.2)), middle,
+                        select(magnitude.lt(constant(x, 3.92)), tail, constant(x, 1.0)));
+  large = select(x.lt(constant(x, 0.0)), large.neg(), large);
+  Tensor value = select(magnitude.lt(constant(x, 1.0)), small, large);
+  return select(is_nan(x), x, value);
+}
+
 Tensor erf_kernel(const Tensor& x) {
+  if (single(x)) return erf_f32(x);
   Tensor magnitude = select(x.lt(constant(x, 0.0)), x.neg(), x);
   Tensor large = constant(x, 1.0) - erfc_large(magnitude);
   large = select(x.lt(constant(x, 0.0)), large.neg(), large);
