@@ -108,6 +108,26 @@ def cpu_flags():
     return set(line.split(":", 1)[1].split())
 
 
+def amx_bf16_target():
+    """Whether kiln's CPU target here has AMX bf16 tiles (codegen/llvm/llvm_target.cpp): the CPU's
+    flags unless KILN_CPU_TARGET or KILN_AMX switch them off; None where /proc/cpuinfo does not say."""
+    if os.environ.get("KILN_AMX") == "0" or (os.environ.get("KILN_CPU_TARGET") or "host") != "host":
+        return False
+    flags = cpu_flags()
+    if flags is None:
+        return None
+    return {"amx_tile", "amx_bf16", "avx512f"} <= flags
+
+
+def round_to_bf16(values):
+    """float32 values rounded to the nearest bf16 (ties to even), as float64 (numpy)."""
+    import numpy as np
+
+    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
 class Checks:
     """Named checks that print ok/FAIL and are counted, and a runner for the kiln CLI."""
 

@@ -35,21 +35,7 @@ from onnx import TensorProto, helper  # noqa: E402
 checks = python_test_env.Checks(args.kiln)
 check, kiln = checks.check, checks.kiln
 rng = np.random.default_rng(31)
-
-
-def host_has_amx():
-    """As test_bf16_precision.py: the CPU's flags unless KILN_CPU_TARGET or KILN_AMX narrow them."""
-    if os.environ.get("KILN_AMX") == "0" or (os.environ.get("KILN_CPU_TARGET") or "host") != "host":
-        return False
-    flags = python_test_env.cpu_flags()
-    return None if flags is None else {"amx_tile", "amx_bf16", "avx512f"} <= flags
-
-
-def bf16(values):
-    """float32 values rounded to the nearest bf16 (ties to even), as float64."""
-    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
-    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+bf16 = python_test_env.round_to_bf16
 
 
 def conv(x, w, stride, pads, dilation, groups):
@@ -71,7 +57,7 @@ def conv(x, w, stride, pads, dilation, groups):
     return y
 
 
-amx = host_has_amx()
+amx = python_test_env.amx_bf16_target()
 cases = [
     # name, x shape, filters, kernel, stride, pads (top, left, bottom, right), dilation, groups, on tiles
     ("conv3x3_pad1", (1, 64, 14, 14), 64, 3, 1, (1, 1, 1, 1), 1, 1, True),

@@ -32,24 +32,7 @@ from onnx import TensorProto, helper  # noqa: E402
 checks = python_test_env.Checks(args.kiln)
 check, kiln = checks.check, checks.kiln
 rng = np.random.default_rng(29)
-
-
-def expected_amx():
-    """Whether kiln's CPU target here has AMX bf16 tiles (codegen/llvm/llvm_target.cpp): the CPU's
-    flags unless KILN_CPU_TARGET or KILN_AMX switch them off; None where /proc/cpuinfo does not say."""
-    if os.environ.get("KILN_AMX") == "0" or (os.environ.get("KILN_CPU_TARGET") or "host") != "host":
-        return False
-    flags = python_test_env.cpu_flags()
-    if flags is None:
-        return None
-    return {"amx_tile", "amx_bf16", "avx512f"} <= flags
-
-
-def bf16(values):
-    """float32 values rounded to the nearest bf16 (ties to even), as float64."""
-    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
-    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+bf16 = python_test_env.round_to_bf16
 
 
 def compile_and_run(work, name, model, inputs, precision):
@@ -73,7 +56,7 @@ def compile_and_run(work, name, model, inputs, precision):
     return compiled.stderr, weights, np.load(os.path.join(out_dir, "y.npy")).astype(np.float64)
 
 
-amx = expected_amx()
+amx = python_test_env.amx_bf16_target()
 with tempfile.TemporaryDirectory(prefix="kiln_bf16_test_") as work:
     bad = kiln("compile", "model.onnx", "-o", os.path.join(work, "x.kiln"), "--precision", "fp8")
     check(bad.returncode == 2 and "--precision needs fp32 or bf16" in bad.stderr,
