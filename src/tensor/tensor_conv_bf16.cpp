@@ -12,10 +12,12 @@
 // (Wp - OW)/Wp of a stride-1 conv's rows (2 of 58 at 56×56 for 3x3), about half of a stride-2
 // conv's. A 1x1 conv reads its strided pixels through a copy of only those, at stride 1.
 //
-// The weight folds at compile time into pair panels over (taps, channels) (bf16_operands.h); the
-// bias is added in the product's kernel, which stores the (positions, filters) rows channels-last;
-// whatever follows (an activation, a residual add) reads them through the output's view, in the
-// kernel that makes the next conv's copy.
+// A strided stem over few channels is instead a stride-1 conv over blocks of pixels
+// (space_to_depth_conv). The weight folds at compile time into pair panels over (taps, channels)
+// (bf16_operands.h); the bias is added in the product's kernel. A 1x1 conv's rows are all read, so
+// they stay a value and what follows (a residual add, an activation) is fused into that kernel;
+// rows with dropped positions are stored whole, channels-last, and what follows reads them through
+// the output's view, in the kernel that makes the next conv's copy.
 #include <algorithm>
 #include <vector>
 
@@ -34,10 +36,11 @@ using namespace nn;
 namespace {
 
 // The narrowest convs that take the tiles: 16 filters (half a block's columns), and tile rows of
-// which at least half is the conv's own (below; MobileNetV2's 3x3 stride-2 stem, 9 of 32 steps
-// and every other position dropped, ran 0.25 -> 0.56 ms with its copies on tiles). Narrower ones between the convs that do would
-// compute NCHW in f32 and read and write across the others' channels-last rows (MobileNetV2 bf16
-// at one thread: 8.7 -> 4.3 ms with its 16- and 24-channel convs on tiles).
+// which at least half is the conv's own (below). MobileNetV2's 3x3 stride-2 stem, 9 of 32 steps and
+// every other position dropped, ran 0.25 -> 0.56 ms with its copies on tiles; its 16- and
+// 24-channel convs, on the other hand, between convs that take the tiles, computed NCHW in f32 and
+// read and wrote across the others' channels-last rows (MobileNetV2 bf16 at one thread: 8.7 -> 4.3
+// ms with them on tiles).
 constexpr int64_t kFewestFilters = 16;
 constexpr int64_t kLeastRowShare = 2;  // the conv's (channels, column taps) / the tile row's ≥ 1/2
 
@@ -63,11 +66,11 @@ TileRows tile_rows(int64_t channels, int64_t taps_x, int64_t dilation_x) {
 }
 
 // space_to_depth_conv takes strided convs over fewer than 32 channels (a stem over RGB) of at least
-// kBlockedOutputs output pixels and kBlockedSteps products per output. ResNet-50's 7x7 stem: 1.25 -> 0.46 ms, its copy 0.28 -> 0.17. Over
-// wider inputs the dropped positions cost about what the zero taps do, and the copy into blocks is a
-// gather (ResNet-50's 3x3 128->128 at 28×28: 0.44 -> 0.37 ms, its copy 0.12 -> 0.31); over few
-// outputs the products read the weight, 16/9 as large with a 3x3 kernel's zero taps, more than they
-// compute (3x3 512->512 at 7×7: 0.77 -> 1.16 ms).
+// kBlockedOutputs output pixels and kBlockedSteps products per output. ResNet-50's 7x7 stem: 1.25
+// -> 0.46 ms, its copy 0.28 -> 0.17. Over wider inputs the dropped positions cost about what the
+// zero taps do, and the copy into blocks is a gather (ResNet-50's 3x3 128->128 at 28×28: 0.44 ->
+// 0.37 ms, its copy 0.12 -> 0.31); over few outputs the products read the weight, 16/9 as large
+// with a 3x3 kernel's zero taps, more than they compute (3x3 512->512 at 7×7: 0.77 -> 1.16 ms).
 // And only where each output sums enough products to pay for the copy into blocks (a gather from
 // the NCHW image) and the dropped positions' stores: MobileNetV2's 3x3 stem over RGB, 27 products,
 // ran 0.26 -> 0.41 ms that way; ResNet-50's 7x7, 147, is the case above.
