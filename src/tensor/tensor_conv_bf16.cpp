@@ -128,12 +128,51 @@ Tensor space_to_depth_conv(const Tensor& x, const Tensor& weight, const Tensor& 
   return result.slice(2, 0, outputs[0]).slice(3, 0, outputs[1]);
 }
 
+// A 1-D conv (an audio front end's) as a 2-D one over images of one row. Strided, it is a
+// stride-1 conv over blocks of s samples, channel (j, c) of block b being sample s·b + j of channel c
+// and the weight regrouped likewise with zero taps: wav2vec2's 128-channel kernel-3 stride-2 convs
+// then compute 4 taps over 256 channels at every output, where a stride-2 row would compute twice
+// the outputs and drop half. Dilated and strided at once it stays f32.
+Tensor one_dimensional_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options) {
+  const int64_t batch = x.dim(0), channels = x.dim(1), filters = weight.dim(0), taps = weight.dim(2);
+  const int64_t s = per_axis(options.stride, 1, 1, 1, "conv", "stride")[0];
+  const int64_t dilation = per_axis(options.dilation, 1, 1, 1, "conv", "dilation")[0];
+  auto [pad_begin, pad_end] = begin_end_pads(options.padding, 1, true, "conv");
+  if (pad_begin[0] < 0 || pad_end[0] < 0 || weight.dim(1) != channels) return Tensor();
+  if (s == 1) {
+    ConvOptions row;
+    row.dilation = {1, dilation};
+    row.padding = {0, pad_begin[0], 0, pad_end[0]};
+    Tensor result = bf16_weight_conv(x.unsqueeze(2), weight.unsqueeze(2), bias, row);
+    return result.defined() ? result.reshape({batch, filters, result.dim(3)}) : Tensor();
+  }
+  if (dilation != 1) return Tensor();
+  const int64_t length = x.dim(2) + pad_begin[0] + pad_end[0];
+  if (length < taps) return Tensor();
+  const int64_t outputs = (length - taps) / s + 1, block_taps = (taps + s - 1) / s;
+  const int64_t padded = std::max(round_up(length, s), (outputs - 1 + block_taps) * s);
+  // A computed input stored channels-last first: block b's channels (j, c) are then one run of
+  // s·C values (read from (C, L) rows, each was a gather: wav2vec2's blocks 1.15 ms a copy).
+  Tensor source = computes(x) ? stored_in_order(x, {0, 2, 1}) : x;
+  Tensor samples = source.pad(std::vector<int64_t>{0, 0, 0, 0, pad_begin[0], padded - x.dim(2) - pad_begin[0]});
+  Tensor blocks = samples.reshape({batch, channels, padded / s, s}).permute({0, 3, 1, 2})
+                      .reshape({batch, s * channels, 1, padded / s});
+  Tensor block_weight = weight.pad(std::vector<int64_t>{0, 0, 0, 0, 0, block_taps * s - taps})
+                            .reshape({filters, channels, block_taps, s}).permute({0, 3, 1, 2})
+                            .reshape({filters, s * channels, 1, block_taps});
+  Tensor result = bf16_weight_conv(blocks, block_weight, bias, ConvOptions{});
+  if (!result.defined()) return Tensor();
+  return result.reshape({batch, filters, result.dim(3)}).slice(2, 0, outputs);
+}
+
 }  // namespace
 
 Tensor bf16_weight_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options) {
   if (!bf16_products() || !x.defined() || !weight.defined()) return Tensor();
   if (x.dtype() != ScalarType::Float32 || weight.dtype() != ScalarType::Float32) return Tensor();
   if (bias.defined() && bias.dtype() != ScalarType::Float32) return Tensor();
+  if (x.ndim() == 3 && weight.ndim() == 3 && options.groups == 1 && !has_symbolic_shape(x))
+    return one_dimensional_conv(x, weight, bias, options);
   if (x.ndim() != 4 || weight.ndim() != 4 || options.groups != 1) return Tensor();
   if (has_symbolic_shape(x) || reads_graph_input(weight)) return Tensor();
   if (std::any_of(options.output_padding.begin(), options.output_padding.end(), [](int64_t p) { return p != 0; }))

@@ -14,7 +14,8 @@ stride-2 stem over 3 channels (8 pixels of 4 a row; over 20×20 outputs and more
 conv over 2×2 blocks of pixels: 12 channels, 4x4 taps), 24 filters, two images, a bias and a Relu
 after the conv; and convs that stay fp32: a 1x1 conv over 3 channels (3 of 32 steps its own), a
 3x3 stride-2 stem over 3 channels (27 products an output), 8 filters, a depthwise conv. Then a chain of conv, MaxPool, depthwise conv, 1x1 conv and residual add,
-where the layouts between the convs change (channels-last rows) and the values must not. Without
+where the layouts between the convs change (channels-last rows) and the values must not; and 1-D
+convs (one-row images; strided ones over blocks of samples), a 1-channel stride-5 one staying fp32. Without
 AMX every conv is the fp32 conv.
 
 usage: test_bf16_conv.py --source-root DIR --kiln KILN_CLI [--python VENV_PYTHON]
@@ -119,6 +120,49 @@ with tempfile.TemporaryDirectory(prefix="kiln_bf16_conv_") as work:
               f"{name}: the {'bf16' if takes_bf16 else 'fp32'} conv (relative {error:.2e}; bf16 vs fp32 {gap:.2e})")
         check(("on AMX tiles" in compiled.stderr) == takes_bf16,
               f"{name}: AMX tiles {'used' if takes_bf16 else 'not used'} ({compiled.stderr.strip()[-200:]})")
+
+    # 1-D convs (an audio front end's): one-row images; strided, blocks of s samples (channels (j, c)).
+    for name, x_shape, filters, k, stride, pads, on_tiles in [
+        ("conv1d_k3_pad1", (1, 64, 50), 64, 3, 1, (1, 1), True),
+        ("conv1d_k3_stride2", (2, 32, 41), 48, 3, 2, (0, 0), True),
+        ("conv1d_k10_stride5_1ch", (1, 1, 400), 32, 10, 5, (0, 0), False),
+    ]:
+        w = (rng.standard_normal((filters, x_shape[1], k)) * 0.2).astype(np.float32)
+        bias = rng.standard_normal(filters).astype(np.float32)
+        x = rng.standard_normal(x_shape).astype(np.float32)
+        # (the input computed, as a feature extractor's is: a Relu before the conv)
+        nodes = [helper.make_node("Relu", ["x"], ["r"]),
+                 helper.make_node("Conv", ["r", "w", "bias"], ["y"], strides=[stride], pads=list(pads), kernel_shape=[k])]
+        relu = np.maximum(x, 0)
+        as_2d = (0, pads[0], 0, pads[1])
+        fp32_want = conv(relu[:, :, None, :].astype(np.float64), w[:, :, None, :].astype(np.float64), stride, as_2d, 1,
+                         1)[:, :, 0, :] + bias[None, :, None]
+        bf16_want = conv(bf16(relu)[:, :, None, :], bf16(w)[:, :, None, :], stride, as_2d, 1, 1)[:, :, 0, :] + \
+            bias[None, :, None]
+        model = os.path.join(work, name + ".onnx")
+        python_test_env.save_model(model, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(fp32_want.shape))],
+                                   [("w", w), ("bias", bias)])
+        plan = os.path.join(work, name + ".kiln")
+        compiled = kiln("compile", model, "-o", plan, "--precision", "bf16", env_extra={"KILN_DEBUG": "3"})
+        check(compiled.returncode == 0, f"kiln compile {name}: {compiled.stderr.strip()[-400:]}")
+        np.save(os.path.join(work, "x.npy"), x)
+        ran = kiln("run", plan, "--input", f"x={os.path.join(work, 'x.npy')}", "--output-dir", os.path.join(work, name),
+                   "--output-format", "npy")
+        check(ran.returncode == 0, f"kiln run {name}: {ran.stderr.strip()[-400:]}")
+        if compiled.returncode != 0 or ran.returncode != 0:
+            continue
+        got = np.load(os.path.join(work, name, "y.npy")).astype(np.float64)
+        takes_bf16 = bool(amx) and on_tiles
+        want = bf16_want if takes_bf16 else fp32_want
+        gap = np.abs(fp32_want - bf16_want).max() / np.abs(bf16_want).max()
+        check(got.shape == want.shape, f"{name}: output shape {got.shape}, want {want.shape}")
+        if got.shape == want.shape:
+            error = np.abs(got - want).max() / np.abs(want).max()
+            check(error < 1e-5 and error < gap / 20,
+                  f"{name}: the {'bf16' if takes_bf16 else 'fp32'} conv (relative {error:.2e}; bf16 vs fp32 {gap:.2e})")
+        check(("on AMX tiles" in compiled.stderr) == takes_bf16,
+              f"{name}: AMX tiles {'used' if takes_bf16 else 'not used'}")
 
     # A chain as CNNs have it: conv -> Relu -> MaxPool -> depthwise conv -> Relu -> 1x1 conv -> residual
     # Add -> Relu. The convs by weights and the pointwise conv take bf16 operands (the depthwise conv
