@@ -12,8 +12,8 @@
 // split the reduction's step into parts, outermost first, their extents multiplying to depth: one
 // pair (depth, 1) for a matmul's row-major a, (taps…, channels) for a convolution's windows, where
 // a tap moves the start of a's rows. The innermost pair's coefficient is 1 and its extent a
-// multiple of kAmxDepth, so the 32 steps of a tile row are contiguous in a. `b` is in pair panels: row p holds steps 2p
-// and 2p + 1 of each column side by side. `block` is the kernel's own DEFINE_LOCAL of
+// multiple of kAmxDepth, so the 32 steps of a tile row are contiguous in a. `b` is in pair panels:
+// row p holds steps 2p and 2p + 1 of each column side by side. `block` is the kernel's own DEFINE_LOCAL of
 // kAmxBlockElements f32 values, which the kernel reads AFTER a BARRIER on the store.
 //
 // The renderer computes the block as 2 × 2 tiles of 16 × 16 f32 accumulators (tdpbf16ps: exact

@@ -147,8 +147,8 @@ bool channels_last_image(int64_t channels, const std::vector<int64_t>& windows) 
 // and wrote across their rows (MobileNetV2 bf16 at one thread: 9.1 -> 8.7 ms).
 // Likewise where its input is computed from a channels-last value read through a transposing view
 // (the pixels × filters sums of a QDQ model's integer 1x1 conv over a 14×14 or 7×7 image): an NCHW
-// padded copy would gather every element across those rows (MobileNetV3 QDQ at one thread: 2.07 -> 1.83 ms,
-// its requantizations of the 1x1 convs' sums now channels-last passes).
+// padded copy would gather every element across those rows (MobileNetV3 QDQ at one thread: 2.07 ->
+// 1.83 ms, its requantizations of the 1x1 convs' sums now channels-last passes).
 bool depthwise_channels_last(const Tensor& padded, const Shape& kernel, int64_t groups, int64_t filters,
                              const std::vector<int64_t>& windows, int64_t reader_filters, bool transposed_input) {
   if (kernel.size() != 2 || groups < 2 || groups != filters || groups != padded.dim(1)) return false;

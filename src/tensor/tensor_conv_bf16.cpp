@@ -12,8 +12,8 @@
 // (Wp - OW)/Wp of a stride-1 conv's rows (2 of 58 at 56×56 for 3x3), about half of a stride-2
 // conv's. A 1x1 conv reads its strided pixels through a copy of only those, at stride 1.
 //
-// A strided stem over few channels is instead a stride-1 conv over blocks of pixels
-// (space_to_depth_conv). The weight folds at compile time into pair panels over (taps, channels)
+// A strided stem over few channels, and a conv whose strides differ between its axes (a 1-D conv's),
+// is instead a stride-1 conv over blocks of pixels (space_to_depth_conv). The weight folds at compile time into pair panels over (taps, channels)
 // (bf16_operands.h); the bias is added in the product's kernel. A 1x1 conv's rows are all read, so
 // they stay a value and what follows (a residual add, an activation) is fused into that kernel;
 // rows with dropped positions are stored whole, channels-last, and what follows reads them through
@@ -77,92 +77,71 @@ TileRows tile_rows(int64_t channels, int64_t taps_x, int64_t dilation_x) {
 constexpr int64_t kBlockedOutputs = 256;
 constexpr int64_t kBlockedSteps = 64;
 
-int64_t strided_outputs(const Tensor& x, const Tensor& weight, int64_t s, const std::vector<int64_t>& pad_begin,
-                        const std::vector<int64_t>& pad_end) {
+int64_t strided_outputs(const Tensor& x, const Tensor& weight, const std::vector<int64_t>& s,
+                        const std::vector<int64_t>& pad_begin, const std::vector<int64_t>& pad_end) {
   int64_t outputs = 1;
   for (size_t i = 0; i < 2; ++i) {
     const int64_t size = x.dim(static_cast<int64_t>(i) + 2) + pad_begin[i] + pad_end[i];
     const int64_t taps = weight.dim(static_cast<int64_t>(i) + 2);
     if (size < taps) return 0;
-    outputs *= (size - taps) / s + 1;
+    outputs *= (size - taps) / s[static_cast<size_t>(i)] + 1;
   }
   return outputs;
 }
 
-// A conv of stride s > 1 as a stride-1 conv over the input's s × s blocks of pixels (space to
-// depth): channel (i, j, c) of block (y, x) is pixel (s·y + i, s·x + j) of channel c, and the weight
-// (padded with zero taps to whole blocks) is regrouped the same way, (F, C·s², ⌈KH/s⌉, ⌈KW/s⌉). The
-// products are the same, plus the zero taps' (a 3x3 conv's 9 of 16); the positions the stride-1
-// conv drops are those of one padded row and column of blocks, where over the pixels themselves
-// every other position of a row and every other row were computed and dropped. The input's blocks
-// are a view: the copy tensor_conv_bf16 makes of them reads the image once. ResNet-50's 7x7 stem
-// over RGB becomes 4x4 taps over 12 channels (16 a tile row's pixel, 4 pixels a row).
-Tensor space_to_depth_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t s,
+// A conv of strides (sy, sx) as a stride-1 conv over the input's sy × sx blocks of pixels (space
+// to depth): channel (i, j, c) of block (y, x) is pixel (sy·y + i, sx·x + j) of channel c, and the
+// weight (padded with zero taps to whole blocks) is regrouped the same way, (F, C·sy·sx, ⌈KH/sy⌉,
+// ⌈KW/sx⌉). The products are the same, plus the zero taps' (a 3x3 conv's 9 of 16); the positions
+// the stride-1 conv drops are those of one padded row and column of blocks, where over the pixels
+// themselves every other position of a row and every other row were computed and dropped. The
+// input's blocks are a view: the copy bf16_weight_conv makes of them reads the image once.
+// ResNet-50's 7x7 stem over RGB becomes 4x4 taps over 12 channels (16 a tile row's pixel, 4 pixels
+// a row); a 1-D conv (one row, strides (1, s)) becomes a conv over blocks of s samples.
+Tensor space_to_depth_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& s,
                            const std::vector<int64_t>& pad_begin, const std::vector<int64_t>& pad_end) {
   const int64_t batch = x.dim(0), channels = x.dim(1), filters = weight.dim(0);
   std::vector<int64_t> outputs(2), block_taps(2), padded(2);
   for (size_t i = 0; i < 2; ++i) {
     const int64_t size = x.dim(static_cast<int64_t>(i) + 2) + pad_begin[i] + pad_end[i];
     const int64_t taps = weight.dim(static_cast<int64_t>(i) + 2);
-    outputs[i] = (size - taps) / s + 1;
-    block_taps[i] = (taps + s - 1) / s;
+    outputs[i] = (size - taps) / s[i] + 1;
+    block_taps[i] = (taps + s[i] - 1) / s[i];
     // Whole blocks, and enough of them for the last output's block taps.
-    padded[i] = std::max(round_up(size, s), (outputs[i] - 1 + block_taps[i]) * s);
+    padded[i] = std::max(round_up(size, s[i]), (outputs[i] - 1 + block_taps[i]) * s[i]);
   }
   // A computed input is stored channels-last first, as bf16_weight_conv does, by the kernel that
-  // computes it; the blocks' channels are (i, j, c), so that the copy reads each pixel's channels
-  // contiguously from it.
+  // computes it; the blocks' channels are (i, j, c), so that the copy reads each block's channels
+  // as one run from it (wav2vec2's 1-D blocks, gathered from (C, L) rows: 1.15 ms a copy).
   Tensor source = computes(x) ? stored_in_order(x, {0, 2, 3, 1}) : x;
   Tensor image = source.pad(std::vector<int64_t>{0, 0, 0, 0, pad_begin[0], padded[0] - x.dim(2) - pad_begin[0],
                                                  pad_begin[1], padded[1] - x.dim(3) - pad_begin[1]});
-  Tensor blocks = image.reshape({batch, channels, padded[0] / s, s, padded[1] / s, s})
+  const int64_t block_channels = channels * s[0] * s[1];
+  Tensor blocks = image.reshape({batch, channels, padded[0] / s[0], s[0], padded[1] / s[1], s[1]})
                       .permute({0, 3, 5, 1, 2, 4})
-                      .reshape({batch, channels * s * s, padded[0] / s, padded[1] / s});
-  Tensor taps = weight.pad(std::vector<int64_t>{0, 0, 0, 0, 0, block_taps[0] * s - weight.dim(2), 0,
-                                                block_taps[1] * s - weight.dim(3)});
-  Tensor block_weight = taps.reshape({filters, channels, block_taps[0], s, block_taps[1], s})
+                      .reshape({batch, block_channels, padded[0] / s[0], padded[1] / s[1]});
+  Tensor taps = weight.pad(std::vector<int64_t>{0, 0, 0, 0, 0, block_taps[0] * s[0] - weight.dim(2), 0,
+                                                block_taps[1] * s[1] - weight.dim(3)});
+  Tensor block_weight = taps.reshape({filters, channels, block_taps[0], s[0], block_taps[1], s[1]})
                             .permute({0, 3, 5, 1, 2, 4})
-                            .reshape({filters, channels * s * s, block_taps[0], block_taps[1]});
+                            .reshape({filters, block_channels, block_taps[0], block_taps[1]});
   Tensor result = bf16_weight_conv(blocks, block_weight, bias, ConvOptions{});
   if (!result.defined()) return Tensor();
   return result.slice(2, 0, outputs[0]).slice(3, 0, outputs[1]);
 }
 
-// A 1-D conv (an audio front end's) as a 2-D one over images of one row. Strided, it is a
-// stride-1 conv over blocks of s samples, channel (j, c) of block b being sample s·b + j of channel c
-// and the weight regrouped likewise with zero taps: wav2vec2's 128-channel kernel-3 stride-2 convs
-// then compute 4 taps over 256 channels at every output, where a stride-2 row would compute twice
-// the outputs and drop half. Dilated and strided at once it stays f32.
+// A 1-D conv (an audio front end's) as a 2-D one over images of one row; a strided one then goes
+// through space_to_depth_conv (strides (1, s)): wav2vec2's 128-channel kernel-3 stride-2 convs
+// compute 4 taps over 256 channels at every output, where a stride-2 row would compute twice the
+// outputs and drop half.
 Tensor one_dimensional_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvOptions& options) {
-  const int64_t batch = x.dim(0), channels = x.dim(1), filters = weight.dim(0), taps = weight.dim(2);
-  const int64_t s = per_axis(options.stride, 1, 1, 1, "conv", "stride")[0];
-  const int64_t dilation = per_axis(options.dilation, 1, 1, 1, "conv", "dilation")[0];
+  ConvOptions row = options;
+  row.stride = {1, per_axis(options.stride, 1, 1, 1, "conv", "stride")[0]};
+  row.dilation = {1, per_axis(options.dilation, 1, 1, 1, "conv", "dilation")[0]};
   auto [pad_begin, pad_end] = begin_end_pads(options.padding, 1, true, "conv");
-  if (pad_begin[0] < 0 || pad_end[0] < 0 || weight.dim(1) != channels) return Tensor();
-  if (s == 1) {
-    ConvOptions row;
-    row.dilation = {1, dilation};
-    row.padding = {0, pad_begin[0], 0, pad_end[0]};
-    Tensor result = bf16_weight_conv(x.unsqueeze(2), weight.unsqueeze(2), bias, row);
-    return result.defined() ? result.reshape({batch, filters, result.dim(3)}) : Tensor();
-  }
-  if (dilation != 1) return Tensor();
-  const int64_t length = x.dim(2) + pad_begin[0] + pad_end[0];
-  if (length < taps) return Tensor();
-  const int64_t outputs = (length - taps) / s + 1, block_taps = (taps + s - 1) / s;
-  const int64_t padded = std::max(round_up(length, s), (outputs - 1 + block_taps) * s);
-  // A computed input stored channels-last first: block b's channels (j, c) are then one run of
-  // s·C values (read from (C, L) rows, each was a gather: wav2vec2's blocks 1.15 ms a copy).
-  Tensor source = computes(x) ? stored_in_order(x, {0, 2, 1}) : x;
-  Tensor samples = source.pad(std::vector<int64_t>{0, 0, 0, 0, pad_begin[0], padded - x.dim(2) - pad_begin[0]});
-  Tensor blocks = samples.reshape({batch, channels, padded / s, s}).permute({0, 3, 1, 2})
-                      .reshape({batch, s * channels, 1, padded / s});
-  Tensor block_weight = weight.pad(std::vector<int64_t>{0, 0, 0, 0, 0, block_taps * s - taps})
-                            .reshape({filters, channels, block_taps, s}).permute({0, 3, 1, 2})
-                            .reshape({filters, s * channels, 1, block_taps});
-  Tensor result = bf16_weight_conv(blocks, block_weight, bias, ConvOptions{});
-  if (!result.defined()) return Tensor();
-  return result.reshape({batch, filters, result.dim(3)}).slice(2, 0, outputs);
+  row.padding = {0, pad_begin[0], 0, pad_end[0]};
+  Tensor result = bf16_weight_conv(x.unsqueeze(2), weight.unsqueeze(2), bias, row);
+  return result.defined() ? result.reshape({x.dim(0), weight.dim(0), result.dim(3)}) : Tensor();
 }
 
 }  // namespace
@@ -186,10 +165,14 @@ Tensor bf16_weight_conv(const Tensor& x, const Tensor& weight, const Tensor& bia
   auto [pad_begin, pad_end] = begin_end_pads(options.padding, 2, true, "conv");
   for (size_t i = 0; i < 2; ++i)
     if (pad_begin[i] < 0 || pad_end[i] < 0) return Tensor();
-  if (stride[0] > 1 && stride[0] == stride[1] && dilation == std::vector<int64_t>{1, 1} && channels < kDepthStep &&
-      channels * weight.dim(2) * weight.dim(3) >= kBlockedSteps &&
-      strided_outputs(x, weight, stride[0], pad_begin, pad_end) >= kBlockedOutputs)
-    return space_to_depth_conv(x, weight, bias, stride[0], pad_begin, pad_end);
+  // Strided convs whose positions the flat rows cannot step through (strides that differ between
+  // the axes: a 1-D conv's (1, s)), or that pay for it (kBlockedSteps), go over blocks of pixels.
+  const bool strided_kernel = (stride[0] > 1 || stride[1] > 1) && (weight.dim(2) > 1 || weight.dim(3) > 1);
+  const bool blocked_stem = stride[0] == stride[1] && channels < kDepthStep &&
+                            channels * weight.dim(2) * weight.dim(3) >= kBlockedSteps &&
+                            strided_outputs(x, weight, stride, pad_begin, pad_end) >= kBlockedOutputs;
+  if (strided_kernel && dilation == std::vector<int64_t>{1, 1} && (stride[0] != stride[1] || blocked_stem))
+    return space_to_depth_conv(x, weight, bias, stride, pad_begin, pad_end);
   const int64_t taps_y = weight.dim(2);
   const TileRows row = tile_rows(channels, weight.dim(3), dilation[1]);
   if (kLeastRowShare * channels * weight.dim(3) < row.channels * row.taps_x) return Tensor();

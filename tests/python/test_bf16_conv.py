@@ -78,6 +78,41 @@ cases = [
     ("conv3x3_8_filters", (1, 64, 10, 10), 8, 3, 1, (1, 1, 1, 1), 1, 1, False),
     ("depthwise3x3", (1, 64, 10, 10), 64, 3, 1, (1, 1, 1, 1), 1, 64, False),
 ]
+
+
+def compile_and_run(work, name, nodes, x, y_shape, initializers):
+    """Compiles the graph `nodes` (input x, output y) with --precision bf16 and runs it on x; returns
+    (the compile's stderr with KILN_DEBUG=3, y as f64), or None after a failed check."""
+    model = os.path.join(work, name + ".onnx")
+    python_test_env.save_model(model, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y_shape))], initializers)
+    plan = os.path.join(work, name + ".kiln")
+    compiled = kiln("compile", model, "-o", plan, "--precision", "bf16", env_extra={"KILN_DEBUG": "3"})
+    check(compiled.returncode == 0, f"kiln compile {name}: {compiled.stderr.strip()[-400:]}")
+    if compiled.returncode != 0:
+        return None
+    np.save(os.path.join(work, "x.npy"), x)
+    out_dir = os.path.join(work, name)
+    ran = kiln("run", plan, "--input", f"x={os.path.join(work, 'x.npy')}", "--output-dir", out_dir,
+               "--output-format", "npy")
+    check(ran.returncode == 0, f"kiln run {name}: {ran.stderr.strip()[-400:]}")
+    if ran.returncode != 0:
+        return None
+    return compiled.stderr, np.load(os.path.join(out_dir, "y.npy")).astype(np.float64)
+
+
+def check_conv(name, compiled, got, fp32_want, bf16_want, takes_bf16):
+    """y is the bf16 conv where it takes the tiles (and the compile says so), else the fp32 conv."""
+    want = bf16_want if takes_bf16 else fp32_want
+    gap = np.abs(fp32_want - bf16_want).max() / np.abs(bf16_want).max()
+    check(got.shape == want.shape, f"{name}: output shape {got.shape}, want {want.shape}")
+    if got.shape == want.shape:
+        error = np.abs(got - want).max() / np.abs(want).max()
+        check(error < 1e-5 and error < gap / 20,
+              f"{name}: the {'bf16' if takes_bf16 else 'fp32'} conv (relative {error:.2e}; bf16 vs fp32 {gap:.2e})")
+    check(("on AMX tiles" in compiled) == takes_bf16, f"{name}: AMX tiles {'used' if takes_bf16 else 'not used'}")
+
+
 with tempfile.TemporaryDirectory(prefix="kiln_bf16_conv_") as work:
     for name, x_shape, filters, k, stride, pads, dilation, groups, on_tiles in cases:
         channels = x_shape[1]
@@ -90,36 +125,12 @@ with tempfile.TemporaryDirectory(prefix="kiln_bf16_conv_") as work:
         fp32_want = np.maximum(conv(x.astype(np.float64), w.astype(np.float64), stride, pads, dilation, groups)
                                + bias[None, :, None, None], 0)
         bf16_want = np.maximum(conv(bf16(x), bf16(w), stride, pads, dilation, groups) + bias[None, :, None, None], 0)
-        model = os.path.join(work, name + ".onnx")
-        python_test_env.save_model(model, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
-                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(fp32_want.shape))],
-                                   [("w", w), ("bias", bias)])
-        plan = os.path.join(work, name + ".kiln")
-        compiled = kiln("compile", model, "-o", plan, "--precision", "bf16", env_extra={"KILN_DEBUG": "3"})
-        check(compiled.returncode == 0, f"kiln compile {name}: {compiled.stderr.strip()[-400:]}")
-        if compiled.returncode != 0:
+        result = compile_and_run(work, name, nodes, x, fp32_want.shape, [("w", w), ("bias", bias)])
+        if result is None:
             continue
-        np.save(os.path.join(work, "x.npy"), x)
-        out_dir = os.path.join(work, name)
-        ran = kiln("run", plan, "--input", f"x={os.path.join(work, 'x.npy')}", "--output-dir", out_dir,
-                   "--output-format", "npy")
-        check(ran.returncode == 0, f"kiln run {name}: {ran.stderr.strip()[-400:]}")
-        if ran.returncode != 0:
-            continue
-        got = np.load(os.path.join(out_dir, "y.npy")).astype(np.float64)
         if amx is None:  # (no /proc/cpuinfo: the compile's own word decides)
-            amx = "so its matmuls stay fp32" not in compiled.stderr
-        takes_bf16 = amx and on_tiles
-        want = bf16_want if takes_bf16 else fp32_want
-        gap = np.abs(fp32_want - bf16_want).max() / np.abs(bf16_want).max()
-        check(got.shape == want.shape, f"{name}: output shape {got.shape}, want {want.shape}")
-        if got.shape != want.shape:
-            continue
-        error = np.abs(got - want).max() / np.abs(want).max()
-        check(error < 1e-5 and error < gap / 20,
-              f"{name}: the {'bf16' if takes_bf16 else 'fp32'} conv (relative {error:.2e}; bf16 vs fp32 {gap:.2e})")
-        check(("on AMX tiles" in compiled.stderr) == takes_bf16,
-              f"{name}: AMX tiles {'used' if takes_bf16 else 'not used'} ({compiled.stderr.strip()[-200:]})")
+            amx = "so its matmuls stay fp32" not in result[0]
+        check_conv(name, *result, fp32_want, bf16_want, bool(amx) and on_tiles)
 
     # 1-D convs (an audio front end's): one-row images; strided, blocks of s samples (channels (j, c)).
     for name, x_shape, filters, k, stride, pads, on_tiles in [
@@ -135,34 +146,15 @@ with tempfile.TemporaryDirectory(prefix="kiln_bf16_conv_") as work:
                  helper.make_node("Conv", ["r", "w", "bias"], ["y"], strides=[stride], pads=list(pads), kernel_shape=[k])]
         relu = np.maximum(x, 0)
         as_2d = (0, pads[0], 0, pads[1])
-        fp32_want = conv(relu[:, :, None, :].astype(np.float64), w[:, :, None, :].astype(np.float64), stride, as_2d, 1,
-                         1)[:, :, 0, :] + bias[None, :, None]
-        bf16_want = conv(bf16(relu)[:, :, None, :], bf16(w)[:, :, None, :], stride, as_2d, 1, 1)[:, :, 0, :] + \
-            bias[None, :, None]
-        model = os.path.join(work, name + ".onnx")
-        python_test_env.save_model(model, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
-                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(fp32_want.shape))],
-                                   [("w", w), ("bias", bias)])
-        plan = os.path.join(work, name + ".kiln")
-        compiled = kiln("compile", model, "-o", plan, "--precision", "bf16", env_extra={"KILN_DEBUG": "3"})
-        check(compiled.returncode == 0, f"kiln compile {name}: {compiled.stderr.strip()[-400:]}")
-        np.save(os.path.join(work, "x.npy"), x)
-        ran = kiln("run", plan, "--input", f"x={os.path.join(work, 'x.npy')}", "--output-dir", os.path.join(work, name),
-                   "--output-format", "npy")
-        check(ran.returncode == 0, f"kiln run {name}: {ran.stderr.strip()[-400:]}")
-        if compiled.returncode != 0 or ran.returncode != 0:
-            continue
-        got = np.load(os.path.join(work, name, "y.npy")).astype(np.float64)
-        takes_bf16 = bool(amx) and on_tiles
-        want = bf16_want if takes_bf16 else fp32_want
-        gap = np.abs(fp32_want - bf16_want).max() / np.abs(bf16_want).max()
-        check(got.shape == want.shape, f"{name}: output shape {got.shape}, want {want.shape}")
-        if got.shape == want.shape:
-            error = np.abs(got - want).max() / np.abs(want).max()
-            check(error < 1e-5 and error < gap / 20,
-                  f"{name}: the {'bf16' if takes_bf16 else 'fp32'} conv (relative {error:.2e}; bf16 vs fp32 {gap:.2e})")
-        check(("on AMX tiles" in compiled.stderr) == takes_bf16,
-              f"{name}: AMX tiles {'used' if takes_bf16 else 'not used'}")
+
+        def conv1d(x_, w_):
+            return conv(x_[:, :, None, :], w_[:, :, None, :], stride, as_2d, 1, 1)[:, :, 0, :] + bias[None, :, None]
+
+        fp32_want = conv1d(relu.astype(np.float64), w.astype(np.float64))
+        bf16_want = conv1d(bf16(relu), bf16(w))
+        result = compile_and_run(work, name, nodes, x, fp32_want.shape, [("w", w), ("bias", bias)])
+        if result is not None:
+            check_conv(name, *result, fp32_want, bf16_want, bool(amx) and on_tiles)
 
     # A chain as CNNs have it: conv -> Relu -> MaxPool -> depthwise conv -> Relu -> 1x1 conv -> residual
     # Add -> Relu. The convs by weights and the pointwise conv take bf16 operands (the depthwise conv
@@ -195,25 +187,16 @@ with tempfile.TemporaryDirectory(prefix="kiln_bf16_conv_") as work:
         return np.maximum(c2 + p, 0)
 
     fp32_want, bf16_want = chain(False), chain(True)
-    model = os.path.join(work, "chain.onnx")
-    python_test_env.save_model(model, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 20, 20])],
-                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 10, 10])],
-                               [("w1", w1), ("b1", b1), ("wd", wd), ("bd", bd), ("w2", w2), ("b2", b2)])
-    plan = os.path.join(work, "chain.kiln")
-    compiled = kiln("compile", model, "-o", plan, "--precision", "bf16", env_extra={"KILN_DEBUG": "3"})
-    check(compiled.returncode == 0, f"kiln compile chain: {compiled.stderr.strip()[-400:]}")
-    np.save(os.path.join(work, "x.npy"), x)
-    ran = kiln("run", plan, "--input", f"x={os.path.join(work, 'x.npy')}", "--output-dir", os.path.join(work, "chain"),
-               "--output-format", "npy")
-    check(ran.returncode == 0, f"kiln run chain: {ran.stderr.strip()[-400:]}")
-    if compiled.returncode == 0 and ran.returncode == 0:
-        got = np.load(os.path.join(work, "chain", "y.npy")).astype(np.float64)
+    result = compile_and_run(work, "chain", nodes, x, fp32_want.shape,
+                             [("w1", w1), ("b1", b1), ("wd", wd), ("bd", bd), ("w2", w2), ("b2", b2)])
+    if result is not None:
+        compiled, got = result
         want = bf16_want if amx else fp32_want
         gap = np.abs(fp32_want - bf16_want).max() / np.abs(bf16_want).max()
         error = np.abs(got - want).max() / np.abs(want).max()
         check(error < (gap / 5 if amx else 1e-5),
               f"chain: the {'bf16' if amx else 'fp32'} graph (relative {error:.2e}; bf16 vs fp32 {gap:.2e})")
-        tiles = compiled.stderr.count("on AMX tiles (cpu")
+        tiles = compiled.count("on AMX tiles (cpu")
         check(tiles == (2 if amx else 0), f"chain: {tiles} kernels on AMX tiles, want {2 if amx else 0}")
     print(f"AMX bf16 tiles on this CPU target: {amx}")
 

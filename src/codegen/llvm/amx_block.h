@@ -1,9 +1,9 @@
 // The CPU renderer's AMX bf16 block (opt/amx_layout.h): 2 × 2 tiles of 16 × 16 f32 sums, a loop
-// over the reduction in steps of kAmxDepth (a's row start moved by the steps' taps) that loads two tiles of a (16 rows × 32 bf16) and two of
-// b (16 pair rows × 16 columns), adds their four products to the accumulator tiles (tdpbf16ps),
-// and at the end stores the tiles into the 32 × 32 f32 block. LLVM's AMX passes configure the
-// tiles (ldtilecfg, once: every tile has the one shape 16 rows × 64 bytes) and keep the
-// accumulators in tile registers across the loop.
+// over the reduction in steps of kAmxDepth (a's row start moved by the steps' taps) that loads two
+// tiles of a (16 rows × 32 bf16) and two of b (16 pair rows × 16 columns), adds their four products
+// to the accumulator tiles (tdpbf16ps), and at the end stores the tiles into the 32 × 32 f32
+// block. LLVM's AMX passes configure the tiles (ldtilecfg, once: every tile has the one shape 16
+// rows × 64 bytes) and keep the accumulators in tile registers across the loop.
 #pragma once
 
 #include <cstdint>
