@@ -72,9 +72,7 @@ def main():
         ts.write_model(repository, "plain", common, {"model.kiln": plan})
         ts.write_model(repository, "batched", common + "dynamic_batching { max_queue_delay_microseconds: "
                        f"{options.queue_delay_us} }}\n", {"model.kiln": plan})
-        rng = np.random.default_rng(0)
-        ids = rng.integers(3, 8000, size=(1, options.sequence), dtype=np.int64)
-        request = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        request = token_request(options.model, options.sequence)
         with ts.TritonServer(executable, repository, paths, work) as server:
             print(f"\n{options.protocol}, batch-1 requests of {options.sequence} tokens, {options.seconds:g} s each, "
                   f"{options.instances} instance(s), threads {options.threads or 'default'}, queue delay "
@@ -90,6 +88,27 @@ def main():
                           f"{row['throughput']:.0f} | {row['p50']:.3f} | {row['p99']:.3f} | "
                           f"{row['server_overhead']:.3f} | {row['mean_batch']:.2f} | {row['run_ms']:.3f} |", flush=True)
                 server.http().unload_model(model)
+
+
+def token_request(model_path, sequence):
+    """One batch-1 request for the model's inputs, each [1, sequence] int64: seeded random token ids,
+    an all-ones attention mask, zero token types, positions 0..sequence-1 (BERT-style encoders
+    exported by transformers or by bench/export_models.py name their inputs so)."""
+    import onnx
+
+    rng = np.random.default_rng(0)
+    makers = {"input_ids": lambda: rng.integers(3, 8000, size=(1, sequence), dtype=np.int64),
+              "attention_mask": lambda: np.ones((1, sequence), dtype=np.int64),
+              "token_type_ids": lambda: np.zeros((1, sequence), dtype=np.int64),
+              "position_ids": lambda: np.arange(sequence, dtype=np.int64).reshape(1, sequence)}
+    graph = onnx.load(model_path, load_external_data=False).graph
+    initializers = {tensor.name for tensor in graph.initializer}
+    names = [value.name for value in graph.input if value.name not in initializers]
+    unknown = [name for name in names if name not in makers]
+    if unknown:
+        sys.exit(f"triton_serving.py: do not know what to send for input(s) {unknown} of {model_path}; "
+                 f"it knows {sorted(makers)}")
+    return {name: makers[name]() for name in names}
 
 
 def statistics(server, model):
