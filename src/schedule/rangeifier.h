@@ -116,6 +116,7 @@ class Rangeifier {
   // scores — or into expensive elementwise work (an epilogue that would run scalar in its tail).
   static constexpr int64_t kNestedContraction = 64;
   int64_t reduced_elements(const UOp* reduction);
+  static bool bf16_product(const UOp* reduction);
   bool reaches_other_unstored_reduction(const UOp* node, const UOp* reduction);
   bool reduction_needs_own_kernel(const UOp* reduction);
   int add_buffer(ScheduledBuffer::Kind kind, DType dtype, const Dim& count);

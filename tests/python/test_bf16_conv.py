@@ -14,7 +14,7 @@ stride-2 stem over 3 channels (8 pixels of 4 a row; over 20×20 outputs and more
 conv over 2×2 blocks of pixels: 12 channels, 4x4 taps), 24 filters, two images, a bias and a Relu
 after the conv; and convs that stay fp32: a 1x1 conv over 3 channels (3 of 32 steps its own), a
 3x3 stride-2 stem over 3 channels (27 products an output), 8 filters, a depthwise conv. Then a chain of conv, MaxPool, depthwise conv, 1x1 conv and residual add,
-where the layouts between the convs change (channels-last rows) and the values must not; and 1-D
+where the layouts between the convs change (channels-last rows) and the values must not; a downsample block's two 1x1 convs meeting in one Add; and 1-D
 convs (one-row images; strided ones over blocks of samples), a 1-channel stride-5 one staying fp32. Without
 AMX every conv is the fp32 conv.
 
@@ -198,6 +198,40 @@ with tempfile.TemporaryDirectory(prefix="kiln_bf16_conv_") as work:
               f"chain: the {'bf16' if amx else 'fp32'} graph (relative {error:.2e}; bf16 vs fp32 {gap:.2e})")
         tiles = compiled.count("on AMX tiles (cpu")
         check(tiles == (2 if amx else 0), f"chain: {tiles} kernels on AMX tiles, want {2 if amx else 0}")
+
+    # A downsample block's tail: two 1x1 convs (the last conv of the branch, the shortcut over the
+    # block's input) meet in one Add and Relu. One product is stored and the other's tile kernel
+    # adds it (schedule/fusion_policy.cpp, bf16_product): the sum must be the graph's.
+    wa, wb, ws = ((rng.standard_normal(shape) * 0.1).astype(np.float32)
+                  for shape in ((64, 32, 1, 1), (64, 64, 1, 1), (64, 32, 1, 1)))
+    ba, bb, bs = (rng.standard_normal(64).astype(np.float32) * 0.1 for _ in range(3))
+    x = rng.standard_normal((1, 32, 12, 12)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "wa", "ba"], ["ca"], kernel_shape=[1, 1]),
+             helper.make_node("Relu", ["ca"], ["ra"]),
+             helper.make_node("Conv", ["ra", "wb", "bb"], ["cb"], kernel_shape=[1, 1]),
+             helper.make_node("Conv", ["x", "ws", "bs"], ["cs"], kernel_shape=[1, 1]),
+             helper.make_node("Add", ["cb", "cs"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+
+    def downsample(round_operands):
+        r = bf16 if round_operands else (lambda v: v.astype(np.float64))
+        ra = np.maximum(conv(r(x), r(wa), 1, (0, 0, 0, 0), 1, 1) + ba[None, :, None, None], 0)
+        cb = conv(r(ra.astype(np.float32)), r(wb), 1, (0, 0, 0, 0), 1, 1) + bb[None, :, None, None]
+        cs = conv(r(x), r(ws), 1, (0, 0, 0, 0), 1, 1) + bs[None, :, None, None]
+        return np.maximum(cb + cs, 0)
+
+    fp32_want, bf16_want = downsample(False), downsample(True)
+    result = compile_and_run(work, "downsample", nodes, x, fp32_want.shape,
+                             [("wa", wa), ("ba", ba), ("wb", wb), ("bb", bb), ("ws", ws), ("bs", bs)])
+    if result is not None:
+        compiled, got = result
+        want = bf16_want if amx else fp32_want
+        gap = np.abs(fp32_want - bf16_want).max() / np.abs(bf16_want).max()
+        error = np.abs(got - want).max() / np.abs(want).max()
+        check(error < (gap / 5 if amx else 1e-5),
+              f"downsample: the {'bf16' if amx else 'fp32'} graph (relative {error:.2e}; bf16 vs fp32 {gap:.2e})")
+        tiles = compiled.count("on AMX tiles (cpu")
+        check(tiles == (3 if amx else 0), f"downsample: {tiles} kernels on AMX tiles, want {3 if amx else 0}")
     print(f"AMX bf16 tiles on this CPU target: {amx}")
 
 sys.exit(checks.finish())
