@@ -32,6 +32,13 @@ bool op_is_commutative(Ops op);
 // Unary, binary and ternary arithmetic/logic ops: the ones that compute a value from values.
 bool op_is_alu(Ops op);
 
+// The arg of a CONTIGUOUS that stores its source's value rounded to bf16 (a channels-last copy of
+// a conv's computed input, as bf16 bits, under `--precision bf16`) and may stand in for that value:
+// the scheduler gives the value's other readers the copy, widened back, instead of a store of
+// their own (schedule/rangeify.cpp, contiguous_copy_of). Only the tensor layer's bf16 convs make
+// it; a plain CONTIGUOUS never changes what its source's other readers see.
+inline constexpr std::string_view kRoundedStandIn = "rounded stand-in";
+
 // A set of ops, used by patterns and rule indexes.
 class OpSet {
  public:

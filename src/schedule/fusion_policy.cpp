@@ -368,7 +368,10 @@ bool Rangeifier::must_materialize(const UOp* node, bool through_expand, const In
   // values (a transformer's residual stream: each LayerNorm's output copied for the next matmuls
   // and added to the next sublayer's) grows one more tensor per layer. BERT-base bf16's last
   // LayerNorm re-read 24 matmul outputs: 25 of its 75 ms.
-  if (alu && consumers_[node].size() > 1 && has_converted_copy(node) && full_size_reads(node) >= 2) return true;
+  // (Not where a rounded stand-in of the value is stored: its readers read that.)
+  if (alu && consumers_[node].size() > 1 && has_converted_copy(node) && full_size_reads(node) >= 2 &&
+      !rounded_stand_in_of(node))
+    return true;
   if (!alu || !through_expand) return false;
   // The lower bar applies where the value changes with the reduction loop (a conv's input
   // varies with its window and channel loops; a gather's index does not, and is hoisted). Pads do

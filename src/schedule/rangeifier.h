@@ -100,8 +100,12 @@ class Rangeifier {
   // a conv's channels-last copy of a 14×14 block output (Tensor::conv), which the next residual
   // add then reads through the permutation instead of a second, NCHW buffer. (Other orders and
   // view nodes might work the same way; only this case has been measured and tested.)
+  // Or CONTIGUOUS(BITCAST(CAST(PERMUTE(node)))) marked as a rounded stand-in (kRoundedStandIn,
+  // ir/ops.h): node's bf16 bits channels-last, which its other readers read widened back.
   static inline const std::vector<int64_t> kChannelsLastOrder{0, 2, 3, 1};
   const UOp* contiguous_copy_of(const UOp* node);
+  // Whether the copy contiguous_copy_of finds is a rounded stand-in (kRoundedStandIn, ir/ops.h).
+  bool rounded_stand_in_of(const UOp* node);
   static Index index_in_copy(const UOp* node, const UOp* copy, const Index& index);
 
   // Thrown while a kernel is built when a value must be materialised after all (see lower_uncached);

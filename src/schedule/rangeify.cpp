@@ -108,6 +108,21 @@ const UOp* Rangeifier::contiguous_copy_of(const UOp* node) {
       const UOp* candidate = *consumers_[consumer].begin();
       if (permuted_copy == nullptr || candidate->hash() < permuted_copy->hash()) permuted_copy = candidate;
     }
+    // A rounded stand-in (kRoundedStandIn): PERMUTE to channels-last, CAST to bf16, BITCAST to its
+    // bits, CONTIGUOUS; the other readers read the bits widened back (lower_uncached).
+    if (consumer->op() == Ops::PERMUTE && consumer->arg_list() == kChannelsLastOrder && op_is_alu(node->op()) &&
+        consumers_[consumer].size() == 1) {
+      const UOp* cast = *consumers_[consumer].begin();
+      const bool to_bf16 = cast->op() == Ops::CAST && cast->dtype().scalar() == ScalarType::BFloat16;
+      const UOp* bits = to_bf16 && consumers_[cast].size() == 1 ? *consumers_[cast].begin() : nullptr;
+      const UOp* candidate =
+          bits != nullptr && bits->op() == Ops::BITCAST && consumers_[bits].size() == 1 ? *consumers_[bits].begin()
+                                                                                       : nullptr;
+      if (candidate != nullptr && candidate->op() == Ops::CONTIGUOUS &&
+          std::holds_alternative<std::string>(candidate->arg()) && candidate->arg_string() == kRoundedStandIn &&
+          (permuted_copy == nullptr || candidate->hash() < permuted_copy->hash()))
+        permuted_copy = candidate;
+    }
   }
   // A plain copy first: with both, the permuted one is then made from the plain one by a
   // transposing copy that reads NCHW rows; the other way round, that copy read every element
@@ -116,11 +131,17 @@ const UOp* Rangeifier::contiguous_copy_of(const UOp* node) {
   return copy != nullptr ? copy : permuted_copy;
 }
 
+bool Rangeifier::rounded_stand_in_of(const UOp* node) {
+  const UOp* copy = contiguous_copy_of(node);
+  return copy != nullptr && copy->dtype() != node->dtype();
+}
+
 // `index` of `node`, as an index of its copy (contiguous_copy_of): permuted like the copy when
 // the copy is of a PERMUTE of node (not when node is itself a PERMUTE that the copy stores).
 Index Rangeifier::index_in_copy(const UOp* node, const UOp* copy, const Index& index) {
   const UOp* source = copy->src(0).get();
   if (source == node) return index;
+  while (source->op() == Ops::BITCAST || source->op() == Ops::CAST) source = source->src(0).get();
   Index permuted;
   for (int64_t axis : source->arg_list()) permuted.push_back(index[static_cast<size_t>(axis)]);
   return permuted;
@@ -338,8 +359,12 @@ UOpPtr Rangeifier::lower_uncached(const UOp* node, const Index& index, const UOp
     force_store(node);
     return load(node, index, valid, kernel);
   }
-  if (const UOp* copy = contiguous_copy_of(node); copy != nullptr && copy != kernel.output)
-    return load(copy, index_in_copy(node, copy, index), valid, kernel);
+  if (const UOp* copy = contiguous_copy_of(node); copy != nullptr && copy != kernel.output) {
+    UOpPtr loaded = load(copy, index_in_copy(node, copy, index), valid, kernel);
+    if (loaded->dtype() == node->dtype()) return loaded;
+    // (a rounded stand-in's bits, widened back)
+    return UOp::make(Ops::CAST, node->dtype(), {UOp::make(Ops::BITCAST, DType(ScalarType::BFloat16), {loaded})});
+  }
   // A reduction under padding would run its loop for the padding too (WHERE evaluates both arms):
   // in a concatenation, for every element of every other input (DenseNet's concat of a growing
   // feature map with one new conv output ran that conv for all 1024 channels).

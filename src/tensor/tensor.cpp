@@ -793,6 +793,11 @@ Tensor contiguous(const Tensor& t) {
   return make_tensor_dims(UOp::make(Ops::CONTIGUOUS, t.data().dtype, {t.data().node}), dims_of(t), t.data().dtype, {&t});
 }
 
+Tensor rounded_stand_in(const Tensor& bits) {
+  return make_tensor_dims(UOp::make(Ops::CONTIGUOUS, bits.data().dtype, {bits.data().node}, std::string(kRoundedStandIn)),
+                          dims_of(bits), bits.data().dtype, {&bits});
+}
+
 // ---- operators ----
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }

@@ -122,6 +122,9 @@ Tensor shrink_axis(const Tensor& t, int64_t axis, int64_t begin, int64_t end);
 bool is_broadcast_value(const Tensor& t);
 
 Tensor contiguous(const Tensor& t);
+// contiguous(bits) that may stand in for the value the bits round (kRoundedStandIn in ir/ops.h):
+// bits = bf16 bits of a permutation to channels-last of a computed value.
+Tensor rounded_stand_in(const Tensor& bits);
 // Whether `node` widens an 8-bit integer to a larger integer (an integer matmul's operands): such
 // values are stored and folded in their 8 bits (fold_constants.cpp, Tensor::matmul).
 bool widens_8bit_integer(const UOp* node);

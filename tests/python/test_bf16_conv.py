@@ -14,7 +14,8 @@ stride-2 stem over 3 channels (8 pixels of 4 a row; over 20×20 outputs and more
 conv over 2×2 blocks of pixels: 12 channels, 4x4 taps), 24 filters, two images, a bias and a Relu
 after the conv; and convs that stay fp32: a 1x1 conv over 3 channels (3 of 32 steps its own), a
 3x3 stride-2 stem over 3 channels (27 products an output), 8 filters, a depthwise conv. Then a chain of conv, MaxPool, depthwise conv, 1x1 conv and residual add,
-where the layouts between the convs change (channels-last rows) and the values must not; a downsample block's two 1x1 convs meeting in one Add; and 1-D
+where the layouts between the convs change (channels-last rows) and the values must not; a downsample block's two 1x1 convs meeting in one Add; a residual add reading a conv's computed input, which
+it must see rounded to bf16 as the conv does; and 1-D
 convs (one-row images; strided ones over blocks of samples), a 1-channel stride-5 one staying fp32. Without
 AMX every conv is the fp32 conv.
 
@@ -232,6 +233,39 @@ with tempfile.TemporaryDirectory(prefix="kiln_bf16_conv_") as work:
               f"downsample: the {'bf16' if amx else 'fp32'} graph (relative {error:.2e}; bf16 vs fp32 {gap:.2e})")
         tiles = compiled.count("on AMX tiles (cpu")
         check(tiles == (3 if amx else 0), f"downsample: {tiles} kernels on AMX tiles, want {3 if amx else 0}")
+
+    # A computed value that a conv takes in bf16 and a residual add also reads (a ResNet block's
+    # input): stored once as its bf16 bits, channels-last, which stand in for it for the add too
+    # (ir/ops.h, kRoundedStandIn) -- so the add must see the rounded value. Unrounded there, the
+    # result would be off by about 2^-9 of the residual, more than the tolerance below.
+    wa, wb = ((rng.standard_normal(shape) * 0.1).astype(np.float32) for shape in ((64, 64, 1, 1), (64, 64, 1, 1)))
+    ba, bb = (rng.standard_normal(64).astype(np.float32) * 0.1 for _ in range(2))
+    x = (rng.standard_normal((1, 64, 10, 10)) * 4).astype(np.float32)
+    nodes = [helper.make_node("Relu", ["x"], ["r0"]),
+             helper.make_node("Conv", ["r0", "wa", "ba"], ["ca"], kernel_shape=[1, 1]),
+             helper.make_node("Relu", ["ca"], ["ra"]),
+             helper.make_node("Conv", ["ra", "wb", "bb"], ["cb"], kernel_shape=[1, 1]),
+             helper.make_node("Add", ["cb", "r0"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+
+    def residual(round_operands):
+        r = bf16 if round_operands else (lambda v: v.astype(np.float64))
+        r0 = r(np.maximum(x, 0))
+        ra = np.maximum(conv(r0, r(wa), 1, (0, 0, 0, 0), 1, 1) + ba[None, :, None, None], 0)
+        cb = conv(r(ra.astype(np.float32)), r(wb), 1, (0, 0, 0, 0), 1, 1) + bb[None, :, None, None]
+        return np.maximum(cb + r0, 0)
+
+    fp32_want, bf16_want = residual(False), residual(True)
+    result = compile_and_run(work, "residual", nodes, x, fp32_want.shape,
+                             [("wa", wa), ("ba", ba), ("wb", wb), ("bb", bb)])
+    if result is not None:
+        compiled, got = result
+        want = bf16_want if amx else fp32_want
+        gap = np.abs(fp32_want - bf16_want).max() / np.abs(bf16_want).max()
+        error = np.abs(got - want).max() / np.abs(want).max()
+        check(error < (gap / 20 if amx else 1e-5),
+              f"residual: the {'bf16 graph, the add reading the rounded input' if amx else 'fp32 graph'} (relative "
+              f"{error:.2e}; bf16 vs fp32 {gap:.2e})")
     print(f"AMX bf16 tiles on this CPU target: {amx}")
 
 sys.exit(checks.finish())
