@@ -14,7 +14,9 @@
 //
 // A strided stem over few channels, and a conv whose strides differ between its axes (a 1-D conv's),
 // is instead a stride-1 conv over blocks of pixels (space_to_depth_conv). The weight folds at compile time into pair panels over (taps, channels)
-// (bf16_operands.h); the bias is added in the product's kernel. A 1x1 conv's rows are all read, so
+// (bf16_operands.h); the bias is added in the product's kernel. A computed input is stored once as
+// its bf16 bits, channels-last, which its other readers read too (a rounded stand-in, ir/ops.h), and
+// which a 1x1 conv reads as it is. A 1x1 conv's rows are all read, so
 // they stay a value and what follows (a residual add, an activation) is fused into that kernel;
 // rows with dropped positions are stored whole, channels-last, and what follows reads them through
 // the output's view, in the kernel that makes the next conv's copy.
