@@ -107,8 +107,10 @@ std::optional<RowLayout> row_layout(const UOpPtr& a, const FlatDimension& m, con
 // The stride of `b`'s pair rows when it is in pair panels over (K, N), 32 columns a panel:
 // b[k][32·p + c] at first(p) + (k / 2)·stride + 2·c + k % 2 for every panel p, column c < 32 and
 // step k (proved as above; a panel past N's end included: the last block reads it whole), with the
-// last panel's last element inside the buffer; nullopt otherwise.
-std::optional<int64_t> pair_panel_stride(const UOpPtr& b, const FlatDimension& n, const FlatDimension& k) {
+// last panel's last element inside the buffer (at the last batch, `last_batch_offset` further);
+// nullopt otherwise.
+std::optional<int64_t> pair_panel_stride(const UOpPtr& b, const FlatDimension& n, const FlatDimension& k,
+                                         int64_t last_batch_offset) {
   UOpPtr zero = index_const(0), two = index_const(2);
   std::optional<int64_t> base = constant_of(index_at(b, n, zero, k, zero));
   std::optional<int64_t> next_pair = constant_of(index_at(b, n, zero, k, two));
@@ -123,7 +125,8 @@ std::optional<int64_t> pair_panel_stride(const UOpPtr& b, const FlatDimension& n
   if (!difference->is_const() || difference->const_int() != 0) return std::nullopt;
   std::optional<int64_t> last_panel = constant_of(index_at(b, n, index_const((panels - 1) * kAmxBlockColumns), k, zero));
   const int64_t size = b->src(0)->dtype().pointer_size();
-  if (!last_panel || size < 0 || *last_panel + (k.length / 2 - 1) * stride + 2 * kAmxBlockColumns > size)
+  if (!last_panel || size < 0 ||
+      *last_panel + last_batch_offset + (k.length / 2 - 1) * stride + 2 * kAmxBlockColumns > size)
     return std::nullopt;
   return stride;
 }
@@ -134,7 +137,37 @@ struct AmxMatch {
   RowLayout a_layout;
   int64_t b_stride = 0;
   FlatDimension m, n, k;
+  FlatDimension batch;  // output axes both factors read (attention's heads); length 1 where none
 };
+
+// `index` with the batch's ranges at flat position `at`.
+UOpPtr at_batch(const UOpPtr& index, const FlatDimension& batch, const UOpPtr& at) {
+  if (batch.ranges.empty()) return index;
+  std::unordered_map<const UOp*, UOpPtr> map;
+  batch.unflatten(at, map);
+  return substitute(index, map);
+}
+
+// Whether the batch only moves `index`'s start: index(batch, own, k) = index(batch, 0, 0) +
+// index(0, own, k) - index(0, 0, 0) for every value of the ranges (proved by simplification), so
+// that the layout proved at the first batch holds at each. The offset of the last batch from the
+// first goes to `last_offset`.
+bool batch_moves_start(const UOpPtr& index, const FlatDimension& batch, const FlatDimension& own,
+                       const FlatDimension& k, int64_t& last_offset) {
+  last_offset = 0;
+  if (batch.ranges.empty()) return true;
+  UOpPtr zero = index_const(0);
+  UOpPtr whole = index->src(1);
+  UOpPtr start = index_at(index, own, zero, k, zero);
+  UOpPtr first = at_batch(index, batch, zero)->src(1);
+  UOpPtr first_start = simplify(at_batch(start, batch, zero));
+  UOpPtr difference = simplify(whole - start - first + first_start);
+  std::optional<int64_t> last = constant_of(simplify(at_batch(start, batch, index_const(batch.length - 1))));
+  std::optional<int64_t> origin = constant_of(first_start);
+  if (!difference->is_const() || difference->const_int() != 0 || !last || !origin) return false;
+  last_offset = *last - *origin;
+  return true;
+}
 
 std::optional<AmxMatch> match_matmul(const UOpPtr& kernel) {
   std::optional<ProductReduction> product = single_product_reduction(kernel);
@@ -149,16 +182,18 @@ std::optional<AmxMatch> match_matmul(const UOpPtr& kernel) {
   const std::vector<const UOp*>& outputs = product->outputs;
   if (match.k.length % kAmxDepth != 0) return std::nullopt;
 
-  // Each output axis belongs to exactly one factor: a batch both read is not a tile's.
+  // Each output axis belongs to one factor, or to both: a batch of products (attention's heads),
+  // one block of which is one product's.
   std::unordered_map<const UOp*, std::set<const UOp*>> open = open_ranges(kernel);
   const std::set<const UOp*>& x_ranges = open[x.get()];
   const std::set<const UOp*>& y_ranges = open[y.get()];
-  std::vector<const UOp*> x_only, y_only;
+  std::vector<const UOp*> x_only, y_only, both;
   for (const UOp* output : outputs) {
     bool in_x = x_ranges.contains(output), in_y = y_ranges.contains(output);
-    if (in_x == in_y) return std::nullopt;
-    (in_x ? x_only : y_only).push_back(output);
+    if (!in_x && !in_y) return std::nullopt;
+    (in_x && in_y ? both : in_x ? x_only : y_only).push_back(output);
   }
+  match.batch = {both, product_of(both), 1};
   if (x_only.empty() || y_only.empty()) return std::nullopt;
   for (const UOpPtr& store : kernel->srcs())
     if (store->op() != Ops::STORE) return std::nullopt;
@@ -171,8 +206,15 @@ std::optional<AmxMatch> match_matmul(const UOpPtr& kernel) {
     match.n = {x_is_a ? y_only : x_only, product_of(x_is_a ? y_only : x_only), 1};
     // (N may fill half a block: a conv of 16 or 24 filters between wider ones, tensor_conv_bf16.cpp.)
     if (match.m.length < kAmxBlockRows || 2 * match.n.length < kAmxBlockColumns) continue;
-    std::optional<RowLayout> a_layout = row_layout(match.a, match.m, match.k);
-    std::optional<int64_t> b_stride = a_layout ? pair_panel_stride(match.b, match.n, match.k) : std::nullopt;
+    // (the layouts proved at the first batch, which only moves each factor's start)
+    UOpPtr zero = index_const(0);
+    int64_t a_last = 0, b_last = 0;
+    if (!batch_moves_start(match.a, match.batch, match.m, match.k, a_last) ||
+        !batch_moves_start(match.b, match.batch, match.n, match.k, b_last))
+      continue;
+    std::optional<RowLayout> a_layout = row_layout(at_batch(match.a, match.batch, zero), match.m, match.k);
+    std::optional<int64_t> b_stride =
+        a_layout ? pair_panel_stride(at_batch(match.b, match.batch, zero), match.n, match.k, b_last) : std::nullopt;
     if (!b_stride) continue;
     match.a_layout = *a_layout;
     match.b_stride = *b_stride;
@@ -190,7 +232,12 @@ std::optional<AmxKernel> amx_tile_kernel(const UOpPtr& kernel) {
 
   const int64_t row_blocks = (match.m.length + kAmxBlockRows - 1) / kAmxBlockRows;
   const int64_t column_blocks = (match.n.length + kAmxBlockColumns - 1) / kAmxBlockColumns;
-  UOpPtr block = range(row_blocks * column_blocks, 0);
+  // A batch of products runs its blocks one product after another.
+  const int64_t product_blocks = row_blocks * column_blocks;
+  UOpPtr all_blocks = range(match.batch.length * product_blocks, 0);
+  UOpPtr block = match.batch.ranges.empty() ? all_blocks : all_blocks % product_blocks;
+  std::unordered_map<const UOp*, UOpPtr> batch_at;
+  match.batch.unflatten(all_blocks / product_blocks, batch_at);
   UOpPtr row = range(kAmxBlockRows, 1), column = range(kAmxBlockColumns, 2);
   // Consecutive blocks share the larger operand's panel: each panel of it is read once (from
   // memory, a weight usually is), the smaller operand again for each (from cache). Rows first
@@ -205,7 +252,8 @@ std::optional<AmxKernel> amx_tile_kernel(const UOpPtr& kernel) {
 
   UOpPtr zero = index_const(0);
   auto origin = [&](const UOpPtr& index, const FlatDimension& own, const UOpPtr& at) {
-    return index->with_srcs({index->src(0), index_at(index, own, at, match.k, zero)});
+    UOpPtr start = index->with_srcs({index->src(0), index_at(index, own, at, match.k, zero)});
+    return batch_at.empty() ? start : simplify(substitute(start, batch_at));
   };
   std::vector<UOpPtr> parameters{index_const(match.a_layout.stride), index_const(match.b_stride),
                                   index_const(match.k.length)};
@@ -226,7 +274,8 @@ std::optional<AmxKernel> amx_tile_kernel(const UOpPtr& kernel) {
                              {UOp::make(Ops::AFTER, local->dtype(), {local, barrier}), row * kAmxBlockColumns + column});
   UOpPtr sum = UOp::make(Ops::LOAD, dtypes::f32, {element});
 
-  std::unordered_map<const UOp*, UOpPtr> map{{match.reduce, sum}};
+  std::unordered_map<const UOp*, UOpPtr> map = batch_at;
+  map.emplace(match.reduce, sum);
   match.m.unflatten(first_row + row, map);
   FlatDimension columns = match.n;
   columns.tile = kAmxBlockColumns;  // clamps the loads of the padded columns

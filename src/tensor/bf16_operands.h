@@ -20,11 +20,12 @@ Tensor bf16_bits(const Tensor& t);
 // bits (u16 holding bf16 values) widened to f32, exactly.
 Tensor widened(const Tensor& bits);
 
-// b (K, N) rounded to bf16, as u16 bits in pair panels: per 32 columns, (K/2, 32, 2), row p of a
+// b (…, K, N) rounded to bf16, as u16 bits in pair panels (each of the leading batch axes' matrices
+// on its own): per 32 columns, (K/2, 32, 2), row p of a
 // panel holding steps 2p and 2p + 1 of its columns side by side (a 32-bit pair a column), so that a
 // block's panel is one contiguous stretch that the tile loads stream. K and N are padded with zeros
 // to `depth` and to whole panels. Viewed again as (depth, N); a weight folds into the panels at
-// compile time.
+// compile time, a computed b is copied into them at run time.
 Tensor bf16_pair_panels(const Tensor& b, int64_t depth);
 
 }  // namespace kiln::bf16_operands

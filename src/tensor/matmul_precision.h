@@ -41,6 +41,12 @@ class ScopedMatmulPrecision {
 // (the caller computes in f32).
 Tensor bf16_weight_matmul(const Tensor& a, const Tensor& b);
 
+// a · b of two activations with the same batch axes (…, M, K) · (…, K, N) (attention's scores and
+// context, per head), both rounded to bf16 and summed in f32 on AMX tiles, b copied into pair
+// panels at run time, when the scope asks for it, the target has the tiles, the shapes are known and
+// M ≥ 32, N ≥ 16, K ≥ 16; an undefined Tensor otherwise.
+Tensor bf16_batched_matmul(const Tensor& a, const Tensor& b);
+
 // Whether products by weights are computed in bf16 here: the scope asks for it and the graph's
 // target has AMX bf16 tiles.
 bool bf16_products();

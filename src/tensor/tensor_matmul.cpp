@@ -175,6 +175,7 @@ Tensor Tensor::matmul(const Tensor& other) const {
                             " do not align (", k, " != ", dim_of(b, -2), ")"));
   if (Tensor reduced = bf16_weight_matmul(a, b); reduced.defined())  // matmul_precision.h
     return ndim() == 1 ? reduced.squeeze({-2}) : reduced;
+  if (Tensor reduced = bf16_batched_matmul(a, b); reduced.defined()) return reduced;
   ScalarType type = promoted(a, b), compute = compute_type(type);
   // A left operand whose rows are permuted pieces is made contiguous first: its producer (often the
   // reduction before it) then stores it in row order.

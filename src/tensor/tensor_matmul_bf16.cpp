@@ -16,11 +16,11 @@ namespace {
 
 thread_local MatmulPrecision scoped_precision = MatmulPrecision::kFloat32;
 
-// a (…, M, K) · b (K, N), both rounded to bf16, summed in f32: a's bits row-major in a buffer of
-// their own (rounded once, not once per output column), b's in pair panels, K padded with zero
-// steps to whole tile products (0 · 0 adds nothing).
+// a (…, M, K) · b (K, N) or (…, K, N) (the same batch axes), both rounded to bf16, summed in f32:
+// a's bits row-major in a buffer of their own (rounded once, not once per output column), b's in
+// pair panels, K padded with zero steps to whole tile products (0 · 0 adds nothing).
 Tensor bf16_product(const Tensor& a, const Tensor& b) {
-  const int64_t k = b.dim(0);
+  const int64_t k = b.dim(-2);
   const int64_t depth = round_up(k, kDepthStep);
   Tensor padded_a = a;
   if (depth != k) {
@@ -30,8 +30,10 @@ Tensor bf16_product(const Tensor& a, const Tensor& b) {
   }
   Tensor widened_left = widened(contiguous(bf16_bits(padded_a)));
   Tensor widened_right = widened(bf16_pair_panels(b, depth));
-  // (…, M, 1, K) · (N, K) summed over K, as Tensor::matmul's product is.
-  return widened_left.unsqueeze(-2).mul(widened_right.transpose(0, 1)).sum({-1});
+  // (…, M, 1, K) · (…, 1, N, K) summed over K, as Tensor::matmul's product is (b 2-D: (N, K)).
+  Tensor right = widened_right.transpose(-2, -1);
+  if (b.ndim() > 2) right = right.unsqueeze(-3);
+  return widened_left.unsqueeze(-2).mul(right).sum({-1});
 }
 
 }  // namespace
@@ -69,6 +71,23 @@ Tensor bf16_weight_matmul(const Tensor& a, const Tensor& b) {
   Shape shape = a.shape();
   shape.back() = n;
   return product.reshape(shape);
+}
+
+Tensor bf16_batched_matmul(const Tensor& a, const Tensor& b) {
+  if (!bf16_products()) return Tensor();
+  if (a.dtype() != ScalarType::Float32 || b.dtype() != ScalarType::Float32 || a.ndim() < 3 || b.ndim() != a.ndim())
+    return Tensor();
+  if (has_symbolic_shape(a) || has_symbolic_shape(b)) return Tensor();
+  for (int64_t axis = 0; axis < a.ndim() - 2; ++axis)
+    if (a.dim(axis) != b.dim(axis)) return Tensor();  // (a broadcast batch stays f32)
+  const int64_t m = a.dim(-2), k = b.dim(-2), n = b.dim(-1);
+  // A tile block's rows, half its columns, half a tile product's steps (amx_tiles.h).
+  if (m < kPanelColumns || 2 * n < kPanelColumns || 2 * k < kDepthStep || a.dim(-1) != k) return Tensor();
+  // Stored as it is, batch axes outermost: the tiles take a kernel whose output axes each belong to
+  // a, to b, or to both (the batch). Read through the heads' merge into rows (BERT's context,
+  // reshaped to (sequence, heads · 64) for the output projection), its one merged axis belonged to
+  // both, and the product ran as a plain loop: 9.5 of 52 ms.
+  return contiguous(bf16_product(a, b));
 }
 
 }  // namespace kiln

@@ -11,7 +11,9 @@ product's. Covered: shapes whose K is and is not a multiple of 32 (24, 96: padde
 N that is and is not a whole 32-column panel (33, 72, 80, 128), M that ends mid-block (50), a batch
 axis, Gemm with transB, alpha and a bias, a product too short for a block (8 rows: stays fp32), one
 row by a large weight (padded to a block of 32 rows),
-and a product of two graph inputs (stays fp32 everywhere).
+a product of two 2-D graph inputs (stays fp32 everywhere), and batched products of two activations
+(attention's, per head: on the tiles, the right operand copied into pair panels), one whose heads are
+merged into rows afterwards.
 
 usage: test_bf16_precision.py --source-root DIR --kiln KILN_CLI [--python VENV_PYTHON]
 """
@@ -133,6 +135,43 @@ with tempfile.TemporaryDirectory(prefix="kiln_bf16_test_") as work:
                            env_extra={"KILN_HIDE_CPU_FEATURES": "amx-tile"})
             check(refused.returncode != 0 and "amx-tile" in refused.stderr,
                   f"{name}: the plan is refused where amx-tile is absent ({refused.stderr.strip()[-160:]})")
+
+    # Products of two activations with the same batch axes (attention's scores and context, per
+    # head) take the tiles too, the right operand copied into pair panels at run time; the second
+    # case merges the heads into rows afterwards, as BERT's context does before its projection.
+    for name, batch, m, k, n, merge in [("batched_of_inputs", 3, 64, 48, 80, False),
+                                         ("batched_then_merged", 2, 40, 64, 32, True)]:
+        a = rng.standard_normal((batch, m, k)).astype(np.float32)
+        b = rng.standard_normal((batch, k, n)).astype(np.float32)
+        nodes = [helper.make_node("MatMul", ["a", "b"], ["p" if merge else "y"])]
+        initializers = []
+        y_shape = [batch, m, n]
+        if merge:
+            nodes += [helper.make_node("Transpose", ["p"], ["t"], perm=[1, 0, 2]),
+                      helper.make_node("Reshape", ["t", "shape"], ["y"])]
+            initializers = [("shape", np.array([m, batch * n], dtype=np.int64))]
+            y_shape = [m, batch * n]
+        model = os.path.join(work, name + ".onnx")
+        python_test_env.save_model(model, nodes,
+                                   [helper.make_tensor_value_info("a", TensorProto.FLOAT, list(a.shape)),
+                                    helper.make_tensor_value_info("b", TensorProto.FLOAT, list(b.shape))],
+                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)], initializers)
+
+        def shaped(product):
+            return product.transpose(1, 0, 2).reshape(y_shape) if merge else product
+
+        fp32_want = shaped(a.astype(np.float64) @ b.astype(np.float64))
+        bf16_want = shaped(bf16(a) @ bf16(b))
+        gap = np.abs(fp32_want - bf16_want).max() / np.abs(bf16_want).max()
+        bf16_run = compile_and_run(work, name, model, {"a": a, "b": b}, "bf16")
+        if bf16_run is None:
+            continue
+        stderr, _, got = bf16_run
+        want = bf16_want if amx else fp32_want
+        error = np.abs(got - want).max() / np.abs(want).max()
+        check(error < 1e-5 and error < gap / 20,
+              f"{name}: the {'bf16' if amx else 'fp32'} product (relative {error:.2e}; bf16 vs fp32 {gap:.2e})")
+        check(("on AMX tiles" in stderr) == bool(amx), f"{name}: on AMX tiles exactly where the target has them")
     print(f"AMX bf16 tiles on this CPU target: {amx}")
 
 sys.exit(checks.finish())
