@@ -114,6 +114,22 @@ def check_conv(name, compiled, got, fp32_want, bf16_want, takes_bf16):
     check(("on AMX tiles" in compiled) == takes_bf16, f"{name}: AMX tiles {'used' if takes_bf16 else 'not used'}")
 
 
+def check_graph(name, result, fp32_want, bf16_want, tolerance, tiles=None):
+    """A whole graph's y: the bf16 reference within `tolerance` of the bf16-vs-fp32 gap where the
+    target has AMX (else the fp32 one within 1e-5), and `tiles` kernels on AMX tiles there."""
+    if result is None:
+        return
+    compiled, got = result
+    want = bf16_want if amx else fp32_want
+    gap = np.abs(fp32_want - bf16_want).max() / np.abs(bf16_want).max()
+    error = np.abs(got - want).max() / np.abs(want).max()
+    check(error < (gap * tolerance if amx else 1e-5),
+          f"{name}: the {'bf16' if amx else 'fp32'} graph (relative {error:.2e}; bf16 vs fp32 {gap:.2e})")
+    if tiles is not None:
+        count = compiled.count("on AMX tiles (cpu")
+        check(count == (tiles if amx else 0), f"{name}: {count} kernels on AMX tiles, want {tiles if amx else 0}")
+
+
 with tempfile.TemporaryDirectory(prefix="kiln_bf16_conv_") as work:
     for name, x_shape, filters, k, stride, pads, dilation, groups, on_tiles in cases:
         channels = x_shape[1]
@@ -190,15 +206,7 @@ with tempfile.TemporaryDirectory(prefix="kiln_bf16_conv_") as work:
     fp32_want, bf16_want = chain(False), chain(True)
     result = compile_and_run(work, "chain", nodes, x, fp32_want.shape,
                              [("w1", w1), ("b1", b1), ("wd", wd), ("bd", bd), ("w2", w2), ("b2", b2)])
-    if result is not None:
-        compiled, got = result
-        want = bf16_want if amx else fp32_want
-        gap = np.abs(fp32_want - bf16_want).max() / np.abs(bf16_want).max()
-        error = np.abs(got - want).max() / np.abs(want).max()
-        check(error < (gap / 5 if amx else 1e-5),
-              f"chain: the {'bf16' if amx else 'fp32'} graph (relative {error:.2e}; bf16 vs fp32 {gap:.2e})")
-        tiles = compiled.count("on AMX tiles (cpu")
-        check(tiles == (2 if amx else 0), f"chain: {tiles} kernels on AMX tiles, want {2 if amx else 0}")
+    check_graph("chain", result, fp32_want, bf16_want, 1 / 5, tiles=2)
 
     # A downsample block's tail: two 1x1 convs (the last conv of the branch, the shortcut over the
     # block's input) meet in one Add and Relu. One product is stored and the other's tile kernel
@@ -224,15 +232,7 @@ with tempfile.TemporaryDirectory(prefix="kiln_bf16_conv_") as work:
     fp32_want, bf16_want = downsample(False), downsample(True)
     result = compile_and_run(work, "downsample", nodes, x, fp32_want.shape,
                              [("wa", wa), ("ba", ba), ("wb", wb), ("bb", bb), ("ws", ws), ("bs", bs)])
-    if result is not None:
-        compiled, got = result
-        want = bf16_want if amx else fp32_want
-        gap = np.abs(fp32_want - bf16_want).max() / np.abs(bf16_want).max()
-        error = np.abs(got - want).max() / np.abs(want).max()
-        check(error < (gap / 5 if amx else 1e-5),
-              f"downsample: the {'bf16' if amx else 'fp32'} graph (relative {error:.2e}; bf16 vs fp32 {gap:.2e})")
-        tiles = compiled.count("on AMX tiles (cpu")
-        check(tiles == (3 if amx else 0), f"downsample: {tiles} kernels on AMX tiles, want {3 if amx else 0}")
+    check_graph("downsample", result, fp32_want, bf16_want, 1 / 5, tiles=3)
 
     # A computed value that a conv takes in bf16 and a residual add also reads (a ResNet block's
     # input): stored once as its bf16 bits, channels-last, which stand in for it for the add too
@@ -258,14 +258,7 @@ with tempfile.TemporaryDirectory(prefix="kiln_bf16_conv_") as work:
     fp32_want, bf16_want = residual(False), residual(True)
     result = compile_and_run(work, "residual", nodes, x, fp32_want.shape,
                              [("wa", wa), ("ba", ba), ("wb", wb), ("bb", bb)])
-    if result is not None:
-        compiled, got = result
-        want = bf16_want if amx else fp32_want
-        gap = np.abs(fp32_want - bf16_want).max() / np.abs(bf16_want).max()
-        error = np.abs(got - want).max() / np.abs(want).max()
-        check(error < (gap / 20 if amx else 1e-5),
-              f"residual: the {'bf16 graph, the add reading the rounded input' if amx else 'fp32 graph'} (relative "
-              f"{error:.2e}; bf16 vs fp32 {gap:.2e})")
+    check_graph("residual (the add reads the rounded input)", result, fp32_want, bf16_want, 1 / 20)
     print(f"AMX bf16 tiles on this CPU target: {amx}")
 
 sys.exit(checks.finish())
