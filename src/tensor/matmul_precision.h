@@ -1,6 +1,7 @@
 // Reduced-precision products for f32 models (`kiln compile --precision bf16`): inside a
 // ScopedMatmulPrecision(kBFloat16), Tensor::matmul of two f32 operands by a weight (a right operand
-// that reads no graph input) rounds both operands to bf16 (to nearest, ties to even) and sums their
+// that reads no graph input), or of two activations with the same batch axes (attention's), rounds
+// both operands to bf16 (to nearest, ties to even) and sums their
 // exact products in f32, as the bf16 instructions of CPUs (AMX's tdpbf16ps) and GPUs do. The result
 // stays f32 and so does every other op: only the matmuls' inputs lose bits (8 of mantissa, about 3
 // significant digits), which is what a model run in bf16 loses there.
