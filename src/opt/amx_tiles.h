@@ -11,12 +11,14 @@
 // reduction and the remaining output axes (N), 32 columns a panel: b[k][32·p + c] at first(p) +
 // (k / 2)·stride + 2·c + k % 2 (what `--precision bf16` stores a weight as: tensor/bf16_operands.h,
 // its N padded with zero columns to whole panels), with M at least 32, N at least 16 and K a
-// multiple of 32 (the tensor layer pads it with zero steps). The last block of M starts at M - 32
+// multiple of 32 (the tensor layer pads it with zero steps). Output axes that both factors read are
+// a batch of such products (attention's heads) where the batch only moves each factor's start (proved
+// like the rest): the blocks run one product after another. The last block of M starts at M - 32
 // instead of running past the end, so it recomputes a few rows of the block before it and writes
 // them again with the same values; the last block of N reads its panel's padding and masks its
 // stores there.
 //
-// The kernel becomes: axis 0 over the blocks (M blocks × N blocks, the dimension of the smaller
+// The kernel becomes: axis 0 over the blocks ((batch ×) M blocks × N blocks, the dimension of the smaller
 // operand fastest, so that consecutive blocks share a panel of the larger one), the block's
 // product into local memory, then axes 1 and 2 over its 32 rows and 32 columns, where each store
 // reads its element of the block in place of the reduction.
