@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "kiln/kiln.h"
+#include "plan/plan_dtype.h"
 #include "plan/plan_reader.h"
 #include "chrome_trace.h"
 #include "plan_commands.h"
@@ -28,6 +29,7 @@
 #include "support/atomic_file.h"
 #include "support/error.h"
 #include "support/kernel_profile.h"
+#include "npy_file.h"
 #include "tensor_file.h"
 
 namespace kiln::tools {
@@ -59,7 +61,7 @@ void print_bench_help(std::ostream& out) {
          "  --iterations N  timed runs (default 100)\n"
          "  --warmup N      untimed runs after the first one (default 10)\n"
          "  --seed N        seed of the random inputs (default 0)\n"
-         "  --input NAME=FILE  input NAME from an ONNX TensorProto file instead of random values\n"
+         "  --input NAME=FILE  input NAME from a .npy or ONNX TensorProto file, not random values\n"
          "                  (its shape must be the input's: --shape sets a symbolic plan's)\n"
          "  --profile       time each kernel launch and print the per-kernel table\n"
          "  --trace FILE    write the timed runs as a Chrome trace (Perfetto) to FILE\n"
@@ -202,20 +204,40 @@ std::vector<std::vector<int64_t>> symbolic_input_shapes(const std::string& plan_
   return result;
 }
 
-// --input NAME=FILE: the input's random values replaced by a TensorProto file's (a detector's
+std::string shape_list(const std::vector<int64_t>& shape) {
+  std::string text = "(";
+  for (size_t d = 0; d < shape.size(); ++d) text += str_cat(d ? ", " : "", shape[d]);
+  return text + ")";
+}
+
+// --input NAME=FILE: the input's random values replaced by a .npy or TensorProto file's (a detector's
 // speed depends on what the image holds). The file must match the input's dtype and bound shape
 // (a symbolic plan's: --shape gives it).
 void fill_from_file(std::vector<Binding>& inputs, const std::string& name, const std::string& file) {
   auto binding = std::find_if(inputs.begin(), inputs.end(), [&](const Binding& b) { return name == b.view.name; });
   if (binding == inputs.end()) throw UserError(str_cat("--input names no input of the plan: '", name, "'"));
-  NamedTensor read = read_tensor_file(file);
-  std::vector<int64_t> shape(binding->view.shape, binding->view.shape + binding->view.rank);
-  std::vector<int64_t> given(read.tensor.shape().begin(), read.tensor.shape().end());
-  size_t bytes = static_cast<size_t>(read.tensor.numel()) * scalar_type_size(read.tensor.dtype());
-  if (given != shape || bytes != binding->view.byte_size)
-    throw UserError(str_cat("--input ", name, "=", file, ": the file's shape or dtype is not the input's as bound (",
-                            "give a symbolic plan's sizes with --shape)"));
-  read.tensor.copy_to(binding->buffer.get(), bytes);
+  std::vector<int64_t> shape(binding->view.shape, binding->view.shape + binding->view.rank), given;
+  std::string bytes;
+  kiln_dtype dtype = KILN_DTYPE_FLOAT32;
+  if (has_suffix(file, ".npy")) {
+    NpyArray array = read_npy_file(file);
+    given = array.shape;
+    dtype = array.dtype;
+    bytes = std::move(array.bytes);
+  } else {
+    NamedTensor read = read_tensor_file(file);
+    given.assign(read.tensor.shape().begin(), read.tensor.shape().end());
+    std::optional<kiln_dtype> type = plan::plan_dtype_of(read.tensor.dtype());
+    if (!type) throw UserError(str_cat("--input ", name, "=", file, ": a plan has no ", scalar_type_name(read.tensor.dtype())));
+    dtype = *type;
+    bytes.resize(static_cast<size_t>(read.tensor.numel()) * scalar_type_size(read.tensor.dtype()));
+    read.tensor.copy_to(bytes.data(), bytes.size());
+  }
+  if (given != shape || dtype != binding->view.dtype || bytes.size() != binding->view.byte_size)
+    throw UserError(str_cat("--input ", name, "=", file, ": the file holds ", kiln_dtype_name(dtype), " ",
+                            shape_list(given), ", the input is bound as ", kiln_dtype_name(binding->view.dtype), " ",
+                            shape_list(shape), " (a symbolic plan's sizes come from --shape)"));
+  std::memcpy(binding->buffer.get(), bytes.data(), bytes.size());
 }
 
 // `input_shapes`: a symbolic plan's (symbolic_input_shapes); its output shapes then come from
@@ -408,9 +430,15 @@ int bench(const Options& options) {
   };
 
   std::cout << "plan: " << (temporary.empty() ? plan_path : options.path + " (compiled)") << "\n";
-  for (const Binding& binding : inputs)
+  for (const Binding& binding : inputs) {
+    auto file = std::find_if(options.input_files.begin(), options.input_files.end(),
+                             [&](const auto& entry) { return entry.first == binding.view.name; });
     std::cout << "input " << binding.view.name << ": " << kiln_dtype_name(binding.view.dtype) << " "
-              << shape_text(binding.view) << " (random, seed " << options.seed << ")\n";
+              << shape_text(binding.view)
+              << (file != options.input_files.end() ? " (from " + file->second + ")"
+                                                    : str_cat(" (random, seed ", options.seed, ")"))
+              << "\n";
+  }
   const char* threads = std::getenv("KILN_THREADS");
   std::cout << "threads: " << (threads ? threads : "default (one per core)") << ", " << options.warmup
             << " warm-up runs, " << options.iterations << " timed runs\n";
