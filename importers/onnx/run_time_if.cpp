@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "onnx/onnx_pb.h"
 #include "support/error.h"
 #include "tensor/run_bound.h"
 #include "tensor/tensor_internal.h"
@@ -30,13 +31,14 @@ struct Branch {
 
 Branch build_branch(const OnnxNode& node, const char* name) {
   Branch branch{name, std::nullopt, {}};
+  const onnx::GraphProto& graph = node.attr_graph(str_cat(name, "_branch"));
+  // A malformed model is an error whichever branch a run would take; only building may fail here.
+  if (static_cast<size_t>(graph.output_size()) != node.output_count())
+    node.fail(str_cat("the ", name, " branch has ", graph.output_size(), " outputs but the node has ",
+                      node.output_count()));
   try {
-    branch.outputs = node.run_graph(node.attr_graph(str_cat(name, "_branch")), {});
-    if (branch.outputs->size() != node.output_count())
-      node.fail(str_cat("the ", name, " branch has ", branch.outputs->size(), " outputs but the node has ",
-                        node.output_count()));
+    branch.outputs = node.run_graph(graph, {});
   } catch (const UserError& error) {
-    branch.outputs.reset();
     branch.failure = error.what();
   }
   return branch;

@@ -15,8 +15,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "plan/run_bound_metadata.h"
-#include "plan/size_program.h"
 #include "plan/symbolic_metadata.h"
 #include "runtime/device_plan.h"
 #include "runtime/thread_pool.h"
@@ -46,33 +44,6 @@ struct PlanRunner::RunContext {
   std::vector<int64_t> prepared_for;
   ~RunContext() { runner.free_context_memory(memory); }
 };
-
-namespace {
-
-// Per kernel: whether one of `variables` (flags by plan index) sizes it or is read by it.
-std::vector<bool> launches_reading(const plan_fb::Plan& meta, const std::vector<bool>& variables) {
-  auto reads = [&](const plan_fb::SizeProgram* program) {
-    std::span<const int64_t> code = program_of(program);
-    for (size_t i = 0; i + 1 < code.size(); i += 2)
-      if (code[i] == static_cast<int64_t>(plan::SizeOp::kVariable) && code[i + 1] >= 0 &&
-          static_cast<size_t>(code[i + 1]) < variables.size() && variables[static_cast<size_t>(code[i + 1])])
-        return true;
-    return false;
-  };
-  std::vector<bool> flags;
-  for (const plan_fb::Kernel* kernel : *meta.kernels()) {
-    bool uses = kernel->parallel_extent_program() != nullptr && reads(kernel->parallel_extent_program());
-    if (kernel->slot_sizes() != nullptr)
-      for (const plan_fb::SizeProgram* size : *kernel->slot_sizes()) uses = uses || reads(size);
-    if (kernel->variables() != nullptr)
-      for (int32_t v : *kernel->variables())
-        uses = uses || (v >= 0 && static_cast<size_t>(v) < variables.size() && variables[static_cast<size_t>(v)]);
-    flags.push_back(uses);
-  }
-  return flags;
-}
-
-}  // namespace
 
 namespace {
 
@@ -130,7 +101,7 @@ PlanRunner::PlanRunner(PlanBytes bytes, const PlanRunnerOptions& options)
       bindings_at_.resize(launches_.size() + 1);
       for (const plan_fb::RunBinding* binding : *meta.run_bindings())
         bindings_at_[static_cast<size_t>(binding->after_kernel() + 1)].push_back(binding);
-      prepare_before_launch_ = launches_reading(meta, run_bound_variables(meta));
+      prepare_before_launch_ = launches_sized_by_run(meta);
     }
     if (options_.thread_count > 0 && options_.parallel_for == nullptr)
       own_threads_ = std::make_unique<ThreadPool>(options_.thread_count);
