@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "kiln/kiln.h"
+#include "plan/plan_dtype.h"
 #include "plan/plan_reader.h"
 #include "chrome_trace.h"
 #include "plan_commands.h"
@@ -28,6 +29,8 @@
 #include "support/atomic_file.h"
 #include "support/error.h"
 #include "support/kernel_profile.h"
+#include "npy_file.h"
+#include "tensor_file.h"
 
 namespace kiln::tools {
 namespace {
@@ -37,7 +40,7 @@ constexpr int kExitError = 1, kExitUsage = 2, kExitInternal = 3;
 
 void print_bench_help(std::ostream& out) {
   out << "usage: kiln bench PLAN|MODEL.onnx [--threads N] [--iterations N] [--warmup N] [--seed N]\n"
-         "                  [--profile] [--trace FILE] [--shape SPEC...]\n"
+         "                  [--profile] [--trace FILE] [--shape SPEC...] [--input NAME=FILE...]\n"
          "\n"
          "Times PLAN through libkiln's C API: load, a first run, --warmup untimed runs, then\n"
          "--iterations timed runs on seeded random inputs of each input's dtype and shape. Given an\n"
@@ -58,6 +61,8 @@ void print_bench_help(std::ostream& out) {
          "  --iterations N  timed runs (default 100)\n"
          "  --warmup N      untimed runs after the first one (default 10)\n"
          "  --seed N        seed of the random inputs (default 0)\n"
+         "  --input NAME=FILE  input NAME from a .npy or ONNX TensorProto file, not random values\n"
+         "                  (its shape must be the input's: --shape sets a symbolic plan's)\n"
          "  --profile       time each kernel launch and print the per-kernel table\n"
          "  --trace FILE    write the timed runs as a Chrome trace (Perfetto) to FILE\n"
          "  --shape SPEC... shapes for a model's symbolic dimensions: INPUT=D1,D2 or SYMBOL=N;\n"
@@ -73,6 +78,7 @@ struct Options {
   bool profile = false;
   std::string trace_path;  // empty: no trace
   std::vector<std::string> shapes;
+  std::vector<std::pair<std::string, std::string>> input_files;  // --input NAME=FILE
 };
 
 struct PlanDeleter {
@@ -198,6 +204,42 @@ std::vector<std::vector<int64_t>> symbolic_input_shapes(const std::string& plan_
   return result;
 }
 
+std::string shape_list(const std::vector<int64_t>& shape) {
+  std::string text = "(";
+  for (size_t d = 0; d < shape.size(); ++d) text += str_cat(d ? ", " : "", shape[d]);
+  return text + ")";
+}
+
+// --input NAME=FILE: the input's random values replaced by a .npy or TensorProto file's (a detector's
+// speed depends on what the image holds). The file must match the input's dtype and bound shape
+// (a symbolic plan's: --shape gives it).
+void fill_from_file(std::vector<Binding>& inputs, const std::string& name, const std::string& file) {
+  auto binding = std::find_if(inputs.begin(), inputs.end(), [&](const Binding& b) { return name == b.view.name; });
+  if (binding == inputs.end()) throw UserError(str_cat("--input names no input of the plan: '", name, "'"));
+  std::vector<int64_t> shape(binding->view.shape, binding->view.shape + binding->view.rank), given;
+  std::string bytes;
+  kiln_dtype dtype = KILN_DTYPE_FLOAT32;
+  if (has_suffix(file, ".npy")) {
+    NpyArray array = read_npy_file(file);
+    given = array.shape;
+    dtype = array.dtype;
+    bytes = std::move(array.bytes);
+  } else {
+    NamedTensor read = read_tensor_file(file);
+    given.assign(read.tensor.shape().begin(), read.tensor.shape().end());
+    std::optional<kiln_dtype> type = plan::plan_dtype_of(read.tensor.dtype());
+    if (!type) throw UserError(str_cat("--input ", name, "=", file, ": a plan has no ", scalar_type_name(read.tensor.dtype())));
+    dtype = *type;
+    bytes.resize(static_cast<size_t>(read.tensor.numel()) * scalar_type_size(read.tensor.dtype()));
+    read.tensor.copy_to(bytes.data(), bytes.size());
+  }
+  if (given != shape || dtype != binding->view.dtype || bytes.size() != binding->view.byte_size)
+    throw UserError(str_cat("--input ", name, "=", file, ": the file holds ", kiln_dtype_name(dtype), " ",
+                            shape_list(given), ", the input is bound as ", kiln_dtype_name(binding->view.dtype), " ",
+                            shape_list(shape), " (a symbolic plan's sizes come from --shape)"));
+  std::memcpy(binding->buffer.get(), bytes.data(), bytes.size());
+}
+
 // `input_shapes`: a symbolic plan's (symbolic_input_shapes); its output shapes then come from
 // kiln_plan_output_shape for `inputs`.
 std::vector<Binding> bind_tensors(const kiln_plan* plan, bool outputs, std::mt19937_64& random,
@@ -245,11 +287,15 @@ void profile_runs(const std::string& plan_path, const std::vector<kiln_tensor>& 
   PlanRunner runner(PlanBytes::map_file(plan_path));
   const auto& kernels = *runner.metadata().kernels();
   const long iterations = options.iterations;
-  runner.run(inputs.data(), inputs.size(), outputs.data(), outputs.size());  // untimed: a first run
+  size_t rank_sum = 0;
+  for (const kiln_tensor& view : outputs) rank_sum += view.rank;
+  std::vector<int64_t> run_shapes(rank_sum);  // outputs whose shapes the run decides need it
+  RunSettings settings;
+  settings.output_shapes = run_shapes.data();
+  runner.run(inputs.data(), inputs.size(), outputs.data(), outputs.size(), settings);  // untimed: a first run
   std::vector<double> seconds(kernels.size(), 0.0);
   std::unique_ptr<ChromeTraceRecorder> recorder;
   if (!options.trace_path.empty()) recorder = std::make_unique<ChromeTraceRecorder>();
-  RunSettings settings;
   settings.kernel_seconds = seconds.data();
   settings.tracer = recorder.get();
   auto start = std::chrono::steady_clock::now();
@@ -343,14 +389,23 @@ int bench(const Options& options) {
   if (input_shapes.empty() && temporary.empty() && !options.shapes.empty())
     std::cerr << "kiln bench: note: --shape applies to ONNX models and symbolic plans only; this plan's shapes are fixed\n";
   std::vector<Binding> inputs = bind_tensors(plan.get(), false, random, input_shapes);
+  for (const auto& [name, file] : options.input_files) fill_from_file(inputs, name, file);
   std::vector<kiln_tensor> input_views, output_views;
   for (const Binding& binding : inputs) input_views.push_back(binding.view);
   std::vector<Binding> outputs = bind_tensors(plan.get(), true, random, input_shapes, input_views);
   for (const Binding& binding : outputs) output_views.push_back(binding.view);
 
+  // Every output's shape comes back from the run, so a plan whose output shapes the run decides
+  // (a detector's count) runs too; the buffers are at the outputs' upper bounds.
+  size_t rank_sum = 0;
+  for (const kiln_tensor& view : output_views) rank_sum += view.rank;
+  std::vector<int64_t> run_shapes(rank_sum);
+  kiln_run_options run_options;
+  kiln_run_options_init(&run_options);
+  run_options.output_shapes = run_shapes.data();
   auto run_once = [&]() {
-    kiln_status run_status =
-        kiln_plan_run(plan.get(), input_views.data(), input_views.size(), output_views.data(), output_views.size());
+    kiln_status run_status = kiln_plan_run_with_options(plan.get(), input_views.data(), input_views.size(),
+                                                        output_views.data(), output_views.size(), &run_options);
     if (run_status != KILN_OK)
       throw UserError(str_cat(kiln_error_message(), " (", kiln_status_string(run_status), ")"));
   };
@@ -375,9 +430,15 @@ int bench(const Options& options) {
   };
 
   std::cout << "plan: " << (temporary.empty() ? plan_path : options.path + " (compiled)") << "\n";
-  for (const Binding& binding : inputs)
+  for (const Binding& binding : inputs) {
+    auto file = std::find_if(options.input_files.begin(), options.input_files.end(),
+                             [&](const auto& entry) { return entry.first == binding.view.name; });
     std::cout << "input " << binding.view.name << ": " << kiln_dtype_name(binding.view.dtype) << " "
-              << shape_text(binding.view) << " (random, seed " << options.seed << ")\n";
+              << shape_text(binding.view)
+              << (file != options.input_files.end() ? " (from " + file->second + ")"
+                                                    : str_cat(" (random, seed ", options.seed, ")"))
+              << "\n";
+  }
   const char* threads = std::getenv("KILN_THREADS");
   std::cout << "threads: " << (threads ? threads : "default (one per core)") << ", " << options.warmup
             << " warm-up runs, " << options.iterations << " timed runs\n";
@@ -442,6 +503,12 @@ int bench_command(const std::vector<std::string>& arguments) {
       in_shapes = false;
       if (i + 1 >= arguments.size() || arguments[i + 1].empty()) return usage_error("--trace needs a file name");
       options.trace_path = arguments[++i];
+    } else if (argument == "--input") {
+      in_shapes = false;
+      size_t equals = i + 1 < arguments.size() ? arguments[i + 1].find('=') : std::string::npos;
+      if (equals == std::string::npos || equals == 0) return usage_error("--input needs NAME=FILE");
+      options.input_files.emplace_back(arguments[i + 1].substr(0, equals), arguments[i + 1].substr(equals + 1));
+      ++i;
     } else if (argument == "--shape") {
       in_shapes = true;
     } else if (argument.rfind("--shape=", 0) == 0) {

@@ -147,7 +147,9 @@ OnnxGraph build_onnx_graph(const std::string& model_path, const OnnxCompileOptio
       input->second = value;
     }
     progress("building the graph");
+    RunTimeCheckRecorder checks;  // a run-time If with one branch built makes one
     graph.outputs = model.build(built_inputs);
+    graph.run_time_checks = checks.names();
   } catch (const UserError& error) {
     throw UserError(str_cat(model_path, ": ", error.what()));
   }
@@ -188,6 +190,7 @@ std::string compile_onnx_plan(const std::string& model_path, const OnnxCompileOp
     write_options.cuda_architecture = options.cuda_architecture;
     write_options.cpu_target = cpu_target ? &*cpu_target : nullptr;
     write_options.pinned_inputs = graph.pinned;
+    write_options.run_time_checks = graph.run_time_checks;
     plan = write_plan(graph.inputs, graph.outputs, write_options);
   });
   return plan;

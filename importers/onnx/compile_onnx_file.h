@@ -65,6 +65,8 @@ struct OnnxGraph {
   // Inputs compiled for one value (--value): name and the value's bytes. The graph was built with
   // the value as a constant; `inputs` still holds the placeholder, which the plan checks.
   std::vector<std::pair<std::string, std::string>> pinned;
+  // The run-time checks the build made (run_bound.h): a run-time If with one branch built.
+  std::vector<std::string> run_time_checks;
 };
 OnnxGraph build_onnx_graph(const std::string& model_path, const OnnxCompileOptions& options);
 

@@ -15,6 +15,7 @@
 #include "onnx/onnx_pb.h"
 #include "op_helpers.h"
 #include "op_registry.h"
+#include "run_time_if.h"
 #include "support/error.h"
 #include "support/limits.h"
 #include "tensor/tensor_internal.h"
@@ -129,42 +130,9 @@ void realize_iteration(Values& carried, std::vector<std::vector<Tensor>>& collec
 
 // ---- If ----
 
-// An If whose condition reads a plan's graph input is only decided when the plan runs. Both branches
-// are built and each output selects between them element-wise (Where on the condition), so the plan
-// holds both and computes both: correct for ONNX's side-effect-free branches, at the cost of the
-// branch not taken. Each pair of outputs must be tensors of one dtype and one shape (a shape that
-// depends on the branch would need symbolic shapes in plans).
-Values run_time_if(const OnnxNode& node, const Tensor& condition) {
-  if (condition.numel() != 1) node.fail(str_cat("the condition must hold exactly one value, it has ", condition.numel()));
-  Values then_outputs = node.run_graph(node.attr_graph("then_branch"), {});
-  Values else_outputs = node.run_graph(node.attr_graph("else_branch"), {});
-  for (const auto& [branch, outputs] : {std::pair{"then", &then_outputs}, std::pair{"else", &else_outputs}})
-    if (outputs->size() != node.output_count())
-      node.fail(str_cat("the ", branch, " branch has ", outputs->size(), " outputs but the node has ", node.output_count()));
-  const Tensor chosen = condition.cast(ScalarType::Bool).reshape({});
-  Values outputs;
-  for (size_t k = 0; k < then_outputs.size(); ++k) {
-    const OnnxValue& if_true = then_outputs[k];
-    const OnnxValue& if_false = else_outputs[k];
-    if (!if_true.is_tensor() || !if_false.is_tensor())
-      node.fail(str_cat("unsupported: output ", k, " is a ", if_true.is_tensor() ? if_false.kind_name() : if_true.kind_name(),
-                        " and the condition is only known when the plan runs (run-time If selects tensors only)"));
-    const Tensor& a = if_true.tensor();
-    const Tensor& b = if_false.tensor();
-    if (a.dtype() != b.dtype())
-      node.fail(str_cat("the branches give output ", k, " different dtypes (", scalar_type_name(a.dtype()), " and ",
-                        scalar_type_name(b.dtype()), ")"));
-    if (a.shape() != b.shape())
-      node.fail(str_cat("unsupported: the condition is only known when the plan runs, and the branches give output ", k,
-                        " different shapes (then ", shape_string(a.shape()), ", else ", shape_string(b.shape()),
-                        "); a plan needs one shape"));
-    outputs.emplace_back(chosen.where(a, b));
-  }
-  return outputs;
-}
-
 Values if_op(const OnnxNode& node) {
-  if (reads_graph_input(node.input(0))) return run_time_if(node, node.input(0));
+  // A condition that reads a plan's input or sizes the run decides selects at run time.
+  if (decided_when_plan_runs(node.input(0))) return run_time_if(node, node.input(0));
   const bool condition = build_time_bool(node, node.input(0), "the condition");
   const onnx::GraphProto& branch = node.attr_graph(condition ? "then_branch" : "else_branch");
   Values outputs = node.run_graph(branch, {});

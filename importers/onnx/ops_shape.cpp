@@ -133,7 +133,10 @@ Outputs concat(const OnnxNode& node) {
 Outputs split(const OnnxNode& node) {
   const Tensor& x = node.input(0);
   int64_t axis = normalize_axis(node, node.attr_int("axis", 0), x.ndim());
-  int64_t length = x.dim(axis);
+  Dim split_length = dims_of(x)[static_cast<size_t>(axis)];
+  if (!split_length.is_known())
+    node.fail(str_cat("unsupported: split of axis ", axis, " of symbolic size ", split_length));
+  int64_t length = split_length.value();
   // Opset 13 moved `split` from an attribute to an optional input; opset 18 added num_outputs.
   std::vector<int64_t> sizes = ints_attr_or_input(node, "split", 1, 13).value_or(std::vector<int64_t>{});
   if (sizes.empty()) {

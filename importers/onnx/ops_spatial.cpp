@@ -15,8 +15,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "non_max_suppression_plan.h"
 #include "op_helpers.h"
 #include "op_registry.h"
+#include "tensor/tensor_internal.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -587,8 +589,9 @@ Outputs max_unpool(const OnnxNode& node) {
 
 // ---- NonMaxSuppression ----
 
-// The selection's size depends on the data, so it is computed on the host at build time from the
-// realized inputs, and the output is a constant (num_selected, 3) i64 tensor.
+// The selection's size depends on the data, so in process it is computed on the host at build time
+// from the realized inputs, and the output is a constant (num_selected, 3) i64 tensor; in a plan it
+// is computed by kernels (non_max_suppression_plan.h).
 struct Box {
   double y1, x1, y2, x2;
   double area() const { return (y2 - y1) * (x2 - x1); }
@@ -618,8 +621,9 @@ double optional_scalar(const OnnxNode& node, size_t index, double fallback) {
 Outputs non_max_suppression(const OnnxNode& node) {
   const Tensor& boxes_in = node.input(0);
   const Tensor& scores_in = node.input(1);
-  if (boxes_in.ndim() != 3 || boxes_in.dim(2) != 4) node.fail("boxes must have shape (batches, boxes, 4)");
-  if (scores_in.ndim() != 3 || scores_in.dim(0) != boxes_in.dim(0) || scores_in.dim(2) != boxes_in.dim(1))
+  Dims box_dims = dims_of(boxes_in), score_dims = dims_of(scores_in);
+  if (box_dims.size() != 3 || !(box_dims[2] == Dim(4))) node.fail("boxes must have shape (batches, boxes, 4)");
+  if (score_dims.size() != 3 || !(score_dims[0] == box_dims[0]) || !(score_dims[2] == box_dims[1]))
     node.fail("scores must have shape (batches, classes, boxes) matching boxes");
   int64_t center = node.attr_int("center_point_box", 0);
   if (center != 0 && center != 1) node.fail("unsupported: center_point_box " + std::to_string(center));
@@ -628,6 +632,10 @@ Outputs non_max_suppression(const OnnxNode& node) {
   double iou_threshold = optional_scalar(node, 3, 0.0);
   bool has_score_threshold = node.has_input(4) && node.input(4).numel() > 0;
   double score_threshold = optional_scalar(node, 4, 0.0);
+  // In a plan the boxes or scores are known only when it runs: the selection is kernels.
+  if (non_max_suppression_at_run_time(node))
+    return {non_max_suppression_in_plan(node, std::max<int64_t>(limit, 0), iou_threshold,
+                                        has_score_threshold ? std::optional<double>(score_threshold) : std::nullopt)};
   int64_t batches = boxes_in.dim(0), count = boxes_in.dim(1), classes = scores_in.dim(1);
   std::vector<double> box_values = boxes_in.to_vector<double>(), score_values = scores_in.to_vector<double>();
   std::vector<int64_t> selected;

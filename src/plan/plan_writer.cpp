@@ -51,9 +51,10 @@ PlanValueContents value_contents(const std::string& name, const Tensor& tensor, 
 }
 
 // The plan's variables: every size variable the kernels read or an input's or output's shape names,
-// by name.
+// and the run-time checks (read by no kernel), by name.
 std::vector<PlanVariableContents> plan_variables(const Schedule& schedule, const std::vector<PlanValueContents>& inputs,
-                                                 const std::vector<PlanValueContents>& outputs) {
+                                                 const std::vector<PlanValueContents>& outputs,
+                                                 const std::vector<VariableSpec>& checks) {
   std::map<std::string, VariableSpec> found;
   auto add = [&](const VariableSpec& spec) {
     auto [at, added] = found.emplace(spec.name, spec);
@@ -63,6 +64,7 @@ std::vector<PlanVariableContents> plan_variables(const Schedule& schedule, const
   };
   for (const ScheduledKernel& kernel : schedule.kernels)
     for (const VariableSpec& spec : kernel.variables) add(spec);
+  for (const VariableSpec& spec : checks) add(spec);
   for (const auto* values : {&inputs, &outputs})
     for (const PlanValueContents& value : *values)
       for (const Dim& dim : value.shape)
@@ -82,8 +84,9 @@ struct RunBoundRoot {
 };
 
 // The run-bound variables (run_bound.h) that the kernels of `schedule` or the shapes of `outputs`
-// use and `known` does not hold yet, by name.
+// use, and the run-time `checks`, that `known` does not hold yet, by name.
 std::vector<RunBoundRoot> new_run_bound_roots(const Schedule& schedule, const std::vector<std::pair<std::string, Tensor>>& outputs,
+                                              const std::vector<std::string>& checks,
                                               const std::vector<RunBoundRoot>& known) {
   std::set<std::string> names;
   for (const ScheduledKernel& kernel : schedule.kernels)
@@ -93,6 +96,7 @@ std::vector<RunBoundRoot> new_run_bound_roots(const Schedule& schedule, const st
       if (!dim.is_known())
         for (const UOp* node : toposort(dim.expression()))
           if (node->op() == Ops::DEFINE_VAR) names.insert(node->arg_variable().name);
+  names.insert(checks.begin(), checks.end());  // read by no kernel: the builder names them
   std::vector<RunBoundRoot> found;
   for (const std::string& name : names) {
     if (std::any_of(known.begin(), known.end(), [&](const RunBoundRoot& root) { return root.name == name; })) continue;
@@ -111,6 +115,7 @@ int64_t place_run_bound_values(const Schedule& schedule, const std::vector<RunBo
                                const std::vector<std::pair<std::string, Tensor>>& inputs,
                                std::vector<PlanSlotContents>& buffer_slots, PlanContents& contents) {
   int64_t arena_end = schedule.arena_bytes;
+  std::map<size_t, PlanSlotContents> placed;  // value buffers given their bytes past the arena
   size_t root = output_count;  // the scheduled values follow the outputs, in run_bound's order
   for (size_t r = 0; r < run_bound.size(); ++r) {
     const std::string& name = run_bound[r].name;
@@ -146,10 +151,16 @@ int64_t place_run_bound_values(const Schedule& schedule, const std::vector<RunBo
     } else {
       if (output_of_buffer[b] >= 0) {
         binding.source = PlanSlotContents{plan_fb::SlotKind_GraphOutput, output_of_buffer[b], 0, element};
+      } else if (auto at = placed.find(b); at != placed.end()) {
+        // Two variables of one value (two NonZeros of one mask: hash-consing made them one
+        // buffer) read the same bytes; placing it twice would leave the first reading bytes that
+        // no kernel writes.
+        binding.source = at->second;
       } else {
         arena_end = static_cast<int64_t>(align_up(static_cast<uint64_t>(arena_end), 64));
         buffer_slots[b] = PlanSlotContents{plan_fb::SlotKind_Arena, 0, arena_end, element};
         binding.source = buffer_slots[b];
+        placed.emplace(b, buffer_slots[b]);
         arena_end += 64;
       }
       for (size_t k = 0; k < schedule.kernels.size() && binding.after_kernel < 0; ++k)
@@ -234,7 +245,8 @@ std::vector<RenderedKernel> render_device_kernels(const Schedule& schedule, cons
 
 }  // namespace
 
-PlanSchedule schedule_plan(const std::vector<std::pair<std::string, Tensor>>& outputs, const PlanWriteOptions& options) {
+PlanSchedule schedule_plan(const std::vector<std::pair<std::string, Tensor>>& outputs, const PlanWriteOptions& options,
+                           size_t run_bound_values) {
   auto progress = [&](const std::string& line) {
     if (options.progress) options.progress(line);
   };
@@ -254,7 +266,9 @@ PlanSchedule schedule_plan(const std::vector<std::pair<std::string, Tensor>>& ou
   for (const Tensor& tensor : planned.values) nodes.push_back(tensor.data().node);
   progress("scheduling");
   // CPU plans hold intermediate f16/bf16 values as f32 (TargetCaps::narrow_floats_stored_wide).
-  ScheduleOptions schedule_options{options.device.empty() && cpu_target_caps(options.cpu_target).narrow_floats_stored_wide};
+  ScheduleOptions schedule_options{options.device.empty() && cpu_target_caps(options.cpu_target).narrow_floats_stored_wide, {}};
+  for (size_t i = outputs.size() - run_bound_values; i < outputs.size(); ++i)
+    schedule_options.run_bound_outputs.emplace_back(outputs[i].first, i);
   planned.schedule = create_schedule(nodes, schedule_options);
   return planned;
 }
@@ -279,7 +293,7 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
   std::vector<std::pair<std::string, Tensor>> roots_to_schedule = outputs;
   PlanSchedule planned = schedule_plan(roots_to_schedule, options);
   for (;;) {
-    std::vector<RunBoundRoot> found = new_run_bound_roots(planned.schedule, roots_to_schedule, run_bound);
+    std::vector<RunBoundRoot> found = new_run_bound_roots(planned.schedule, roots_to_schedule, options.run_time_checks, run_bound);
     if (found.empty()) break;
     bool new_roots = false;
     for (RunBoundRoot& root : found) {
@@ -291,7 +305,7 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
       run_bound.push_back(std::move(root));
     }
     if (!new_roots) break;
-    planned = schedule_plan(roots_to_schedule, options);
+    planned = schedule_plan(roots_to_schedule, options, roots_to_schedule.size() - outputs.size());
   }
   if (!run_bound.empty() && device)
     throw UserError(str_cat("unsupported: sizes decided by the run (", run_bound.front().name, ", ",
@@ -433,7 +447,10 @@ std::string write_plan(const std::vector<std::pair<std::string, Tensor>>& inputs
     contents.kernels.push_back(std::move(entry));
   }
   contents.arena_bytes = arena_bytes;  // laid out at the variables' maxima, then the run-bound values
-  contents.variables = plan_variables(schedule, contents.inputs, contents.outputs);
+  std::vector<VariableSpec> checks;
+  for (const RunBoundRoot& root : run_bound)
+    if (root.value.check) checks.push_back(*root.value.check);
+  contents.variables = plan_variables(schedule, contents.inputs, contents.outputs, checks);
   for (const auto& [name, bytes] : options.pinned_inputs) {
     auto input = std::find_if(inputs.begin(), inputs.end(), [&](const auto& entry) { return entry.first == name; });
     if (input == inputs.end()) throw UserError(str_cat("a pinned value of '", name, "', which is no input of the plan"));

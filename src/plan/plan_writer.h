@@ -36,17 +36,22 @@ struct PlanWriteOptions {
   // Inputs the graph was built for one value of (`kiln compile --value`): input name and the bytes
   // every run must give (PlanContents::pinned_inputs; format version 6, CPU plans only).
   std::vector<std::pair<std::string, std::string>> pinned_inputs;
+  // Run-time checks the graph's builder made (run_bound.h, check_at_run_time): each is bound and
+  // checked by the plan, though no kernel reads it.
+  std::vector<std::string> run_time_checks;
 };
 
 // The schedule that write_plan compiles for `outputs`, before the Opt stage (constants folded when
 // `options` says so; progress as write_plan prints it), and the values it was made from, which own
-// the weights' data. `kiln tune` searches the Opts of exactly these kernels.
+// the weights' data. `kiln tune` searches the Opts of exactly these kernels. The last
+// `run_bound_values` outputs are the values of run-bound variables, named after them: the kernels
+// those variables size are ordered after them (order_run_bound_kernels).
 struct PlanSchedule {
   std::vector<Tensor> values;
   Schedule schedule;
 };
 PlanSchedule schedule_plan(const std::vector<std::pair<std::string, Tensor>>& outputs,
-                           const PlanWriteOptions& options = {});
+                           const PlanWriteOptions& options = {}, size_t run_bound_values = 0);
 
 // Schedules `outputs` (no realize), compiles and links their kernels for the host CPU, and lays
 // out the plan: every schedule buffer is a graph input (one of `inputs`, made with graph_input),

@@ -42,12 +42,11 @@ std::string check_size_program(std::span<const int64_t> program, size_t variable
   for (size_t i = 0; i < length; ++i) {
     int64_t opcode = program[2 * i], operand = program[2 * i + 1];
     std::string at = "size program instruction " + std::to_string(i) + ": ";
-    if (opcode == static_cast<int64_t>(SizeOp::kPush)) {
-      ++depth;
-    } else if (opcode == static_cast<int64_t>(SizeOp::kVariable)) {
-      if (operand < 0 || static_cast<uint64_t>(operand) >= variable_count)
+    if (opcode == static_cast<int64_t>(SizeOp::kPush) || opcode == static_cast<int64_t>(SizeOp::kVariable)) {
+      if (opcode == static_cast<int64_t>(SizeOp::kVariable) && (operand < 0 || static_cast<uint64_t>(operand) >= variable_count))
         return at + "variable " + std::to_string(operand) + " of " + std::to_string(variable_count);
-      ++depth;
+      if (++depth > kMaxSizeProgramDepth)
+        return at + "more than " + std::to_string(kMaxSizeProgramDepth) + " values on the stack";
     } else if (is_binary(opcode)) {
       if (operand != 0) return at + "a binary op with a non-zero operand";
       if (depth < 2) return at + "a binary op with fewer than two values on the stack";
@@ -61,8 +60,8 @@ std::string check_size_program(std::span<const int64_t> program, size_t variable
 }
 
 std::optional<int64_t> evaluate_size_program(std::span<const int64_t> program, std::span<const int64_t> variables) {
-  // Checked programs push at most one value per instruction.
-  std::array<int64_t, kMaxSizeProgramLength> stack{};
+  // Checked programs hold at most kMaxSizeProgramDepth values; an unchecked one is stopped there.
+  std::array<int64_t, kMaxSizeProgramDepth> stack{};
   size_t depth = 0;
   for (size_t i = 0; i + 1 < program.size(); i += 2) {
     auto op = static_cast<SizeOp>(program[i]);

@@ -30,12 +30,16 @@ enum class SizeOp : int64_t {
   kMax = 9,
 };
 
-// A program longer than this (in instructions) is refused: sizes are short expressions.
-constexpr size_t kMaxSizeProgramLength = 256;
+// A program longer than this (in instructions) is refused: sizes are short expressions, the longest
+// a sum over many run-decided counts (a detector's concatenation of 90 classes' top-k: ~730).
+constexpr size_t kMaxSizeProgramLength = 4096;
+// A program that holds more values than this on its stack at once is refused: the evaluator's stack
+// is that deep (on the caller's stack, 2 KiB), and sizes are evaluated left to right.
+constexpr size_t kMaxSizeProgramDepth = 256;
 
 // Why `program` (2 * n int64s) is not a valid size program over `variable_count` variables: an odd
 // length, an unknown opcode, a variable out of range, a binary op with fewer than two values on the
-// stack, or not exactly one value left at the end. Empty when it is valid.
+// stack, more than kMaxSizeProgramDepth values on it, or not exactly one value left at the end. Empty when it is valid.
 std::string check_size_program(std::span<const int64_t> program, size_t variable_count);
 
 // The value of a checked program for these variable values; nothing when a step overflows int64 or

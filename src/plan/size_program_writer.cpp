@@ -12,9 +12,9 @@ class SizeProgramWriter {
   explicit SizeProgramWriter(const std::map<std::string, int64_t>& variable_numbers) : numbers_(variable_numbers) {}
 
   // `depth` bounds the recursion as the length bounds the output: a node under more than
-  // kMaxSizeProgramLength others cannot fit in a program anyway.
+  // kMaxSizeProgramDepth others would not fit the evaluator's stack in general.
   void emit(const UOp& node, size_t depth = 0) {
-    if (program_.size() / 2 >= kMaxSizeProgramLength || depth >= kMaxSizeProgramLength)
+    if (program_.size() / 2 >= kMaxSizeProgramLength || depth >= kMaxSizeProgramDepth)
       throw UserError(str_cat("unsupported: a size expression longer than ", kMaxSizeProgramLength, " instructions"));
     if (!node.dtype().is_int() && node.dtype() != dtypes::index)
       throw UserError(str_cat("unsupported: a ", node.dtype().name(), " value in a size expression"));

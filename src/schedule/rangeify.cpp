@@ -25,6 +25,7 @@
 #include "passes/symbolic.h"
 #include "schedule/copy_elision.h"
 #include "schedule/order_output_axes.h"
+#include "schedule/order_run_bound_kernels.h"
 #include "schedule/reduce_collapse.h"
 #include "schedule/reduce_factors.h"
 #include "schedule/schedule.h"
@@ -622,6 +623,7 @@ namespace kiln {
 Schedule create_schedule(const std::vector<UOpPtr>& outputs, const ScheduleOptions& options) {
   rangeify::Rangeifier rangeifier(outputs, options);
   Schedule schedule = rangeifier.take();
+  order_run_bound_kernels(schedule, options.run_bound_outputs);
   elide_copies(schedule);
   plan_memory(schedule);
   return schedule;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/uop.h"
@@ -81,6 +82,9 @@ struct ScheduleOptions {
   // loads it as it is, without a conversion (TargetCaps::narrow_floats_stored_wide). Inputs and
   // outputs keep their types.
   bool narrow_floats_stored_wide = false;
+  // Run-bound size variables (docs/symbolic-shapes.md, stage 6) and the requested output holding
+  // each one's value: the kernels they size run after that value's kernel (order_run_bound_kernels).
+  std::vector<std::pair<std::string, size_t>> run_bound_outputs;
 };
 
 // Rangeify + kernel split: turns tensor-level outputs into kernels. Every output becomes a dense

@@ -168,7 +168,7 @@ void realize_pending(const std::vector<Tensor*>& pending, const std::vector<UOpP
   const auto& inputs = buffers.data;
 
   auto start = Clock::now();
-  Schedule schedule = create_schedule(outputs, ScheduleOptions{caps.narrow_floats_stored_wide});
+  Schedule schedule = create_schedule(outputs, ScheduleOptions{caps.narrow_floats_stored_wide, {}});
   optimize_schedule(schedule, caps);
   double schedule_ms = milliseconds_since(start);
   reject_graph_inputs(schedule, buffers);  // before anything is compiled

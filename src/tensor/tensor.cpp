@@ -10,6 +10,7 @@
 
 #include "ir/build.h"
 #include "support/error.h"
+#include "tensor/run_bound.h"
 #include "tensor/tensor_internal.h"
 
 namespace kiln {
@@ -71,6 +72,9 @@ Dim dim_of(const Tensor& t, int64_t axis) {
 
 Tensor dim_tensor(const Dim& dim, ScalarType type) {
   if (dim.is_known()) return Tensor::scalar(static_cast<double>(dim.value()), type);
+  // A size the run decides is computed from its value's tensor, which orders it after that value's
+  // kernel (a variable read alone would not: run_bound.h).
+  if (std::optional<Tensor> computed = size_from_run_values(dim)) return computed->cast(type);
   // The size's index expression, used as a scalar value: rangeify computes it from the kernel's
   // variables (a DEFINE_VAR is a value there, as a CONST is).
   Tensor size = make_tensor(dim.expression(), {}, dtypes::index, {});

@@ -260,6 +260,9 @@ Tensor Tensor::pad(std::vector<int64_t> pads, PadMode mode, double value) const 
 // keep column 0, so element i reads source index start + i·step. That is a pure affine index that
 // fuses into any consumer at no cost; a gather would instead be a one-hot reduction over the axis.
 // Negative steps flip the axis first (index n-1-i), which is again only index arithmetic.
+// The smaller of two sizes (Dim's min, which Tensor's own min hides inside its members).
+static Dim smaller_dim(const Dim& a, const Dim& b) { return min(a, b); }
+
 Tensor Tensor::slice(int64_t axis, int64_t start, int64_t stop, int64_t step) const {
   int64_t a = normalize_axis(axis, ndim(), "slice");
   if (step == 0) throw UserError("slice: step must not be zero");
@@ -274,6 +277,14 @@ Tensor Tensor::slice(int64_t axis, int64_t start, int64_t stop, int64_t step) co
       DimRanges ranges;
       for (const Dim& length : dims_of(*this)) ranges.emplace_back(0, length);
       ranges[static_cast<size_t>(a)] = {start, size + stop};
+      return shrink_within(*this, ranges);
+    }
+    // A stop past the axis' smallest size clamps to it, as Python's slice does: the first `stop`
+    // elements, or all when fewer (a detector's first 300 detections of a count the run decides).
+    if (step == 1 && start >= 0 && start <= size.min() && stop >= start && stop > size.min()) {
+      DimRanges ranges;
+      for (const Dim& length : dims_of(*this)) ranges.emplace_back(0, length);
+      ranges[static_cast<size_t>(a)] = {Dim(start), smaller_dim(Dim(stop), size)};
       return shrink_within(*this, ranges);
     }
     if (step != 1 || start < 0 || stop < 0)
@@ -378,13 +389,19 @@ Tensor Tensor::stack(const std::vector<Tensor>& tensors, int64_t axis) {
 
 std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes, int64_t axis) const {
   int64_t a = normalize_axis(axis, ndim(), "split");
-  int64_t n = shape()[static_cast<size_t>(a)], total = 0;
+  // The split axis must be known; the others may be symbolic (a count of detections split into
+  // their four coordinates).
+  Dim length = dim_of(*this, a);
+  if (!length.is_known())
+    throw UserError(str_cat("unsupported: split of axis ", a, " of symbolic size ", length, " (shape ",
+                            dims_string(dims_of(*this)), ")"));
+  int64_t n = length.value(), total = 0;
   for (int64_t size : sizes) {
     if (size < 0) throw UserError(str_cat("split: negative size ", size));
     total += size;
   }
   if (total != n)
-    throw UserError(str_cat("split: sizes add up to ", total, " but axis ", axis, " of shape ", shape_string(shape()),
+    throw UserError(str_cat("split: sizes add up to ", total, " but axis ", axis, " of shape ", dims_string(dims_of(*this)),
                             " has ", n, " elements"));
   std::vector<Tensor> parts;
   int64_t offset = 0;

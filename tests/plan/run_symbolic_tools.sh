@@ -51,6 +51,15 @@ done
 cat "$work/bench.txt"
 expect "$work/bench.txt" "input a: float32 (3) (random, seed 0)"
 expect "$work/bench.txt" "input x: float32 (2, 16) (random, seed 0)"
+# --input: an input's values from a file (the shape must be the one --shape binds).
+"$kiln" bench "$work/symbolic.kiln" --iterations 2 --warmup 0 --shape n=5 rows=2 --input a="$work/a.npy" \
+  >"$work/bench_input.txt"
+expect "$work/bench_input.txt" "input a: float32 (5) (from $work/a.npy)"
+if "$kiln" bench "$work/symbolic.kiln" --shape n=3 --input a="$work/a.npy" >"$work/bench_input_bad.txt" 2>&1; then
+  echo "FAIL: kiln bench took a file of 5 elements for an input bound at 3"
+  failures=$((failures + 1))
+fi
+expect "$work/bench_input_bad.txt" "kiln bench: --input a=$work/a.npy: the file holds float32 (5), the input is bound as float32 (3) (a symbolic plan's sizes come from --shape)"
 if "$kiln" bench "$work/symbolic.kiln" --shape n=65 >"$work/bench_bad.txt" 2>&1; then
   echo "FAIL: kiln bench accepted n=65"
   failures=$((failures + 1))

@@ -57,7 +57,10 @@ TEST_CASE("check_size_program refuses what an untrusted plan might hold") {
   CHECK(check({push, 1, push, 2}, 1) == "a size program that leaves 2 values, not one");
   std::vector<int64_t> long_program;
   for (size_t i = 0; i <= kMaxSizeProgramLength; ++i) long_program.insert(long_program.end(), {push, 1});
-  CHECK(check(long_program, 0).find("instructions (at most 256)") != std::string::npos);
+  CHECK(check(long_program, 0).find("instructions (at most 4096)") != std::string::npos);
+  std::vector<int64_t> deep_program;  // pushes one value more than the evaluator's stack holds
+  for (size_t i = 0; i <= kMaxSizeProgramDepth; ++i) deep_program.insert(deep_program.end(), {push, 1});
+  CHECK(check(deep_program, 0) == "size program instruction 256: more than 256 values on the stack");
 }
 
 TEST_CASE("evaluate_size_program: C's division, and nothing on overflow or a zero divisor") {

@@ -477,7 +477,7 @@ TEST_CASE("intermediate f16 buffers: narrow by default, f32 where the target sto
   CHECK(intermediates(narrow)[0]->dtype == dtypes::f16);
   CHECK(narrow.buffers[static_cast<size_t>(narrow.outputs[0])].dtype == dtypes::f16);
 
-  Schedule wide = create_schedule(outputs, ScheduleOptions{true});
+  Schedule wide = create_schedule(outputs, ScheduleOptions{true, {}});
   REQUIRE(intermediates(wide).size() == 1);
   CHECK(intermediates(wide)[0]->dtype == dtypes::f32);
   CHECK(wide.buffers[static_cast<size_t>(wide.outputs[0])].dtype == dtypes::f16);  // outputs keep their type
@@ -517,7 +517,7 @@ TEST_CASE("a residual chain of convs keeps every residual add in its conv's kern
   for (int block = 0; block < kBlocks; ++block)
     h = (h.conv(make({64, 64, 1, 1}), make({64})) + h).relu();
   std::vector<UOpPtr> outputs{h.data().node};
-  Schedule schedule = create_schedule(outputs, ScheduleOptions{variant == 2});
+  Schedule schedule = create_schedule(outputs, ScheduleOptions{variant == 2, {}});
   int convs = 0;
   for (const ScheduledKernel& kernel : schedule.kernels) {
     CAPTURE(kernel.name());

@@ -101,6 +101,7 @@ PlanRunner::PlanRunner(PlanBytes bytes, const PlanRunnerOptions& options)
       bindings_at_.resize(launches_.size() + 1);
       for (const plan_fb::RunBinding* binding : *meta.run_bindings())
         bindings_at_[static_cast<size_t>(binding->after_kernel() + 1)].push_back(binding);
+      prepare_before_launch_ = launches_sized_by_run(meta);
     }
     if (options_.thread_count > 0 && options_.parallel_for == nullptr)
       own_threads_ = std::make_unique<ThreadPool>(options_.thread_count);
@@ -394,7 +395,14 @@ void PlanRunner::bind_symbolic_outputs(RunContext& context, const char* function
 void PlanRunner::prepare_symbolic_launches(RunContext& context, size_t first) const {
   if (first == 0 && !context.prepared_for.empty() && context.prepared_for == context.variable_values) return;
   context.prepared_for.clear();  // a throw below leaves nothing marked prepared
-  for (size_t k = first; k < launches_.size(); ++k) {
+  for (size_t k = first; k < launches_.size(); ++k)
+    if (prepare_before_launch_.empty() || !prepare_before_launch_[k]) prepare_launch(context, k);
+  // Launches prepared at a run binding hold the run's values, which the next run need not share.
+  if (first == 0 && bindings_at_.empty()) context.prepared_for = context.variable_values;
+}
+
+void PlanRunner::prepare_launch(RunContext& context, size_t k) const {
+  {
     const Launch& launch = launches_[k];
     const plan_fb::Kernel& kernel = *launch.kernel;
     auto name = [&] { return "kernel " + kernel.symbol()->str(); };
@@ -428,8 +436,6 @@ void PlanRunner::prepare_symbolic_launches(RunContext& context, size_t first) co
         context.kernel_variables[launch.variables_at + v] =
             context.variable_values[static_cast<size_t>(kernel.variables()->Get(v))];
   }
-  // Launches prepared at a run binding hold the run's values, which the next run need not share.
-  if (first == 0 && bindings_at_.empty()) context.prepared_for = context.variable_values;
 }
 
 void PlanRunner::apply_run_bindings(RunContext& context, size_t point) const {
@@ -464,7 +470,7 @@ void PlanRunner::apply_run_bindings(RunContext& context, size_t point) const {
                              std::to_string(spec.min) + ".." + std::to_string(spec.max));
     context.variable_values[variable] = value;
   }
-  prepare_symbolic_launches(context, point);
+  // The launches these values size are prepared when they run (prepare_before_launch_).
 }
 
 namespace {
@@ -733,10 +739,12 @@ void PlanRunner::run(const kiln_tensor* inputs, size_t input_count, const kiln_t
   for (size_t k = 0; k < launches_.size(); ++k) {
     if (cancelled(cancel)) throw_cancelled(k, launches_.size());
     if (settings.kernel_seconds == nullptr && tracer == nullptr) {
+      if (run_bound && prepare_before_launch_[k]) prepare_launch(*context, k);
       run_launch(launches_[k], k);
       if (run_bound) apply_run_bindings(*context, k + 1);
       continue;
     }
+    if (run_bound && prepare_before_launch_[k]) prepare_launch(*context, k);
     auto start = std::chrono::steady_clock::now();
     run_launch(launches_[k], k);
     auto end = std::chrono::steady_clock::now();

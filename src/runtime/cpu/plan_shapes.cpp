@@ -144,4 +144,27 @@ void PlanShapes::output_shape(size_t index, std::span<const int64_t> values, int
   }
 }
 
+std::vector<bool> launches_sized_by_run(const plan_fb::Plan& meta) {
+  const std::vector<bool> variables = run_bound_variables(meta);
+  auto reads = [&](const plan_fb::SizeProgram* program) {
+    std::span<const int64_t> code = program_of(program);
+    for (size_t i = 0; i + 1 < code.size(); i += 2)
+      if (code[i] == static_cast<int64_t>(plan::SizeOp::kVariable) && code[i + 1] >= 0 &&
+          static_cast<size_t>(code[i + 1]) < variables.size() && variables[static_cast<size_t>(code[i + 1])])
+        return true;
+    return false;
+  };
+  std::vector<bool> flags;
+  for (const plan_fb::Kernel* kernel : *meta.kernels()) {
+    bool uses = kernel->parallel_extent_program() != nullptr && reads(kernel->parallel_extent_program());
+    if (kernel->slot_sizes() != nullptr)
+      for (const plan_fb::SizeProgram* size : *kernel->slot_sizes()) uses = uses || reads(size);
+    if (kernel->variables() != nullptr)
+      for (int32_t v : *kernel->variables())
+        uses = uses || (v >= 0 && static_cast<size_t>(v) < variables.size() && variables[static_cast<size_t>(v)]);
+    flags.push_back(uses);
+  }
+  return flags;
+}
+
 }  // namespace kiln

@@ -93,4 +93,8 @@ class PlanShapes {
   std::vector<bool> run_bound_, output_run_shaped_;
 };
 
+// Per kernel of a plan with run bindings: whether a variable the run decides sizes it (its extent or
+// a slot's size) or is read by it, so that it is prepared only once that variable is bound.
+std::vector<bool> launches_sized_by_run(const plan_fb::Plan& meta);
+
 }  // namespace kiln
