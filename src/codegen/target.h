@@ -57,9 +57,6 @@ struct TargetCaps {
   // CPU: Intel AMX with bf16 tiles (tdpbf16ps), which the OS lets this process use: bf16 matmuls
   // run as 32 × 32 blocks of tile products (opt/amx_tiles.h).
   bool amx_bf16 = false;
-  // CPU: AVX512-BF16's vcvtneps2bf16, one instruction for a vector's rounding to bf16 (it flushes
-  // denormals to zero, so only roundings marked kFlushingBf16Round use it: ir/ops.h).
-  bool bf16_convert = false;
   int64_t l1_bytes = 32 << 10;   // per core
   int64_t l2_bytes = 1 << 20;    // per core
 

@@ -39,12 +39,6 @@ bool op_is_alu(Ops op);
 // it; a plain CONTIGUOUS never changes what its source's other readers see.
 inline constexpr std::string_view kRoundedStandIn = "rounded stand-in";
 
-// The arg of a CAST from f32 to bf16 that may flush denormals to zero, input and result (AVX512-BF16's
-// vcvtneps2bf16 does, in one instruction where exact rounding takes eight): the rounding of an
-// operand of bf16 tile products, which flush them anyway (tensor/bf16_operands.h). Evaluated, and
-// rendered where the target lacks the instruction, as the exact rounding.
-inline constexpr std::string_view kFlushingBf16Round = "may flush denormals";
-
 // A set of ops, used by patterns and rule indexes.
 class OpSet {
  public:

@@ -1,21 +1,11 @@
 // bf16 operands for AMX tiles; see bf16_operands.h.
 #include "tensor/bf16_operands.h"
 
-#include "codegen/target.h"
-#include "driver/run_on_device.h"
 #include "tensor/tensor_internal.h"
 
 namespace kiln::bf16_operands {
 
-Tensor bf16_bits(const Tensor& t) {
-  // (rounded by one instruction where the target has it: products flush denormals anyway)
-  if (t.dtype() == ScalarType::Float32 && graph_target_caps().bf16_convert) {
-    Tensor rounded = make_tensor_dims(UOp::make(Ops::CAST, dtypes::bf16, {t.data().node}, std::string(kFlushingBf16Round)),
-                                      dims_of(t), dtypes::bf16, {&t});
-    return rounded.bitcast(ScalarType::UInt16);
-  }
-  return t.cast(ScalarType::BFloat16).bitcast(ScalarType::UInt16);
-}
+Tensor bf16_bits(const Tensor& t) { return t.cast(ScalarType::BFloat16).bitcast(ScalarType::UInt16); }
 
 Tensor widened(const Tensor& bits) { return bits.bitcast(ScalarType::BFloat16).cast(ScalarType::Float32); }
 

@@ -14,8 +14,7 @@ inline constexpr int64_t kDepthStep = 32;     // reduction steps of one tile pro
 
 inline int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
-// t rounded to bf16 (to nearest, ties to even), as u16 bits; where the target has AVX512-BF16,
-// denormals may flush to zero (kFlushingBf16Round, ir/ops.h), as the tile products do anyway.
+// t rounded to bf16 (to nearest, ties to even), as u16 bits.
 Tensor bf16_bits(const Tensor& t);
 
 // bits (u16 holding bf16 values) widened to f32, exactly.

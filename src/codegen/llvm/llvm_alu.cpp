@@ -423,11 +423,4 @@ llvm::Value* llvm_bitcast(llvm::IRBuilderBase& builder, llvm::Value* value, DTyp
   return builder.CreateBitCast(bits, llvm_register_type(builder.getContext(), to));
 }
 
-llvm::Value* llvm_flushing_bf16_round(llvm::IRBuilderBase& builder, llvm::Value* value) {
-  // `fptrunc … to bfloat` is vcvtneps2bf16 with +avx512bf16 (denormals flushed, NaN quieted); bf16
-  // values live as their i16 bits here, as f32_to_bf16 gives them.
-  llvm::Value* rounded = builder.CreateFPTrunc(value, shaped_like(value, builder.getBFloatTy()));
-  return builder.CreateBitCast(rounded, shaped_like(value, builder.getInt16Ty()));
-}
-
 }  // namespace kiln

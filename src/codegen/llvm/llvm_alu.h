@@ -36,8 +36,6 @@ llvm::Value* llvm_alu(llvm::IRBuilderBase& builder, Ops op, DType operand, std::
 // CAST: value conversion, rounding to nearest even, float → int truncating and saturating (NaN → 0),
 // anything → bool as `!= 0`, bool → anything as 0 or 1.
 llvm::Value* llvm_cast(llvm::IRBuilderBase& builder, llvm::Value* value, DType from, DType to);
-// CAST f32 → bf16 marked kFlushingBf16Round (ir/ops.h): one vcvtneps2bf16 (needs +avx512bf16).
-llvm::Value* llvm_flushing_bf16_round(llvm::IRBuilderBase& builder, llvm::Value* value);
 // BITCAST: the same bytes read as another dtype of the same size.
 llvm::Value* llvm_bitcast(llvm::IRBuilderBase& builder, llvm::Value* value, DType from, DType to);
 

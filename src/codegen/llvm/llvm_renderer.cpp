@@ -31,12 +31,6 @@ namespace kiln {
 
 namespace {
 
-// A CAST of f32 to bf16 marked kFlushingBf16Round (ir/ops.h).
-bool flushing_bf16_round(const UOp& cast) {
-  return cast.dtype().scalar() == ScalarType::BFloat16 && cast.src(0)->dtype().scalar() == ScalarType::Float32 &&
-         std::holds_alternative<std::string>(cast.arg()) && cast.arg_string() == kFlushingBf16Round;
-}
-
 constexpr uint64_t buffer_alignment = 64;  // docs/kernel-ast.md
 
 struct OpenLoop {
@@ -269,10 +263,7 @@ class Renderer {
         break;
       case Ops::DEFINE_LOCAL: result = local_array(node); break;
       case Ops::BARRIER: break;  // one thread runs the kernel's iteration: its stores are in order
-      case Ops::CAST:
-        result = flushing_bf16_round(node) ? llvm_flushing_bf16_round(builder_, value_of(node.src(0)))
-                                           : llvm_cast(builder_, value_of(node.src(0)), node.src(0)->dtype(), node.dtype());
-        break;
+      case Ops::CAST: result = llvm_cast(builder_, value_of(node.src(0)), node.src(0)->dtype(), node.dtype()); break;
       case Ops::BITCAST:
         result = llvm_bitcast(builder_, value_of(node.src(0)), node.src(0)->dtype(), node.dtype());
         break;

@@ -103,7 +103,6 @@ TargetCaps x86_64_target_caps(const std::set<std::string>& features) {
       (features.count("avxvnni") || (vnni512 && features.count("avx512vl"))))
     caps.dot_product_bytes = 32;
   caps.amx_bf16 = caps.vector_bytes == 64 && features.count("amx-tile") && features.count("amx-bf16");
-  caps.bf16_convert = caps.vector_bytes == 64 && features.count("avx512bf16") != 0;
   return caps;
 }
 
