@@ -40,16 +40,6 @@ double separable_pool_loads(const PoolGeometry& g, const Shape& padded) {
   return loads / outputs;
 }
 
-}  // namespace
-
-// A max over a k1×…×kn window is the max over axis 1 of maxes over axis 2, and so on, so a large
-// window can be pooled one axis at a time with each stage's result stored: YOLOX's SPP pools 13×13
-// windows with stride 1, 169 masked loads per output directly and 13 + 13 (+ 2/13 for the padded
-// rows) in two stages. Done where it at least halves the loads, which leaves the 2×2 and 3×3 pools
-// of the classifiers as one kernel (3×3 with stride 1 would go from 9 to 6.5 loads, not worth a
-// second pass over memory).
-namespace {
-
 // Whether `node`, through movement ops, is the constant 0.
 bool is_zero_constant(const UOp* node) {
   while (op_group(node->op()) == OpGroup::Movement) node = node->src(0).get();
@@ -92,6 +82,12 @@ bool windows_meet_input(const Tensor& x, const PoolGeometry& g) {
 
 }  // namespace
 
+// A max over a k1×…×kn window is the max over axis 1 of maxes over axis 2, and so on, so a large
+// window can be pooled one axis at a time with each stage's result stored: YOLOX's SPP pools 13×13
+// windows with stride 1, 169 masked loads per output directly and 13 + 13 (+ 2/13 for the padded
+// rows) in two stages. Done where it at least halves the loads, which leaves the 2×2 and 3×3 pools
+// of the classifiers as one kernel (3×3 with stride 1 would go from 9 to 6.5 loads, not worth a
+// second pass over memory).
 Tensor Tensor::max_pool(const PoolOptions& options) const {
   require_defined(*this, "max_pool", "the input");
   PoolGeometry g = pool_geometry(*this, options, "max_pool");
